@@ -1,0 +1,204 @@
+package host
+
+import (
+	"context"
+	"strings"
+)
+
+// PartitionStyle is MSFT_Disk.PartitionStyle.
+type PartitionStyle uint16
+
+// Partition styles, with MSFT_Disk's numeric values.
+const (
+	PartitionStyleRAW PartitionStyle = 0 // "Unknown" in MSFT_Disk: not initialised
+	PartitionStyleMBR PartitionStyle = 1
+	PartitionStyleGPT PartitionStyle = 2
+)
+
+func (s PartitionStyle) String() string {
+	switch s {
+	case PartitionStyleRAW:
+		return "RAW"
+	case PartitionStyleMBR:
+		return "MBR"
+	case PartitionStyleGPT:
+		return "GPT"
+	}
+	return "PartitionStyle(" + itoa(uint64(s)) + ")"
+}
+
+// BusType is MSFT_Disk.BusType (the STORAGE_BUS_TYPE values).
+type BusType uint16
+
+// Bus types the plugin cares about; others pass through numerically.
+const (
+	BusTypeUnknown     BusType = 0
+	BusTypeSCSI        BusType = 1
+	BusTypeFibre       BusType = 6
+	BusTypeUSB         BusType = 7
+	BusTypeRAID        BusType = 8
+	BusTypeISCSI       BusType = 9
+	BusTypeSAS         BusType = 10
+	BusTypeSATA        BusType = 11
+	BusTypeFileBacked  BusType = 15 // VHD/VHDX mounted from a file
+	BusTypeStorageSpcs BusType = 16
+	BusTypeNVMe        BusType = 17
+)
+
+// OfflineReason is MSFT_Disk.OfflineReason.
+type OfflineReason uint16
+
+// Offline reasons, with MSFT_Disk's numeric values.
+const (
+	OfflineReasonNone               OfflineReason = 0
+	OfflineReasonPolicy             OfflineReason = 1
+	OfflineReasonRedundantPath      OfflineReason = 2
+	OfflineReasonSnapshot           OfflineReason = 3
+	OfflineReasonCollision          OfflineReason = 4 // disk signature collides with an online disk
+	OfflineReasonResourceExhaustion OfflineReason = 5
+	OfflineReasonWriteFailures      OfflineReason = 6
+	OfflineReasonDataIntegrityScan  OfflineReason = 7
+)
+
+// HealthStatus is the HealthStatus property shared by MSFT_Disk and MSFT_Volume.
+type HealthStatus uint16
+
+// Health states, with the storage classes' numeric values.
+const (
+	HealthHealthy   HealthStatus = 0
+	HealthWarning   HealthStatus = 1
+	HealthUnhealthy HealthStatus = 2
+	HealthUnknown   HealthStatus = 5
+)
+
+func (h HealthStatus) String() string {
+	switch h {
+	case HealthHealthy:
+		return "Healthy"
+	case HealthWarning:
+		return "Warning"
+	case HealthUnhealthy:
+		return "Unhealthy"
+	case HealthUnknown:
+		return "Unknown"
+	}
+	return "HealthStatus(" + itoa(uint64(h)) + ")"
+}
+
+// Disk is one MSFT_Disk as the host reports it.
+type Disk struct {
+	// Ref is the implementation's handle for the disk (the WMI object
+	// path on Windows). Callers pass the Disk back unchanged.
+	Ref string
+
+	Number         uint32
+	Path           string // device path, e.g. \\?\scsi#disk&ven_msft&...#{53f56307-...}
+	SerialNumber   string // as reported; may carry trailing spaces or '.'
+	UniqueID       string
+	Location       string // e.g. "PCI Slot 3 : Adapter 0 : Port 0 : Target 1 : LUN 0"
+	FriendlyName   string
+	Size           uint64
+	BusType        BusType
+	PartitionStyle PartitionStyle
+	IsBoot         bool
+	IsSystem       bool
+	IsReadOnly     bool
+	IsOffline      bool
+	OfflineReason  OfflineReason
+	HealthStatus   HealthStatus
+}
+
+// IsCritical reports whether the disk holds the running system. Such a
+// disk is never selected, initialised, partitioned, formatted or offlined.
+func (d Disk) IsCritical() bool { return d.IsBoot || d.IsSystem }
+
+// Partition is one MSFT_Partition.
+type Partition struct {
+	Ref         string
+	DiskNumber  uint32
+	Number      uint32
+	Offset      uint64
+	Size        uint64
+	GptType     string // "{ebd0a0a2-...}" on GPT disks, empty on MBR
+	MbrType     uint16 // 0 on GPT disks
+	AccessPaths []string
+	IsReadOnly  bool
+	IsOffline   bool
+}
+
+// Well-known GPT partition types (lower case, braced, as MSFT_Partition reports them).
+const (
+	GptTypeBasicData    = "{ebd0a0a2-b9e5-4433-87c0-68b6b72699c7}"
+	GptTypeMSR          = "{e3c9e316-0b5c-4db8-817d-f92df00215ae}"
+	GptTypeEFISystem    = "{c12a7328-f81f-11d2-ba4b-00a0c93ec93b}"
+	GptTypeRecovery     = "{de94bba4-06d1-4d40-a16a-bfd50179d6ac}"
+	MbrTypeExtended     = 5
+	MbrTypeExtendedLBA  = 15
+	MbrTypeIFS          = 7 // NTFS / ReFS / exFAT
+	MbrTypeFAT32LBA     = 12
+	MbrTypeGPTProtected = 0xee
+)
+
+// IsReserved reports whether the partition is one Windows manages by itself
+// (MSR, EFI system, recovery, MBR extended container) and which never holds
+// user data for the plugin.
+func (p Partition) IsReserved() bool {
+	switch strings.ToLower(p.GptType) {
+	case GptTypeMSR, GptTypeEFISystem, GptTypeRecovery:
+		return true
+	}
+	return p.MbrType == MbrTypeExtended || p.MbrType == MbrTypeExtendedLBA
+}
+
+// Disks is the disk side of the Windows storage stack: MSFT_Disk,
+// MSFT_Partition, MSFT_StorageSetting and the storage IOCTLs.
+type Disks interface {
+	// List returns every disk the host currently sees, in disk-number
+	// order. A disk whose properties cannot be read is left out rather
+	// than failing the whole list.
+	List(ctx context.Context) ([]Disk, error)
+
+	// Get returns the disk with this number, or ErrNotFound.
+	Get(ctx context.Context, number uint32) (Disk, error)
+
+	// Page83 returns the disk's page 83 identifier computed as csi-proxy
+	// does (first device-associated identifier of the
+	// STORAGE_DEVICE_ID_DESCRIPTOR: binary code set hex-encoded in lower
+	// case, ASCII code set verbatim). ErrNotFound when the disk reports
+	// none.
+	Page83(ctx context.Context, d Disk) (string, error)
+
+	// Rescan asks the host to re-enumerate storage
+	// (MSFT_StorageSetting.UpdateHostStorageCache).
+	Rescan(ctx context.Context) error
+
+	// SetReadOnly sets or clears the disk's read-only attribute.
+	SetReadOnly(ctx context.Context, d Disk, readOnly bool) error
+
+	// SetOnline brings the disk online or takes it offline. Bringing a
+	// disk whose signature collides with an online disk online fails with
+	// ErrConflict.
+	SetOnline(ctx context.Context, d Disk, online bool) error
+
+	// Initialize writes an empty partition table of the given style to a
+	// RAW disk. A disk that is already initialised fails with
+	// ErrAlreadyExists.
+	Initialize(ctx context.Context, d Disk, style PartitionStyle) error
+
+	// Partitions returns the disk's partitions in partition-number order.
+	Partitions(ctx context.Context, d Disk) ([]Partition, error)
+
+	// CreatePartition creates one partition using the largest free extent
+	// of an online, writable, initialised disk, without a drive letter:
+	// Basic Data on GPT, IFS on MBR.
+	CreatePartition(ctx context.Context, d Disk) (Partition, error)
+
+	// MaxPartitionSize returns the largest size the partition can grow to
+	// (MSFT_Partition.GetSupportedSize SizeMax).
+	MaxPartitionSize(ctx context.Context, p Partition) (uint64, error)
+
+	// ResizePartition grows (or shrinks) the partition and the file
+	// system on it to size bytes. Sizes the host cannot honour fail with
+	// ErrOutOfRange.
+	ResizePartition(ctx context.Context, p Partition, size uint64) error
+}

@@ -1,0 +1,69 @@
+package host
+
+import "errors"
+
+// Sentinel errors. Implementations wrap them with %w and the identity of the
+// object involved; the node service maps them onto gRPC codes in one place.
+// Comparisons use errors.Is, never error text.
+var (
+	// ErrNotFound: the disk, partition, volume, path, mapping, share,
+	// portal, target or session does not exist.
+	ErrNotFound = errors.New("not found")
+
+	// ErrAlreadyExists: the object exists in a state incompatible with the
+	// request (for example another volume is mounted on the directory).
+	ErrAlreadyExists = errors.New("already exists")
+
+	// ErrDirNotEmpty: a mount point or link cannot replace a directory
+	// that has entries (ERROR_DIR_NOT_EMPTY).
+	ErrDirNotEmpty = errors.New("directory not empty")
+
+	// ErrInUse: the object is busy and refuses the operation (a target
+	// with open handles refusing disconnect, a volume locked by another
+	// process).
+	ErrInUse = errors.New("in use")
+
+	// ErrConflict: the host is in a state the plugin must not resolve on
+	// its own (two disks match one selector, a disk holds unexpected data,
+	// a cloned disk's signature collides with an online disk).
+	ErrConflict = errors.New("conflict")
+
+	// ErrCredentialConflict: Windows refuses a second connection to the
+	// same server under a different user name (ERROR_SESSION_CREDENTIAL_CONFLICT, 1219).
+	ErrCredentialConflict = errors.New("credential conflict")
+
+	// ErrLogonFailure: the server rejected the credentials
+	// (ERROR_LOGON_FAILURE 1326, iSCSI CHAP authentication failure).
+	ErrLogonFailure = errors.New("logon failure")
+
+	// ErrAccessDenied: the credentials were accepted but the operation is
+	// not permitted (ERROR_ACCESS_DENIED 5).
+	ErrAccessDenied = errors.New("access denied")
+
+	// ErrUnreachable: the server or portal cannot be reached
+	// (ERROR_BAD_NETPATH 53, connection timeouts).
+	ErrUnreachable = errors.New("unreachable")
+
+	// ErrNotReady: the device is not ready yet (ERROR_NOT_READY 21): a disk
+	// still offline, a grown disk whose new size the host has not seen.
+	// Retrying later may succeed.
+	ErrNotReady = errors.New("not ready")
+
+	// ErrReadOnly: the disk or volume is write-protected.
+	ErrReadOnly = errors.New("read-only")
+
+	// ErrOutOfRange: a requested size lies outside what the host supports.
+	ErrOutOfRange = errors.New("out of range")
+
+	// ErrInvalid: the host rejected a parameter as invalid.
+	ErrInvalid = errors.New("invalid parameter")
+
+	// ErrBusy: the host executor cannot accept more work right now
+	// (bounded queue full); retrying later may succeed.
+	ErrBusy = errors.New("host busy")
+
+	// ErrNotImplemented: this host does not implement the operation. On
+	// Windows it means the executor for that area has not been built; it
+	// is never returned as a stand-in for success.
+	ErrNotImplemented = errors.New("not implemented by this host")
+)

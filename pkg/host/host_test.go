@@ -1,0 +1,159 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSecretNeverPrints(t *testing.T) {
+	s := NewSecret("hunter2-very-secret")
+	c := Credential{User: "alice", Password: s}
+	ch := CHAP{User: "u", Secret: s}
+	outs := []string{
+		fmt.Sprint(s), fmt.Sprintf("%v %+v %#v %s %q %x", s, s, s, s, s, s),
+		fmt.Sprintf("%v %+v %#v", c, c, c), fmt.Sprintf("%+v", ch),
+		fmt.Sprintf("%v", []Secret{s}), fmt.Sprintf("%v", map[string]Secret{"k": s}),
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs = append(outs, string(b))
+	for _, o := range outs {
+		if strings.Contains(o, "hunter2") {
+			t.Fatalf("secret leaked: %s", o)
+		}
+	}
+	if s.Reveal() != "hunter2-very-secret" || s.Len() != 19 || s.IsZero() || !s.Equal(NewSecret("hunter2-very-secret")) {
+		t.Fatal("Reveal/Len/IsZero/Equal broken")
+	}
+}
+
+func TestParseLocation(t *testing.T) {
+	u := func(v uint32) *uint32 { return &v }
+	tests := []struct {
+		in     string
+		want   Location
+		wantOK bool
+	}{
+		{"PCI Slot 3 : Adapter 0 : Port 0 : Target 1 : LUN 0", Location{Adapter: u(0), Bus: u(0), Target: u(1), LUN: u(0)}, true},
+		{"Integrated : Adapter 2 : Bus 1 : Target 3 : LUN 12", Location{Adapter: u(2), Bus: u(1), Target: u(3), LUN: u(12)}, true},
+		{"", Location{}, false},
+		{"Adapter x : LUN y", Location{}, false},
+		{"LUN 7", Location{LUN: u(7)}, true},
+	}
+	for _, tt := range tests {
+		got, ok := ParseLocation(tt.in)
+		if ok != tt.wantOK || fmt.Sprint(deref(got)) != fmt.Sprint(deref(tt.want)) {
+			t.Errorf("ParseLocation(%q) = %v %v, want %v %v", tt.in, deref(got), ok, deref(tt.want), tt.wantOK)
+		}
+	}
+}
+
+func deref(l Location) [4]int64 {
+	v := func(p *uint32) int64 {
+		if p == nil {
+			return -1
+		}
+		return int64(*p)
+	}
+	return [4]int64{v(l.Adapter), v(l.Bus), v(l.Target), v(l.LUN)}
+}
+
+func TestPartitionIsReserved(t *testing.T) {
+	for _, tt := range []struct {
+		p    Partition
+		want bool
+	}{
+		{Partition{GptType: GptTypeMSR}, true},
+		{Partition{GptType: strings.ToUpper(GptTypeMSR)}, true},
+		{Partition{GptType: GptTypeBasicData}, false},
+		{Partition{MbrType: MbrTypeIFS}, false},
+		{Partition{MbrType: MbrTypeExtended}, true},
+	} {
+		if got := tt.p.IsReserved(); got != tt.want {
+			t.Errorf("%+v.IsReserved() = %v", tt.p, got)
+		}
+	}
+}
+
+func TestTrackerCountsDetachedCalls(t *testing.T) {
+	ctx, outer := Track(context.Background())
+	ctx, inner := Track(ctx)
+	release := make(chan struct{})
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	defer cancel()
+	err := Detached(cctx, func(context.Context) error {
+		<-release
+		return nil
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want DeadlineExceeded", err)
+	}
+	if outer.Outstanding() != 1 || inner.Outstanding() != 1 {
+		t.Fatalf("outstanding = %d/%d, want 1/1 while the call hangs", outer.Outstanding(), inner.Outstanding())
+	}
+	var mu sync.Mutex
+	fired := false
+	idle := make(chan struct{})
+	inner.WhenIdle(func() {
+		mu.Lock()
+		fired = true
+		mu.Unlock()
+		close(idle)
+	})
+	mu.Lock()
+	if fired {
+		t.Fatal("WhenIdle fired while a call was outstanding")
+	}
+	mu.Unlock()
+	close(release)
+	<-idle
+	if outer.Outstanding() != 0 {
+		t.Fatalf("outer outstanding = %d after the call ended", outer.Outstanding())
+	}
+	ran := false
+	outer.WhenIdle(func() { ran = true })
+	if !ran {
+		t.Fatal("WhenIdle on an idle tracker must run at once")
+	}
+}
+
+func TestDetachedReturnsResult(t *testing.T) {
+	want := errors.New("boom")
+	if err := Detached(context.Background(), func(context.Context) error { return want }); !errors.Is(err, want) {
+		t.Fatalf("err = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := false
+	if err := Detached(ctx, func(context.Context) error { called = true; return nil }); !errors.Is(err, context.Canceled) || called {
+		t.Fatalf("cancelled ctx: err=%v called=%v", err, called)
+	}
+}
+
+func TestUnimplementedHost(t *testing.T) {
+	h := Unimplemented()
+	ctx := context.Background()
+	errs := []error{}
+	_, err := h.Disks.List(ctx)
+	errs = append(errs, err)
+	_, err = h.Volumes.FreeSpace(ctx, "x")
+	errs = append(errs, err)
+	_, err = h.Files.Stat(ctx, "x")
+	errs = append(errs, err)
+	errs = append(errs, h.SMB.Map(ctx, `\\s\x`, Credential{}, true))
+	_, err = h.ISCSI.Connect(ctx, ConnectRequest{})
+	errs = append(errs, err)
+	for i, err := range errs {
+		if !errors.Is(err, ErrNotImplemented) {
+			t.Errorf("call %d: err = %v, want ErrNotImplemented", i, err)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package host
+
+import "fmt"
+
+// Secret holds a password or CHAP secret. Every way of printing it (fmt
+// verbs, klog/logr values, JSON) yields a fixed placeholder; only Reveal
+// returns the value, and only host implementations call it, at the moment
+// they hand it to Windows.
+type Secret struct{ v string }
+
+// Redacted is what a Secret prints as.
+const Redacted = "[redacted]"
+
+// NewSecret wraps a secret value.
+func NewSecret(v string) Secret { return Secret{v: v} }
+
+// Reveal returns the secret value. Never log or wrap what it returns.
+func (s Secret) Reveal() string { return s.v }
+
+// IsZero reports whether the secret is empty.
+func (s Secret) IsZero() bool { return s.v == "" }
+
+// Len returns the length of the secret in bytes (CHAP secrets must be 12–16).
+func (s Secret) Len() int { return len(s.v) }
+
+// Equal compares two secrets.
+func (s Secret) Equal(o Secret) bool { return s.v == o.v }
+
+func (Secret) String() string                { return Redacted }
+func (Secret) GoString() string              { return Redacted }
+func (Secret) MarshalLog() any               { return Redacted }
+func (Secret) MarshalJSON() ([]byte, error)  { return []byte(`"` + Redacted + `"`), nil }
+func (Secret) MarshalText() ([]byte, error)  { return []byte(Redacted), nil }
+func (Secret) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte(Redacted)) }
