@@ -1,0 +1,203 @@
+package contract
+
+import (
+	"sort"
+	"strings"
+)
+
+// Parse turns a request into a validated Volume. The error, when not nil,
+// is an *Error naming the offending key; it never contains a secret
+// value. Options are assumed valid (Options.Validate); invalid aliases and
+// presets are skipped rather than failing every volume.
+func Parse(r Request, o Options) (Volume, error) {
+	v, e := parse(r, o)
+	if e != nil {
+		return Volume{}, e
+	}
+	return v, nil
+}
+
+// kindChoice records how the kind was chosen, for messages.
+type kindChoice int
+
+const (
+	kindExplicit kindChoice = iota // the backend key
+	kindDefault                    // Options.DefaultKind
+	kindInferred                   // from source / iqn / neither
+)
+
+func parse(r Request, o Options) (Volume, *Error) {
+	if r.VolumeID == "" {
+		return Volume{}, errorf(keyVolumeID, "is empty")
+	}
+	p, e := mergeContexts(r.VolumeContext, r.PublishContext)
+	if e != nil {
+		return Volume{}, e
+	}
+	sec, e := foldMap(r.Secrets, true, "the node-stage secret")
+	if e != nil {
+		return Volume{}, e
+	}
+
+	aliases := compileAliases(o)
+	// Aliases whose vendor key is not a contract key apply at once, so
+	// that an alias of backend, source or iqn takes part in choosing the
+	// kind.
+	for _, a := range aliases {
+		if !a.ownKey {
+			if e := applyAlias(p, a); e != nil {
+				return Volume{}, e
+			}
+		}
+	}
+
+	if eph, ok := p.get(keyEphemeral); ok {
+		on, e := parseBool(eph)
+		if e != nil {
+			return Volume{}, e
+		}
+		if on {
+			return Volume{}, errorf(eph.key, "ephemeral inline volumes are not supported: the plugin needs NodeStageVolume")
+		}
+	}
+
+	kind, how, e := chooseKind(p, o)
+	if e != nil {
+		return Volume{}, e
+	}
+	// An alias whose vendor key is a contract key of another backend
+	// ("LUN" is the iscsi "lun") applies only to volumes of its target's
+	// backend; elsewhere the key keeps its own meaning.
+	for _, a := range aliases {
+		if a.ownKey && appliesTo(a.target.Backends, kind) {
+			if e := applyAlias(p, a); e != nil {
+				return Volume{}, e
+			}
+		}
+	}
+
+	vol := Volume{Kind: kind}
+	if vol.Ignored, e = checkKeys(p, kind, how); e != nil {
+		return Volume{}, e
+	}
+	if vol.FS, e = parseFS(p, r.FsType, kind); e != nil {
+		return Volume{}, e
+	}
+	switch kind {
+	case KindDisk:
+		vol.Disk, e = parseDisk(p, r.VolumeID, o)
+	case KindSMB:
+		vol.SMB, e = parseSMB(p, sec, o)
+	case KindISCSI:
+		vol.ISCSI, e = parseISCSI(p, sec)
+	}
+	if e != nil {
+		return Volume{}, e
+	}
+	return vol, nil
+}
+
+// mergeContexts folds both maps and lays publish_context over
+// volume_context.
+func mergeContexts(vc, pc map[string]string) (params, *Error) {
+	p, e := foldMap(vc, false, "volume_context")
+	if e != nil {
+		return nil, e
+	}
+	pp, e := foldMap(pc, false, "publish_context")
+	if e != nil {
+		return nil, e
+	}
+	for k, v := range pp {
+		p[k] = v
+	}
+	return p, nil
+}
+
+// applyAlias moves the vendor key's entry onto the target key. The entry
+// keeps the vendor spelling, so later errors name the key the user wrote.
+func applyAlias(p params, a alias) *Error {
+	ve, ok := p[a.vendor]
+	if !ok {
+		return nil
+	}
+	tf := fold(a.target.Name)
+	if te, ok := p[tf]; ok && te.val != ve.val {
+		return errorf(ve.key, "is an alias of %s and conflicts with %q: %q differs from %q",
+			a.target.Name, te.key, ve.val, te.val)
+	}
+	delete(p, a.vendor)
+	p[tf] = ve
+	return nil
+}
+
+func chooseKind(p params, o Options) (Kind, kindChoice, *Error) {
+	if e, ok := p.get(keyBackend); ok {
+		k, ok := kindOf(e.val)
+		if !ok {
+			return "", 0, errorf(e.key, "%q is not disk, smb or iscsi", e.val)
+		}
+		return k, kindExplicit, nil
+	}
+	if o.DefaultKind != "" {
+		k, ok := kindOf(string(o.DefaultKind))
+		if !ok {
+			return "", 0, errorf(keyBackend, "is not set and the node default backend %q is not disk, smb or iscsi", o.DefaultKind)
+		}
+		return k, kindDefault, nil
+	}
+	switch {
+	case p.has(keySource):
+		return KindSMB, kindInferred, nil
+	case p.has(keyIQN):
+		return KindISCSI, kindInferred, nil
+	}
+	return KindDisk, kindInferred, nil
+}
+
+// checkKeys rejects keys of other backends and secret keys placed in the
+// contexts, and returns the unknown keys (sorted, as written).
+func checkKeys(p params, kind Kind, how kindChoice) ([]string, *Error) {
+	folded := make([]string, 0, len(p))
+	for f := range p {
+		folded = append(folded, f)
+	}
+	sort.Strings(folded)
+	var ignored []string
+	for _, f := range folded {
+		e := p[f]
+		if k, ok := contextKeys[f]; ok {
+			if !appliesTo(k.Backends, kind) {
+				return nil, errorf(e.key, "belongs to %s, %s", backendsText(k.Backends), kindReason(p, kind, how))
+			}
+			continue
+		}
+		if strings.HasPrefix(f, csiPrefix) {
+			continue
+		}
+		if k, ok := secretKeys[f]; ok && appliesTo(k.Backends, kind) {
+			return nil, errorf(e.key, "is read from the node-stage secret, not from volume_context or publish_context")
+		}
+		ignored = append(ignored, e.key)
+	}
+	sort.Strings(ignored)
+	return ignored, nil
+}
+
+// kindReason says why the volume has the kind it has.
+func kindReason(p params, kind Kind, how kindChoice) string {
+	switch how {
+	case kindExplicit:
+		e, _ := p.get(keyBackend)
+		return "but " + e.key + " is " + quote(e.val)
+	case kindDefault:
+		return "but backend is not set and the node default backend is " + string(kind)
+	}
+	switch kind {
+	case KindSMB:
+		return "but source makes this an smb volume (set backend to choose)"
+	case KindISCSI:
+		return "but iqn makes this an iscsi volume (set backend to choose)"
+	}
+	return "but without source or iqn this is a disk volume (set backend to choose)"
+}
