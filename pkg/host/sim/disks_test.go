@@ -1,0 +1,377 @@
+package sim
+
+import (
+	"context"
+	"testing"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
+)
+
+func TestCriticalDiskProtected(t *testing.T) {
+	s := newSim(t)
+	ctx := context.Background()
+	h := s.Host()
+	d0, err := h.Disks.Get(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := h.Disks.Partitions(ctx, d0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := h.Volumes.OfPartition(ctx, parts[len(parts)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		do   func() error
+		want error
+	}{
+		{"offline", func() error { return h.Disks.SetOnline(ctx, d0, false) }, host.ErrConflict},
+		{"online is a no-op", func() error { return h.Disks.SetOnline(ctx, d0, true) }, nil},
+		{"initialize", func() error { return h.Disks.Initialize(ctx, d0, host.PartitionStyleGPT) }, host.ErrConflict},
+		{"create partition", func() error { _, err := h.Disks.CreatePartition(ctx, d0); return err }, host.ErrConflict},
+		{"read-only", func() error { return h.Disks.SetReadOnly(ctx, d0, true) }, host.ErrConflict},
+		{"format C:", func() error { _, err := h.Volumes.Format(ctx, c, host.FormatOptions{FileSystem: "NTFS"}); return err }, host.ErrConflict},
+		{"detach", func() error { return s.DetachDisk(0) }, host.ErrConflict},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.name, tc.do(), tc.want) })
+	}
+	if c.FileSystem != "NTFS" || len(parts[len(parts)-1].AccessPaths) == 0 || parts[len(parts)-1].AccessPaths[0] != `C:\` {
+		t.Errorf("C: volume %+v / partition %+v", c, parts[len(parts)-1])
+	}
+}
+
+func TestDiskNumbersLowestFreeAndStaleRef(t *testing.T) {
+	s := newSim(t)
+	ctx := context.Background()
+	a, _ := s.AttachDisk(DiskSpec{Serial: "a"})
+	b, _ := s.AttachDisk(DiskSpec{Serial: "b"})
+	if a != 1 || b != 2 {
+		t.Fatalf("numbers %d, %d; want 1, 2", a, b)
+	}
+	old, err := s.Host().Disks.Get(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DetachDisk(a); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := s.AttachDisk(DiskSpec{Serial: "c"})
+	if c != a {
+		t.Fatalf("new disk got %d, want reused %d", c, a)
+	}
+	// A Disk handle of the detached disk does not reach the new one.
+	_, err = s.Host().Disks.Page83(ctx, old)
+	wantErr(t, "Page83 on stale handle", err, host.ErrNotFound)
+	list, err := s.Host().Disks.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range list {
+		if d.Number != uint32(i) {
+			t.Errorf("List()[%d].Number = %d", i, d.Number)
+		}
+	}
+}
+
+func TestPage83(t *testing.T) {
+	s := newSim(t)
+	ctx := context.Background()
+	with, _ := s.AttachDisk(DiskSpec{Serial: "x", Page83: "Google  pd-1"})
+	without, _ := s.AttachDisk(DiskSpec{Serial: "y"})
+	got, err := s.Host().Disks.Page83(ctx, host.Disk{Number: with})
+	if err != nil || got != "Google  pd-1" {
+		t.Errorf("Page83 = %q, %v", got, err)
+	}
+	_, err = s.Host().Disks.Page83(ctx, host.Disk{Number: without})
+	wantErr(t, "Page83 without identifier", err, host.ErrNotFound)
+}
+
+func TestInitialize(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		spec  DiskSpec
+		style host.PartitionStyle
+		want  error
+	}{
+		{"gpt", DiskSpec{}, host.PartitionStyleGPT, nil},
+		{"mbr", DiskSpec{}, host.PartitionStyleMBR, nil},
+		{"raw style", DiskSpec{}, host.PartitionStyleRAW, host.ErrInvalid},
+		{"offline", DiskSpec{Offline: true}, host.PartitionStyleGPT, host.ErrConflict},
+		{"read-only", DiskSpec{ReadOnly: true}, host.PartitionStyleGPT, host.ErrReadOnly},
+		{"initialized", DiskSpec{PartitionStyle: host.PartitionStyleMBR}, host.PartitionStyleGPT, host.ErrAlreadyExists},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t)
+			n, err := s.AttachDisk(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantErr(t, "Initialize", s.Host().Disks.Initialize(ctx, host.Disk{Number: n}, tc.style), tc.want)
+			if tc.want != nil {
+				return
+			}
+			parts, err := s.Host().Disks.Partitions(ctx, host.Disk{Number: n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.style == host.PartitionStyleMBR {
+				if len(parts) != 0 {
+					t.Errorf("MBR disk has partitions %+v", parts)
+				}
+				return
+			}
+			if len(parts) != 1 || parts[0].GptType != host.GptTypeMSR || parts[0].Offset != 17408 || parts[0].Size != 16759808 || !parts[0].IsReserved() {
+				t.Errorf("GPT disk partitions %+v, want the MSR partition", parts)
+			}
+			_, err = s.Host().Volumes.OfPartition(ctx, parts[0])
+			wantErr(t, "OfPartition(MSR)", err, host.ErrNotFound)
+		})
+	}
+}
+
+func TestCreatePartition(t *testing.T) {
+	ctx := context.Background()
+	s := newSim(t)
+	h := s.Host().Disks
+	gpt, _ := s.AttachDisk(DiskSpec{Size: 1 << 30})
+	if err := h.Initialize(ctx, host.Disk{Number: gpt}, host.PartitionStyleGPT); err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.CreatePartition(ctx, host.Disk{Number: gpt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Number != 2 || p.Offset != 16*mib || p.GptType != host.GptTypeBasicData || p.Offset+p.Size != (1<<30)-16896 {
+		t.Errorf("partition %+v", p)
+	}
+	if len(p.AccessPaths) != 1 {
+		t.Errorf("access paths %v, want the volume GUID path", p.AccessPaths)
+	}
+	v, err := s.Host().Volumes.OfPartition(ctx, p)
+	if err != nil || v.FileSystem != "" || v.GUIDPath != p.AccessPaths[0] {
+		t.Errorf("volume %+v, %v; want a RAW volume at %s", v, err, p.AccessPaths[0])
+	}
+	_, err = h.CreatePartition(ctx, host.Disk{Number: gpt})
+	wantErr(t, "CreatePartition on a full disk", err, host.ErrOutOfRange)
+
+	mbr, _ := s.AttachDisk(DiskSpec{PartitionStyle: host.PartitionStyleMBR})
+	p, err = h.CreatePartition(ctx, host.Disk{Number: mbr})
+	if err != nil || p.MbrType != host.MbrTypeIFS || p.GptType != "" || p.Offset != mib {
+		t.Errorf("MBR partition %+v, %v", p, err)
+	}
+
+	tests := []struct {
+		name string
+		spec DiskSpec
+		want error
+	}{
+		{"raw", DiskSpec{}, host.ErrConflict},
+		{"offline", DiskSpec{PartitionStyle: host.PartitionStyleGPT, Offline: true}, host.ErrConflict},
+		{"read-only", DiskSpec{PartitionStyle: host.PartitionStyleGPT, ReadOnly: true}, host.ErrReadOnly},
+		{"mbr table full", DiskSpec{PartitionStyle: host.PartitionStyleMBR, Size: 1 << 30, Partitions: []PartitionSpec{
+			{Size: 100 * mib}, {Size: 100 * mib}, {Size: 100 * mib}, {Size: 100 * mib}}}, host.ErrOutOfRange},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := s.AttachDisk(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = h.CreatePartition(ctx, host.Disk{Number: n})
+			wantErr(t, "CreatePartition", err, tc.want)
+		})
+	}
+}
+
+func TestResizePartition(t *testing.T) {
+	ctx := context.Background()
+	s := newSim(t)
+	h := s.Host()
+	n, guid := formattedDisk(t, s, "grow")
+	part := func() host.Partition {
+		parts, err := h.Disks.Partitions(ctx, host.Disk{Number: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return parts[len(parts)-1]
+	}
+	p := part()
+	max, err := h.Disks.MaxPartitionSize(ctx, p)
+	if err != nil || max != p.Size {
+		t.Fatalf("MaxPartitionSize = %d, %v; want %d (disk full)", max, err, p.Size)
+	}
+	wantErr(t, "same size", h.Disks.ResizePartition(ctx, p, p.Size), nil)
+	wantErr(t, "beyond the disk", h.Disks.ResizePartition(ctx, p, p.Size+4*mib), host.ErrOutOfRange)
+
+	if err := s.ResizeDisk(n, 2<<30); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := h.Disks.Get(ctx, n); d.Size != 1<<30 {
+		t.Errorf("disk size %d before rescan, want the old size", d.Size)
+	}
+	if err := h.Disks.Rescan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := h.Disks.Get(ctx, n); d.Size != 2<<30 {
+		t.Errorf("disk size %d after rescan, want 2 GiB", d.Size)
+	}
+	max, err = h.Disks.MaxPartitionSize(ctx, p)
+	if err != nil || max != p.Size+1<<30 {
+		t.Fatalf("MaxPartitionSize = %d, %v; want %d", max, err, p.Size+1<<30)
+	}
+	tests := []struct {
+		name string
+		size uint64
+		want error
+	}{
+		{"growth below 1 MiB", p.Size + 4096, host.ErrOutOfRange},
+		{"not a sector multiple", p.Size + 2*mib + 1, host.ErrInvalid},
+		{"beyond max", max + mib, host.ErrOutOfRange},
+		{"to max", max, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.name, h.Disks.ResizePartition(ctx, p, tc.size), tc.want) })
+	}
+	v, err := h.Volumes.Get(ctx, guid)
+	if err != nil || v.Size != max || part().Size != max {
+		t.Errorf("after growth volume %+v, %v; want size %d", v, err, max)
+	}
+	wantErr(t, "shrink below the data", h.Disks.ResizePartition(ctx, part(), 2*mib), host.ErrOutOfRange)
+	wantErr(t, "reserved", h.Disks.ResizePartition(ctx, host.Partition{DiskNumber: n, Number: 1}, 32*mib), host.ErrInvalid)
+	if err := s.SetDiskState(n, DiskChange{ReadOnly: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "read-only", h.Disks.ResizePartition(ctx, part(), max-8*mib), host.ErrReadOnly)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestSetOnlineCollision(t *testing.T) {
+	ctx := context.Background()
+	s := newSim(t)
+	h := s.Host().Disks
+	n, err := s.AttachDisk(DiskSpec{Serial: "clone", Collision: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := h.Get(ctx, n)
+	if !d.IsOffline || d.OfflineReason != host.OfflineReasonCollision || !d.IsReadOnly {
+		t.Fatalf("collided disk %+v", d)
+	}
+	wantErr(t, "online while read-only", h.SetOnline(ctx, d, true), host.ErrConflict)
+	wantErr(t, "clear read-only while offline", h.SetReadOnly(ctx, d, false), nil)
+	wantErr(t, "online after clearing read-only", h.SetOnline(ctx, d, true), nil)
+	d, _ = h.Get(ctx, n)
+	if d.IsOffline || d.OfflineReason != host.OfflineReasonNone || s.Snapshot().Disks[n].Collision {
+		t.Errorf("disk after online %+v", d)
+	}
+	wantErr(t, "offline", h.SetOnline(ctx, d, false), nil)
+	d, _ = h.Get(ctx, n)
+	if !d.IsOffline || d.OfflineReason != host.OfflineReasonPolicy {
+		t.Errorf("offlined disk %+v", d)
+	}
+}
+
+func TestAutoAttach(t *testing.T) {
+	ctx := context.Background()
+	s := newSim(t, func(c *Config) { c.AutoAttach = true; c.AutoAttachSize = 2 << 30 })
+	h := s.Host().Disks
+	if err := h.Rescan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(s.Snapshot().Disks); got != 1 {
+		t.Fatalf("rescan without a volume attached something: %d disks", got)
+	}
+	vctx := host.WithVolume(ctx, "pvc-123")
+	for i := 0; i < 2; i++ {
+		if err := h.Rescan(vctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, _ := h.List(ctx)
+	if len(list) != 2 {
+		t.Fatalf("%d disks after two rescans for one volume, want 2", len(list))
+	}
+	d := list[1]
+	if d.SerialNumber != "pvc-123" || d.Size != 2<<30 || !d.IsOffline || d.OfflineReason != host.OfflineReasonPolicy ||
+		d.IsReadOnly || d.PartitionStyle != host.PartitionStyleRAW || d.BusType != host.BusTypeSCSI ||
+		d.Location != "Integrated : Adapter 1 : Port 0 : Target 0 : LUN 0" {
+		t.Errorf("auto-attached disk %+v", d)
+	}
+	if p, err := h.Page83(ctx, d); err != nil || p != page83For("pvc-123") || len(p) != 32 {
+		t.Errorf("Page83 = %q, %v", p, err)
+	}
+	loc, ok := host.ParseLocation(d.Location)
+	if !ok || *loc.LUN != 0 || *loc.Adapter != 1 {
+		t.Errorf("location %q does not parse", d.Location)
+	}
+	// Without AutoAttach nothing appears.
+	s2 := newSim(t)
+	if err := s2.Host().Disks.Rescan(vctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(s2.Snapshot().Disks); got != 1 {
+		t.Errorf("rescan without AutoAttach attached a disk")
+	}
+}
+
+func TestDetachReattachKeepsContents(t *testing.T) {
+	ctx := context.Background()
+	s := newSim(t, func(c *Config) { c.AutoAttach = true })
+	n, guid := formattedDisk(t, s, "cloud-1")
+	if err := s.DetachDisk(n); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Host().Volumes.DiskNumber(ctx, guid)
+	wantErr(t, "DiskNumber of a detached disk's volume", err, host.ErrNotFound)
+	wantErr(t, "detach again", s.DetachDisk(n), host.ErrNotFound)
+	_, err = s.AttachDisk(DiskSpec{Serial: "cloud-1", FileSystem: "NTFS"})
+	wantErr(t, "attach with layout over stored contents", err, host.ErrAlreadyExists)
+	// Auto-attach brings the same disk back, offline by SAN policy.
+	if err := s.Host().Disks.Rescan(host.WithVolume(ctx, "cloud-1")); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Snapshot()
+	back := st.Disks[len(st.Disks)-1]
+	if back.Serial != "cloud-1" || !back.Offline || len(back.Partitions) != 2 || back.Partitions[1].Volume.GUID != guid[11:47] {
+		t.Fatalf("re-attached disk %+v", back)
+	}
+	if err := s.Host().Disks.SetOnline(ctx, host.Disk{Number: back.Number}, true); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.Host().Volumes.Get(ctx, guid)
+	if err != nil || v.FileSystem != "NTFS" {
+		t.Errorf("volume after re-attach %+v, %v", v, err)
+	}
+}
+
+func TestSetDiskStateAndHealth(t *testing.T) {
+	ctx := context.Background()
+	s := newSim(t)
+	n, guid := formattedDisk(t, s, "h")
+	if err := s.SetDiskState(n, DiskChange{Health: ptr(host.HealthUnhealthy), Offline: ptr(true),
+		OfflineReason: ptr(host.OfflineReasonWriteFailures)}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := s.Host().Disks.Get(ctx, n)
+	if d.HealthStatus != host.HealthUnhealthy || !d.IsOffline || d.OfflineReason != host.OfflineReasonWriteFailures {
+		t.Errorf("disk %+v", d)
+	}
+	wantErr(t, "SetDiskState on a missing disk", s.SetDiskState(42, DiskChange{}), host.ErrNotFound)
+	if err := s.SetDiskState(n, DiskChange{Offline: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetVolumeHealth(guid, host.HealthWarning); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.Host().Volumes.Get(ctx, guid)
+	if err != nil || v.HealthStatus != host.HealthWarning {
+		t.Errorf("volume %+v, %v", v, err)
+	}
+}

@@ -1,0 +1,195 @@
+// Package sim is a simulated Windows host: it implements every interface of
+// pkg/host (Disks, Volumes, Files, SMB, ISCSI) over an in-memory model of
+// disks, partitions, volumes, SMB global mappings and iSCSI sessions, kept
+// durable in a directory, with volume and share contents stored as real
+// directories. It lets the plugin's OS-neutral backends, csi-sanity,
+// benchmarks and crash tests run on Linux.
+//
+// # What it is for, and not for
+//
+// It is a test and development tool. It follows documented Windows
+// behaviour (sources below) so that algorithms tested against it behave the
+// same against pkg/host/winhost; where the behaviour is uncertain the code
+// says so next to the model. It is never a stand-in for unfinished Windows
+// code, and the plugin must not select it on a Windows node.
+//
+// The package compiles for every GOOS (go vet runs for windows too) but is
+// only supported at run time on Linux: mount points are Linux symlinks and
+// paths are host-native absolute paths ("/var/lib/kubelet/...").
+//
+// What belongs here: the model, its persistence, fault injection and the
+// control API tests use to set up and disturb the host (AttachDisk,
+// AddShare, AddTarget, Reboot, ...). What does not: policy (which disk to
+// pick, when to format), which belongs to the backends.
+//
+// # Every host call
+//
+// Each call of a host method (1) is counted and appended to the call log,
+// (2) applies the fault rules of its op, (3) sleeps Config.Latency, giving
+// up with an error wrapping ctx.Err() when ctx ends, (4) checks ctx once
+// more, (5) does its work under one mutex and (6), for mutating ops,
+// returns only once the state holding its effect is durable. Errors wrap
+// the host sentinels and name the object ("disk 3 is offline: conflict").
+// Op names are the Op* constants ("disks.List", "volumes.Mount", ...).
+//
+// # Files in Config.Dir
+//
+//	state.json        the model (below), replaced atomically
+//	state.json.tmp    transient
+//	faults.json       optional fault rules, read by New
+//	volumes/<guid>/   contents of the volume {guid}, created by Format (or a
+//	                  pre-formatted AttachDisk, or Mount of a RAW volume)
+//	                  and never deleted
+//	smb/<server>/<share>/  contents of \\server\share (names lower case)
+//
+// Only one process may open a directory at a time; a test that sets up a
+// host with the Go API closes its Sim before the plugin binary opens the
+// same directory with --sim-dir.
+//
+// state.json is written by a single persister: a mutation bumps a
+// generation number, the persister writes the newest model (temporary
+// file, fsync, rename, fsync of the directory) and wakes every call whose
+// generation it covers, so concurrent mutations share writes (group
+// commit). It is indented JSON with these fields (enums are the numeric
+// values of the host package types):
+//
+//	version                 1
+//	salt                    random; secrets are kept as hex SHA-256 of salt, 0x00, secret
+//	nextDiskID, nextSessionID, nextAutoLUN, nextTargetOrdinal, rescans
+//	disks[]                 id, number, serial, page83, location, size, pendingSize
+//	                        (visible after the next rescan), busType, boot, system,
+//	                        readOnly, offline, offlineReason, health, collision,
+//	                        partitionStyle, target+lun (iSCSI LUN disks), partitions[]:
+//	                        offset, size, gptType | mbrType, driveLetter, volume:
+//	                        guid, fileSystem, label, size, allocationUnit, health
+//	detached[]              disks detached with DetachDisk, by serial, same fields
+//	mounts[]                dir, volume (GUID) for each Volumes.Mount
+//	shares[]                server, share, users[] (name, passwordSHA256, generation),
+//	                        capacity, noEncryption, reachable
+//	mappings[]              remotePath, user, requirePrivacy, status, userGeneration
+//	                        (the user's password generation when mapped; never a password)
+//	targets[]               iqn, ordinal, portals ("host:port"), luns[] (lun, size,
+//	                        serial, page83, appearAfterRescans, pending, and the LUN's
+//	                        backing store: partitionStyle, partitions), chapUser,
+//	                        chapSecretSHA256, mutualSecretSHA256, discoveryCHAPUser,
+//	                        discoveryCHAPSecretSHA256
+//	portals[]               portal, initiatorPortal, discoveryCHAPUser,
+//	                        discoveryCHAPSecretSHA256, targets (discovered IQNs)
+//	sessions[]              id, target, portal, initiatorPortal, auth, multipath, persistent
+//	persistentLogins[]      target, portal, initiatorPortal, auth, chapUser,
+//	                        chapSecretSHA256, multipath
+//	unreachablePortals[]    "host:port"
+//	initiatorSecretSHA256   the mutual-CHAP initiator secret's hash
+//
+// No plaintext password or secret is ever written.
+//
+// # Faults
+//
+// Faults().Add(Rule) and <Dir>/faults.json inject faults per op. A rule
+// fires on the Nth call of its op counted from when it was added (Nth 0:
+// every call); Op "*" matches every op. The JSON form, used by crash-matrix
+// tests that run the real plugin binary (WriteFaultsFile writes it):
+//
+//	{"rules": [
+//	  {"op": "volumes.Format", "nth": 1, "crashBefore": true, "exitCode": 86},
+//	  {"op": "disks.SetOnline", "nth": 2, "crashAfter": true},
+//	  {"op": "smb.Map", "err": "credentialconflict"},
+//	  {"op": "disks.Rescan", "delay": "1.5s"},
+//	  {"op": "iscsi.Connect", "hang": true}
+//	]}
+//
+// Fields: op (required), nth, err ("notfound", "alreadyexists",
+// "dirnotempty", "conflict", "inuse", "logonfailure", "accessdenied",
+// "unreachable", "readonly", "outofrange", "busy", "invalid",
+// "credentialconflict", "notimplemented": the host sentinels; "internal":
+// an error that is none of them), delay (Go duration, slept ctx-aware),
+// hang (block until Faults().Release(op), Faults().Clear() or Close; the
+// caller gets ctx.Err() at its deadline through host.Detached, the call
+// stays outstanding on its host.Tracker and completes its effect once
+// released), crashBefore (exit before the call has any effect), crashAfter
+// (exit once the call's effect is durable), exitCode (default 86). Unknown
+// fields are rejected. Crashes flush klog and call the package variable
+// exit (os.Exit; tests replace it). The file is read once, by New: remove
+// or rewrite it before restarting a crashed process.
+//
+// Calls, Count and ResetCounts expose per-op counters; Mark and OpsSince
+// return the ops called since a mark (the last 10000 are kept), so a test
+// can list the host steps of one RPC and crash at each in turn.
+//
+// # Auto-attach
+//
+// With Config.AutoAttach, Disks.Rescan called with a ctx carrying a volume
+// ID V (host.WithVolume) attaches a disk for V when no disk has serial V:
+// the disk detached earlier with serial V if any (its contents come back),
+// else a blank one of Config.AutoAttachSize (default 1 GiB): RAW, writable,
+// offline with OfflineReason Policy, BusType SCSI, serial V, page 83 the
+// hex of the first 16 bytes of SHA-1(V), Location "Integrated : Adapter 1 :
+// Port 0 : Target 0 : LUN n" with n counting auto-attached disks. It
+// stands in for a controller's ControllerPublish in csi-sanity runs.
+//
+// # Modelled Windows behaviour
+//
+// Sources: /work/shared/reference/csi-proxy.md (§) and windows-drivers.md (wd §).
+//
+//   - Disk 0 is the boot and system disk (GPT: EFI, MSR, C: NTFS). Taking
+//     it offline, making it read-only, initialising, partitioning,
+//     formatting or detaching it fails with ErrConflict.
+//   - Disk numbers: a new disk gets the lowest free number (Windows numbers
+//     disks in enumeration order and reuses freed numbers; "lowest free" is
+//     a simplification). A Disk handle (Ref) of a detached disk does not
+//     reach another disk that got its number.
+//   - New disks on shared buses come up offline by SAN policy (wd §0.5).
+//     Clones whose signature collides with an online disk are offline
+//     (reason Collision) and read-only; SetOnline fails with ErrConflict
+//     until read-only is cleared, then Windows writes a new signature and
+//     the disk comes online (§6.1 item 15, wd §0.5).
+//   - Initialize needs an online, writable RAW disk; GPT gets the MSR
+//     partition at 17408, 16759808 bytes long (§3.2, aws-ebs #1001).
+//     Partitions start on 1 MiB boundaries and take the largest free
+//     extent (§3.2); the sim rounds sizes to 512-byte sectors (uncertain
+//     whether Windows also rounds the end of a maximum-size partition).
+//   - ResizePartition: same size is a no-op; a change below 1 MiB fails
+//     with ErrOutOfRange (StorageWMI 4097, §3.6); the volume follows.
+//     ResizeDisk's new size shows after the next Rescan (drivers rescan
+//     before expanding, wd §0.9; whether Windows notices by itself is
+//     uncertain, §3.6).
+//   - Volumes of an offline or detached disk are not visible (Get,
+//     OfPartition, Mount, DiskNumber, FreeSpace: ErrNotFound, "device not
+//     ready"); their partitions still are, without access paths
+//     (uncertain). Format refuses a volume with a file system
+//     (ErrAlreadyExists; the plugin never forces), accepts NTFS (clusters
+//     512 B to 2 MB) and ReFS (4 KB or 64 KB).
+//   - Mount points (SetVolumeMountPoint, §3.4) need an existing empty
+//     directory (ErrDirNotEmpty when it has entries or is already a mount
+//     point or link); Unmount (DeleteVolumeMountPoint) leaves the empty
+//     directory. Stat reports mount points as PathMountPoint with the
+//     volume GUID path, links to shares in \\server\share\dir\ form (§4
+//     item 6). Remove refuses a mount point (ErrInUse). Symlinks may
+//     dangle, as on Windows.
+//   - SMB global mappings: one user name per server (error 1219, wd §1.4);
+//     RequirePrivacy against a server without encryption is "network
+//     access is denied" (csi-driver-smb #655); after a server password
+//     change a mapping keeps status OK but access fails with
+//     ErrAccessDenied (csi-proxy PRs #66/#75, §4 item 4); an unreachable
+//     server turns mappings Disconnected; after a reboot mappings turn
+//     Unavailable (wd §1.4).
+//   - iSCSI: adding a portal runs SendTargets discovery once; later targets
+//     need RefreshPortal (§5). CHAP secrets are 12 to 16 bytes; mutual CHAP
+//     uses the node-wide initiator secret (§5). A second session to a
+//     target needs multipath on both sessions (modelled from §5 and
+//     democratic-csi's tolerated "already logged in", wd §5.4; uncertain).
+//     A target's first session makes its LUNs appear as offline iSCSI disks
+//     (late LUNs after AppearAfterRescans rescans); logging out of the last
+//     session is refused while a volume of the target is mounted (ErrInUse)
+//     and otherwise removes the disks, keeping their contents in the LUN's
+//     backing store. Disconnect keeps a persistent login; Unregister
+//     removes it. Reboot restores persistent logins whose portal answers
+//     and whose credentials still work; the others are gone (democratic-csi
+//     #342).
+//
+// Known simplifications: access control is enforced at the host API only
+// (a process can read a share's directory through a link without a
+// mapping, or a volume's directory while its disk is offline); write
+// protection of read-only disks is not enforced on file contents; the free
+// space overhead of file systems is illustrative.
+package sim

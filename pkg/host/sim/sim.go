@@ -1,0 +1,450 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
+)
+
+// Op names, one per host method. They key the call counters, the call log
+// and fault rules.
+const (
+	OpDisksList             = "disks.List"
+	OpDisksGet              = "disks.Get"
+	OpDisksPage83           = "disks.Page83"
+	OpDisksRescan           = "disks.Rescan"
+	OpDisksSetReadOnly      = "disks.SetReadOnly"
+	OpDisksSetOnline        = "disks.SetOnline"
+	OpDisksInitialize       = "disks.Initialize"
+	OpDisksPartitions       = "disks.Partitions"
+	OpDisksCreatePartition  = "disks.CreatePartition"
+	OpDisksMaxPartitionSize = "disks.MaxPartitionSize"
+	OpDisksResizePartition  = "disks.ResizePartition"
+
+	OpVolumesOfPartition = "volumes.OfPartition"
+	OpVolumesGet         = "volumes.Get"
+	OpVolumesFormat      = "volumes.Format"
+	OpVolumesMount       = "volumes.Mount"
+	OpVolumesUnmount     = "volumes.Unmount"
+	OpVolumesFlush       = "volumes.Flush"
+	OpVolumesDiskNumber  = "volumes.DiskNumber"
+	OpVolumesFreeSpace   = "volumes.FreeSpace"
+
+	OpFilesStat       = "files.Stat"
+	OpFilesMakeDir    = "files.MakeDir"
+	OpFilesRemove     = "files.Remove"
+	OpFilesSymlink    = "files.Symlink"
+	OpFilesIsEmptyDir = "files.IsEmptyDir"
+
+	OpSMBMapping = "smb.Mapping"
+	OpSMBMap     = "smb.Map"
+	OpSMBUnmap   = "smb.Unmap"
+	OpSMBCheck   = "smb.Check"
+
+	OpISCSIPortals            = "iscsi.Portals"
+	OpISCSIAddPortal          = "iscsi.AddPortal"
+	OpISCSIRefreshPortal      = "iscsi.RefreshPortal"
+	OpISCSIRemovePortal       = "iscsi.RemovePortal"
+	OpISCSITargets            = "iscsi.Targets"
+	OpISCSIConnect            = "iscsi.Connect"
+	OpISCSISessions           = "iscsi.Sessions"
+	OpISCSIDisconnect         = "iscsi.Disconnect"
+	OpISCSIUnregister         = "iscsi.Unregister"
+	OpISCSISetInitiatorSecret = "iscsi.SetInitiatorSecret"
+	OpISCSISessionDisks       = "iscsi.SessionDisks"
+)
+
+// AllOps lists every op name, in interface order.
+var AllOps = []string{
+	OpDisksList, OpDisksGet, OpDisksPage83, OpDisksRescan, OpDisksSetReadOnly,
+	OpDisksSetOnline, OpDisksInitialize, OpDisksPartitions, OpDisksCreatePartition,
+	OpDisksMaxPartitionSize, OpDisksResizePartition,
+	OpVolumesOfPartition, OpVolumesGet, OpVolumesFormat, OpVolumesMount, OpVolumesUnmount,
+	OpVolumesFlush, OpVolumesDiskNumber, OpVolumesFreeSpace,
+	OpFilesStat, OpFilesMakeDir, OpFilesRemove, OpFilesSymlink, OpFilesIsEmptyDir,
+	OpSMBMapping, OpSMBMap, OpSMBUnmap, OpSMBCheck,
+	OpISCSIPortals, OpISCSIAddPortal, OpISCSIRefreshPortal, OpISCSIRemovePortal,
+	OpISCSITargets, OpISCSIConnect, OpISCSISessions, OpISCSIDisconnect, OpISCSIUnregister,
+	OpISCSISetInitiatorSecret, OpISCSISessionDisks,
+}
+
+// DefaultAutoAttachSize is the size of an auto-attached disk when
+// Config.AutoAttachSize is zero.
+const DefaultAutoAttachSize = 1 << 30
+
+// callLogSize bounds the call log.
+const callLogSize = 10000
+
+// errClosed is returned by every call made after Close.
+var errClosed = errors.New("simulated host is closed")
+
+// Config configures a simulated host.
+type Config struct {
+	// Dir holds state.json, faults.json and the contents of volumes and
+	// shares. Required; created when missing.
+	Dir string
+	// AutoAttach makes Disks.Rescan attach a blank disk for a volume it
+	// has not seen (see doc.go).
+	AutoAttach bool
+	// AutoAttachSize is the size of auto-attached disks; 0 means 1 GiB.
+	AutoAttachSize uint64
+	// Latency is injected before every host call (ctx-aware), for
+	// benchmarks.
+	Latency time.Duration
+	// Logger receives the sim's own log lines; zero means klog.Background().
+	Logger klog.Logger
+}
+
+// Sim is a simulated Windows host. All methods are safe for concurrent use.
+type Sim struct {
+	cfg    Config
+	dir    string // Config.Dir made absolute and free of symlinks
+	log    klog.Logger
+	faults *Faults
+
+	counts map[string]*atomic.Int64 // fixed key set (AllOps): read without a lock
+
+	logMu    sync.Mutex
+	callLog  []string // ring buffer
+	logTotal int      // ops ever logged
+
+	mu     sync.Mutex // guards st, gen, closed and the files under dir
+	st     *State
+	gen    uint64
+	closed bool
+
+	p persister
+}
+
+// New opens the simulated host in cfg.Dir: it loads <Dir>/state.json when
+// present (else initialises a host with a boot/system disk 0) and
+// <Dir>/faults.json when present.
+func New(cfg Config) (*Sim, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("sim: Config.Dir is required")
+	}
+	if cfg.AutoAttachSize == 0 {
+		cfg.AutoAttachSize = DefaultAutoAttachSize
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
+	}
+	abs, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
+	}
+	dir, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
+	}
+	for _, sub := range []string{volumesSubdir, smbSubdir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o750); err != nil {
+			return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
+		}
+	}
+	log := cfg.Logger
+	if log.GetSink() == nil {
+		log = klog.Background()
+	}
+	s := &Sim{
+		cfg:    cfg,
+		dir:    dir,
+		log:    log.WithName("sim"),
+		faults: newFaults(),
+		counts: make(map[string]*atomic.Int64, len(AllOps)),
+	}
+	for _, op := range AllOps {
+		s.counts[op] = new(atomic.Int64)
+	}
+	st, fresh, err := loadState(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.st = st
+	if err := s.faults.loadFile(filepath.Join(dir, faultsFile)); err != nil {
+		return nil, err
+	}
+	s.p.init()
+	if fresh {
+		// Write the initial state synchronously so that a crash before the
+		// first mutation still leaves a loadable state.json.
+		data, err := encodeState(st)
+		if err == nil {
+			err = writeAtomic(dir, data)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sim state in %s: %w", dir, err)
+		}
+	}
+	go s.persistLoop()
+	s.log.V(2).Info("simulated host opened", "dir", dir, "disks", len(st.Disks), "faultRules", len(s.faults.Rules()))
+	return s, nil
+}
+
+// Host returns the five host interfaces backed by the simulation.
+func (s *Sim) Host() host.Host {
+	return host.Host{
+		Disks:   disks{s},
+		Volumes: volumes{s},
+		Files:   files{s},
+		SMB:     smbHost{s},
+		ISCSI:   iscsiHost{s},
+	}
+}
+
+// Dir returns the sim directory (absolute, symlinks resolved).
+func (s *Sim) Dir() string { return s.dir }
+
+// Faults returns the fault-injection rules of this sim.
+func (s *Sim) Faults() *Faults { return s.faults }
+
+// Close flushes the state, releases hung calls and stops the persister.
+// Calls made afterwards fail.
+func (s *Sim) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.gen++
+	g := s.gen
+	s.mu.Unlock()
+	s.faults.releaseAll()
+	err := s.commit(g)
+	s.p.shutdown()
+	return err
+}
+
+// Calls returns the number of calls made per op since the sim was opened
+// or ResetCounts was called. Ops never called are left out.
+func (s *Sim) Calls() map[string]int {
+	out := make(map[string]int)
+	for op, c := range s.counts {
+		if n := c.Load(); n > 0 {
+			out[op] = int(n)
+		}
+	}
+	return out
+}
+
+// Count returns the number of calls of one op.
+func (s *Sim) Count(op string) int {
+	if c, ok := s.counts[op]; ok {
+		return int(c.Load())
+	}
+	return 0
+}
+
+// ResetCounts zeroes the call counters (not the call log, not fault rules).
+func (s *Sim) ResetCounts() {
+	for _, c := range s.counts {
+		c.Store(0)
+	}
+}
+
+// Mark returns the current position in the call log, for OpsSince.
+func (s *Sim) Mark() int {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	return s.logTotal
+}
+
+// OpsSince returns the op names called after mark, oldest first. Only the
+// last 10000 calls are kept; older ones are silently missing.
+func (s *Sim) OpsSince(mark int) []string {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	first := s.logTotal - len(s.callLog)
+	if mark < first {
+		mark = first
+	}
+	out := make([]string, 0, s.logTotal-mark)
+	for i := mark; i < s.logTotal; i++ {
+		out = append(out, s.callLog[i%callLogSize])
+	}
+	return out
+}
+
+// CallLog returns the retained call log, oldest first.
+func (s *Sim) CallLog() []string { return s.OpsSince(0) }
+
+func (s *Sim) record(op string) {
+	if c, ok := s.counts[op]; ok {
+		c.Add(1)
+	}
+	s.logMu.Lock()
+	if len(s.callLog) < callLogSize {
+		s.callLog = append(s.callLog, op)
+	} else {
+		s.callLog[s.logTotal%callLogSize] = op
+	}
+	s.logTotal++
+	s.logMu.Unlock()
+}
+
+// call runs one host call through the common path: count, faults, latency,
+// ctx check, work under the sim mutex, group commit for mutating ops.
+func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st *State) (T, error)) (T, error) {
+	var zero T
+	s.record(op)
+	act := s.faults.fire(op)
+	if act.delay > 0 {
+		s.log.V(2).Info("injected delay", "method", op, "delay", act.delay)
+		if err := sleepCtx(ctx, act.delay); err != nil {
+			s.faults.forget(op, act.hang)
+			return zero, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if act.err != nil {
+		s.log.V(2).Info("injected error", "method", op, "err", act.err)
+		return zero, fmt.Errorf("%s: injected fault: %w", op, act.err)
+	}
+	if act.crashBefore {
+		s.crash(op, act.exitCode, "before")
+		return zero, fmt.Errorf("%s: %w", op, errCrashed)
+	}
+	if act.hang != nil {
+		if err := ctx.Err(); err != nil {
+			s.faults.forget(op, act.hang)
+			return zero, fmt.Errorf("%s: host call not started: %w", op, err)
+		}
+		s.log.V(2).Info("injected hang", "method", op)
+		var mu sync.Mutex
+		var out T
+		err := host.Detached(ctx, func(context.Context) error {
+			<-act.hang
+			v, err := perform(s, write, fn)
+			if act.crashAfter {
+				s.crash(op, act.exitCode, "after")
+			}
+			mu.Lock()
+			out = v
+			mu.Unlock()
+			return err
+		})
+		if err != nil {
+			return zero, fmt.Errorf("%s: %w", op, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return out, nil
+	}
+
+	end := host.BeginCall(ctx)
+	defer end()
+	if s.cfg.Latency > 0 {
+		if err := sleepCtx(ctx, s.cfg.Latency); err != nil {
+			return zero, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, fmt.Errorf("%s: host call not started: %w", op, err)
+	}
+	v, err := perform(s, write, fn)
+	if act.crashAfter {
+		s.crash(op, act.exitCode, "after")
+	}
+	if err != nil {
+		s.log.V(5).Info("host call failed", "method", op, "err", err)
+	}
+	return v, err
+}
+
+// perform does the work under the mutex and, for mutating ops, waits until
+// the state that contains it is durable.
+func perform[T any](s *Sim, write bool, fn func(st *State) (T, error)) (T, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		var zero T
+		return zero, errClosed
+	}
+	v, err := fn(s.st)
+	var g uint64
+	if write {
+		s.gen++
+		g = s.gen
+	}
+	s.mu.Unlock()
+	if write {
+		if cerr := s.commit(g); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return v, err
+}
+
+// control runs a test/dev control operation (not a host call): no counting,
+// no faults, no latency, but the same mutex and durability.
+func (s *Sim) control(fn func(st *State) error) error {
+	_, err := perform(s, true, func(st *State) (struct{}, error) { return struct{}{}, fn(st) })
+	return err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("host call interrupted: %w", ctx.Err())
+	}
+}
+
+// Reboot simulates a node reboot (see doc.go): non-persistent iSCSI
+// sessions and their disks disappear, persistent ones are logged in again
+// when their portal answers and their credentials still work, SMB mappings
+// stay but turn Unavailable, disks keep their online state, mount points
+// stay, pending disk resizes and late LUNs become visible.
+func (s *Sim) Reboot() error {
+	return s.control(func(st *State) error {
+		// Every session ends.
+		for _, t := range st.Targets {
+			s.removeTargetDisks(st, t.IQN)
+		}
+		st.Sessions = nil
+		// Boot-time enumeration sees the real disk sizes.
+		for i := range st.Disks {
+			if d := &st.Disks[i]; d.PendingSize != 0 {
+				d.Size, d.PendingSize = d.PendingSize, 0
+			}
+		}
+		// Persistent logins come back when they can.
+		for _, l := range st.PersistentLogins {
+			if err := s.checkLogin(st, l.Target, l.Portal, l.Auth, l.CHAPUser, l.CHAPSecretSHA256); err != nil {
+				s.log.V(2).Info("persistent login not restored at boot", "iqn", l.Target, "portal", l.Portal, "err", err)
+				continue
+			}
+			s.newSession(st, l.Target, l.Portal, l.InitiatorPortal, l.Auth, l.Multipath, true, true)
+		}
+		// windows-drivers.md §1.4: after a restart Windows can leave a
+		// mapping object with a non-OK status.
+		for i := range st.Mappings {
+			st.Mappings[i].Status = host.MappingUnavailable
+		}
+		return nil
+	})
+}
+
+// Snapshot returns a deep copy of the model, for assertions.
+func (s *Sim) Snapshot() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return cloneState(s.st)
+}
+
+func sortDisks(st *State) {
+	sort.Slice(st.Disks, func(i, j int) bool { return st.Disks[i].Number < st.Disks[j].Number })
+}

@@ -1,0 +1,431 @@
+package sim
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
+)
+
+// File and directory names inside Config.Dir.
+const (
+	stateFile     = "state.json"
+	faultsFile    = "faults.json"
+	volumesSubdir = "volumes"
+	smbSubdir     = "smb"
+)
+
+// StateVersion is the version of the state.json format.
+const StateVersion = 1
+
+// State is the whole model of the simulated host, as persisted in
+// <Dir>/state.json and returned by Snapshot. Secrets appear only as salted
+// SHA-256 hashes (fields named ...SHA256).
+type State struct {
+	Version int `json:"version"`
+	// Salt is prepended to every secret before hashing.
+	Salt string `json:"salt"`
+
+	NextDiskID        uint64 `json:"nextDiskID"`
+	NextSessionID     uint64 `json:"nextSessionID"`
+	NextAutoLUN       uint32 `json:"nextAutoLUN"`
+	NextTargetOrdinal uint32 `json:"nextTargetOrdinal"`
+	Rescans           uint64 `json:"rescans"`
+
+	// Disks are the disks the host sees, in disk-number order.
+	Disks []DiskState `json:"disks"`
+	// Detached holds the contents of detached disks by serial, so that
+	// re-attaching the same (cloud) disk brings its data back.
+	Detached []DiskState `json:"detached,omitempty"`
+	// Mounts records the volume mount points made with Volumes.Mount.
+	Mounts []MountState `json:"mounts"`
+
+	Shares   []ShareState   `json:"shares"`
+	Mappings []MappingState `json:"mappings"`
+
+	// Targets are the iSCSI targets the simulated storage serves, with the
+	// backing store of their LUNs.
+	Targets []TargetState `json:"targets"`
+	// Portals are the target portals registered on the initiator.
+	Portals            []PortalState  `json:"portals"`
+	Sessions           []SessionState `json:"sessions"`
+	PersistentLogins   []LoginState   `json:"persistentLogins"`
+	UnreachablePortals []string       `json:"unreachablePortals"`
+	// InitiatorSecretSHA256 is the hash of the initiator's mutual-CHAP secret.
+	InitiatorSecretSHA256 string `json:"initiatorSecretSHA256,omitempty"`
+}
+
+// DiskState is one disk.
+type DiskState struct {
+	ID       string `json:"id"` // stable handle; the Ref is "sim:disk:<id>"
+	Number   uint32 `json:"number"`
+	Serial   string `json:"serial"`
+	Page83   string `json:"page83,omitempty"`
+	Location string `json:"location"`
+	Size     uint64 `json:"size"`
+	// PendingSize is a new size set by ResizeDisk that the host sees after
+	// the next Rescan (0: none).
+	PendingSize    uint64              `json:"pendingSize,omitempty"`
+	BusType        host.BusType        `json:"busType"`
+	Boot           bool                `json:"boot,omitempty"`
+	System         bool                `json:"system,omitempty"`
+	ReadOnly       bool                `json:"readOnly"`
+	Offline        bool                `json:"offline"`
+	OfflineReason  host.OfflineReason  `json:"offlineReason"`
+	Health         host.HealthStatus   `json:"health"`
+	Collision      bool                `json:"collision,omitempty"`
+	PartitionStyle host.PartitionStyle `json:"partitionStyle"`
+	Partitions     []PartitionState    `json:"partitions"`
+	// Target and LUN identify the iSCSI LUN the disk is reached through.
+	Target string `json:"target,omitempty"`
+	LUN    uint32 `json:"lun,omitempty"`
+}
+
+// PartitionState is one partition; Number is its position by offset.
+type PartitionState struct {
+	Offset      uint64       `json:"offset"`
+	Size        uint64       `json:"size"`
+	GptType     string       `json:"gptType,omitempty"`
+	MbrType     uint16       `json:"mbrType,omitempty"`
+	DriveLetter string       `json:"driveLetter,omitempty"`
+	Volume      *VolumeState `json:"volume,omitempty"`
+}
+
+// VolumeState is the volume on a partition.
+type VolumeState struct {
+	GUID           string            `json:"guid"` // lower case, no braces
+	FileSystem     string            `json:"fileSystem"`
+	Label          string            `json:"label"`
+	Size           uint64            `json:"size"`
+	AllocationUnit uint32            `json:"allocationUnit"`
+	Health         host.HealthStatus `json:"health"`
+}
+
+// MountState is one volume mount point.
+type MountState struct {
+	Dir    string `json:"dir"`
+	Volume string `json:"volume"` // GUID
+}
+
+// ShareState is one SMB share the simulated network serves.
+type ShareState struct {
+	Server       string      `json:"server"`
+	Share        string      `json:"share"`
+	Users        []ShareUser `json:"users"`
+	Capacity     uint64      `json:"capacity"`
+	NoEncryption bool        `json:"noEncryption,omitempty"`
+	Reachable    bool        `json:"reachable"`
+}
+
+// ShareUser is an account accepted by a share.
+type ShareUser struct {
+	Name           string `json:"name"`
+	PasswordSHA256 string `json:"passwordSHA256"`
+	// Generation counts password changes; a mapping remembers the
+	// generation it was made with.
+	Generation int `json:"generation"`
+}
+
+// MappingState is one SMB global mapping.
+type MappingState struct {
+	RemotePath     string             `json:"remotePath"`
+	User           string             `json:"user"`
+	RequirePrivacy bool               `json:"requirePrivacy"`
+	Status         host.MappingStatus `json:"status"`
+	UserGeneration int                `json:"userGeneration"`
+}
+
+// TargetState is one iSCSI target served by the simulated storage.
+type TargetState struct {
+	IQN     string     `json:"iqn"`
+	Ordinal uint32     `json:"ordinal"` // "Target <n>" in the disks' Location
+	Portals []string   `json:"portals"` // host:port
+	LUNs    []LUNState `json:"luns"`
+
+	CHAPUser                  string `json:"chapUser,omitempty"`
+	CHAPSecretSHA256          string `json:"chapSecretSHA256,omitempty"`
+	MutualSecretSHA256        string `json:"mutualSecretSHA256,omitempty"`
+	DiscoveryCHAPUser         string `json:"discoveryCHAPUser,omitempty"`
+	DiscoveryCHAPSecretSHA256 string `json:"discoveryCHAPSecretSHA256,omitempty"`
+}
+
+// LUNState is one LUN of a target with its backing store: while no session
+// is logged in, the LUN's partitions and volumes live here.
+type LUNState struct {
+	LUN                uint32 `json:"lun"`
+	Size               uint64 `json:"size"`
+	Serial             string `json:"serial"`
+	Page83             string `json:"page83"`
+	AppearAfterRescans int    `json:"appearAfterRescans,omitempty"`
+	// Pending counts the rescans still needed before the LUN appears in
+	// the current login (0: visible or not logged in).
+	Pending        int                 `json:"pending,omitempty"`
+	PartitionStyle host.PartitionStyle `json:"partitionStyle"`
+	Partitions     []PartitionState    `json:"partitions"`
+}
+
+// PortalState is a target portal registered on the initiator.
+type PortalState struct {
+	Portal                    string   `json:"portal"` // host:port
+	InitiatorPortal           string   `json:"initiatorPortal,omitempty"`
+	DiscoveryCHAPUser         string   `json:"discoveryCHAPUser,omitempty"`
+	DiscoveryCHAPSecretSHA256 string   `json:"discoveryCHAPSecretSHA256,omitempty"`
+	Targets                   []string `json:"targets"` // discovered IQNs
+}
+
+// SessionState is one iSCSI session.
+type SessionState struct {
+	ID              string        `json:"id"`
+	Target          string        `json:"target"`
+	Portal          string        `json:"portal"`
+	InitiatorPortal string        `json:"initiatorPortal,omitempty"`
+	Auth            host.AuthType `json:"auth"`
+	Multipath       bool          `json:"multipath"`
+	Persistent      bool          `json:"persistent"`
+}
+
+// LoginState is a persistent login, restored at boot.
+type LoginState struct {
+	Target           string        `json:"target"`
+	Portal           string        `json:"portal"`
+	InitiatorPortal  string        `json:"initiatorPortal,omitempty"`
+	Auth             host.AuthType `json:"auth"`
+	CHAPUser         string        `json:"chapUser,omitempty"`
+	CHAPSecretSHA256 string        `json:"chapSecretSHA256,omitempty"`
+	Multipath        bool          `json:"multipath"`
+}
+
+func loadState(dir string) (st *State, fresh bool, err error) {
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return initialState(), true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("sim state in %s: %w", dir, err)
+	}
+	st = new(State)
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, false, fmt.Errorf("sim state %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	if st.Version != StateVersion {
+		return nil, false, fmt.Errorf("sim state %s: version %d, want %d", filepath.Join(dir, stateFile), st.Version, StateVersion)
+	}
+	return st, false, nil
+}
+
+func encodeState(st *State) ([]byte, error) {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+func cloneState(st *State) State {
+	data, err := json.Marshal(st)
+	if err != nil {
+		panic(fmt.Sprintf("sim: encoding state: %v", err)) // plain data: cannot fail
+	}
+	var out State
+	if err := json.Unmarshal(data, &out); err != nil {
+		panic(fmt.Sprintf("sim: decoding state: %v", err))
+	}
+	return out
+}
+
+// writeAtomic replaces <dir>/state.json: write a temporary file, fsync it,
+// rename it over the old one, fsync the directory.
+func writeAtomic(dir string, data []byte) error {
+	tmp := filepath.Join(dir, stateFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close() // the write error is the one to report
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close() // the sync error is the one to report
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		// Directories cannot be opened for fsync on Windows; the sim is
+		// only run on Linux (doc.go), it merely compiles for Windows.
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// persister writes the latest state for every generation requested, one
+// write covering all the generations bumped meanwhile (group commit).
+type persister struct {
+	mu        sync.Mutex
+	cond      *sync.Cond
+	requested uint64
+	durable   uint64
+	err       error
+	stop      bool
+	done      chan struct{}
+	writes    int    // number of state.json writes, for tests
+	hold      func() // test hook run before each write, outside every lock
+}
+
+func (p *persister) init() {
+	p.cond = sync.NewCond(&p.mu)
+	p.done = make(chan struct{})
+}
+
+func (s *Sim) persistLoop() {
+	p := &s.p
+	defer close(p.done)
+	for {
+		p.mu.Lock()
+		for p.durable >= p.requested && !p.stop {
+			p.cond.Wait()
+		}
+		if p.durable >= p.requested {
+			p.mu.Unlock()
+			return
+		}
+		hold := p.hold
+		p.mu.Unlock()
+		if hold != nil {
+			hold()
+		}
+
+		s.mu.Lock()
+		data, err := encodeState(s.st)
+		g := s.gen
+		s.mu.Unlock()
+		if err == nil {
+			err = writeAtomic(s.dir, data)
+		}
+		if err != nil {
+			s.log.Error(err, "writing sim state", "dir", s.dir)
+		}
+
+		p.mu.Lock()
+		if g > p.durable {
+			p.durable = g
+		}
+		p.err = err
+		p.writes++
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	}
+}
+
+// commit waits until generation g is durable and returns the error of the
+// write that covered it.
+func (s *Sim) commit(g uint64) error {
+	p := &s.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if g > p.requested {
+		p.requested = g
+		p.cond.Broadcast()
+	}
+	for p.durable < g {
+		p.cond.Wait()
+	}
+	if p.err != nil {
+		return fmt.Errorf("persisting sim state: %w", p.err)
+	}
+	return nil
+}
+
+func (p *persister) shutdown() {
+	p.mu.Lock()
+	p.stop = true
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	<-p.done
+}
+
+// hash returns the salted SHA-256 of a secret, hex-encoded. It is the only
+// form in which secrets are kept.
+func (st *State) hash(secret string) string {
+	h := sha256.New()
+	h.Write([]byte(st.Salt))
+	h.Write([]byte{0})
+	h.Write([]byte(secret))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("sim: reading random bytes: %v", err)) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// newGUID returns a random (version 4) GUID in lower case, without braces.
+func newGUID() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("sim: reading random bytes: %v", err))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// initialState is a fresh host: disk 0 is the boot and system disk (GPT:
+// EFI system partition, MSR, C: with an NTFS volume).
+func initialState() *State {
+	st := &State{Version: StateVersion, Salt: randomHex(16), NextDiskID: 1}
+	const size = 127 << 30 // the usual size of a cloud VM's OS disk
+	efi := PartitionState{Offset: 1 << 20, Size: 100 << 20, GptType: host.GptTypeEFISystem,
+		Volume: &VolumeState{GUID: newGUID(), FileSystem: "FAT32", Size: 100 << 20, AllocationUnit: 4096}}
+	msr := PartitionState{Offset: 101 << 20, Size: 16 << 20, GptType: host.GptTypeMSR}
+	cStart := uint64(117 << 20)
+	cSize := gptUsableEnd(size) - cStart
+	cSize -= cSize % sectorSize
+	c := PartitionState{Offset: cStart, Size: cSize, GptType: host.GptTypeBasicData, DriveLetter: "C",
+		Volume: &VolumeState{GUID: newGUID(), FileSystem: "NTFS", Label: "Windows", Size: cSize, AllocationUnit: 4096}}
+	st.Disks = []DiskState{{
+		ID:             "disk-0",
+		Number:         0,
+		Serial:         "SIMBOOT0000000000000",
+		Page83:         "60022480" + randomHex(12),
+		Location:       "Integrated : Adapter 0 : Port 0 : Target 0 : LUN 0",
+		Size:           size,
+		BusType:        host.BusTypeSCSI,
+		Boot:           true,
+		System:         true,
+		Health:         host.HealthHealthy,
+		PartitionStyle: host.PartitionStyleGPT,
+		Partitions:     []PartitionState{efi, msr, c},
+	}}
+	return st
+}
