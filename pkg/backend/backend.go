@@ -1,0 +1,73 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+)
+
+// StageRequest asks a backend to make the volume available at StagingPath.
+type StageRequest struct {
+	VolumeID    string
+	StagingPath string // resolved, confined to the kubelet directory
+	Volume      contract.Volume
+}
+
+// UnstageRequest asks a backend to undo a stage. Entry is the journal's
+// record of the stage; its Backend and ResourceKey are set when the
+// journal knew the volume, and zero otherwise.
+type UnstageRequest struct {
+	VolumeID    string
+	StagingPath string
+	Entry       journal.Entry
+}
+
+// ExpandRequest asks a backend to grow the staged volume.
+type ExpandRequest struct {
+	VolumeID      string
+	StagingPath   string
+	RequiredBytes int64 // 0: as large as the device allows
+	LimitBytes    int64 // 0: no limit
+}
+
+// HealthRequest asks a backend about the staged volume.
+type HealthRequest struct {
+	VolumeID    string
+	StagingPath string
+	Entry       journal.Entry
+}
+
+// Severity classifies a health condition, mirroring CSI's VolumeHealthErrorType.
+type Severity int
+
+// Severities.
+const (
+	Degraded     Severity = iota + 1 // usable, not operating optimally
+	Inaccessible                     // not accessible from this node
+	DataLoss                         // permanent data loss known or strongly suspected
+)
+
+// Condition is one abnormal condition of a volume.
+type Condition struct {
+	Severity Severity
+	Reason   string // CamelCase, machine-readable
+	Message  string
+}
+
+// Registry is the read side of the journal that backends use to find the
+// other volumes sharing a resource.
+type Registry interface {
+	WithResource(resourceKey string) []journal.Entry
+}
+
+// Stats returns the usage of the file system holding path.
+func Stats(ctx context.Context, v host.Volumes, path string) (host.Space, error) {
+	sp, err := v.FreeSpace(ctx, path)
+	if err != nil {
+		return host.Space{}, fmt.Errorf("read free space of %s: %w", path, err)
+	}
+	return sp, nil
+}

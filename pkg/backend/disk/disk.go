@@ -1,0 +1,339 @@
+package disk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/inflight"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
+)
+
+// Options tune the disk backend.
+type Options struct {
+	// OfflineOnUnstage takes the disk offline after its volume is
+	// unmounted, so that detaching it cannot hang (aws-ebs-csi-driver
+	// #1116) and a re-attach starts clean. Node flag
+	// --offline-disk-on-unstage, default true.
+	OfflineOnUnstage bool
+	// Backoff paces the wait for a disk to appear after attach.
+	Backoff backend.Backoff
+}
+
+// Backend is the disk backend.
+type Backend struct {
+	h     host.Host
+	opts  Options
+	disks *inflight.KeyMutex // one disk's partition table at a time
+}
+
+// New returns a disk backend over h.
+func New(h host.Host, o Options) *Backend {
+	if o.Backoff == (backend.Backoff{}) {
+		o.Backoff = backend.DefaultBackoff
+	}
+	return &Backend{h: h, opts: o, disks: inflight.NewKeyMutex()}
+}
+
+// Stage makes the selected disk's volume available at the staging path.
+func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) error {
+	spec := r.Volume.Disk
+	if spec == nil {
+		return fmt.Errorf("volume %q has no disk spec: %w", r.VolumeID, host.ErrInvalid)
+	}
+	staged, err := b.checkStagingPath(ctx, r.StagingPath)
+	if err != nil {
+		return err
+	}
+	if staged != "" {
+		return b.verifyStaged(ctx, spec.Selector, staged, r.StagingPath)
+	}
+	d, err := b.Find(ctx, spec.Selector)
+	if err != nil {
+		return err
+	}
+	return b.PrepareAndMount(ctx, d, r.StagingPath, r.Volume.FS)
+}
+
+// checkStagingPath returns the GUID path of the volume mounted at the
+// staging path, "" when it is an empty directory ready for a mount (created
+// if missing), or an error when something else is there.
+func (b *Backend) checkStagingPath(ctx context.Context, staging string) (string, error) {
+	info, err := b.h.Files.Stat(ctx, staging)
+	if err != nil {
+		return "", fmt.Errorf("inspect staging path %s: %w", staging, err)
+	}
+	switch info.Kind {
+	case host.PathMountPoint:
+		return info.Target, nil
+	case host.PathDir:
+		return "", nil
+	case host.PathMissing:
+		if err := b.h.Files.MakeDir(ctx, staging); err != nil {
+			return "", fmt.Errorf("create staging path %s: %w", staging, err)
+		}
+		return "", nil
+	case host.PathSymlink:
+		return "", fmt.Errorf("staging path %s is a link to %s, not a volume mount point: %w",
+			staging, info.Target, host.ErrAlreadyExists)
+	}
+	return "", fmt.Errorf("staging path %s is a %s, not a directory: %w", staging, info.Kind, host.ErrConflict)
+}
+
+// verifyStaged answers a repeated stage: the staging path already holds a
+// volume, which must be on the selected disk. It costs one disk listing.
+func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, guid, staging string) error {
+	disks, err := b.h.Disks.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list disks: %w", err)
+	}
+	d, err := b.match(ctx, disks, sel)
+	if errors.Is(err, backend.ErrRetry) {
+		return fmt.Errorf("staging path %s holds volume %s, but no attached disk matches %s: %w",
+			staging, guid, describe(sel), host.ErrAlreadyExists)
+	}
+	if err != nil {
+		return err
+	}
+	num, err := b.h.Volumes.DiskNumber(ctx, guid)
+	if err != nil {
+		return fmt.Errorf("find the disk of volume %s mounted at %s: %w", guid, staging, err)
+	}
+	if num != d.Number {
+		return fmt.Errorf("staging path %s holds volume %s of disk %d, not of the selected disk %d: %w",
+			staging, guid, num, d.Number, host.ErrAlreadyExists)
+	}
+	// A re-attached disk can come back read-only or offline
+	// (csi-proxy.md §6.1 item 14): repair it rather than report success
+	// over a volume that cannot be written.
+	if d.IsReadOnly || d.IsOffline {
+		return b.bringUp(ctx, d)
+	}
+	klog.FromContext(ctx).V(4).Info("Volume already staged", "diskNumber", d.Number, "volumeGUID", guid)
+	return nil
+}
+
+// PrepareAndMount makes disk d usable and mounts its volume at staging, an
+// existing empty directory: it clears read-only, brings the disk online,
+// initialises it as GPT when RAW, creates its data partition when there is
+// none, formats the volume when it has no file system and mounts it.
+func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, staging string, fs contract.FileSystem) error {
+	if d.IsCritical() {
+		return fmt.Errorf("disk %d is the boot or system disk: %w", d.Number, host.ErrConflict)
+	}
+	unlock, err := b.disks.Lock(ctx, diskKey(d))
+	if err != nil {
+		return fmt.Errorf("wait for disk %d: %w", d.Number, err)
+	}
+	defer unlock()
+
+	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
+	if err := b.bringUp(ctx, d); err != nil {
+		return err
+	}
+
+	part, fresh, err := b.dataPartition(ctx, d)
+	if err != nil {
+		return err
+	}
+	vol, err := b.volumeOf(ctx, part)
+	if err != nil {
+		return err
+	}
+	if vol.FileSystem == "" {
+		log.V(4).Info("Formatting volume", "volumeGUID", vol.GUIDPath, "fsType", fs.Type, "freshPartition", fresh)
+		vol, err = b.h.Volumes.Format(ctx, vol, host.FormatOptions{
+			FileSystem:         fsOrDefault(fs.Type),
+			Label:              fs.Label,
+			AllocationUnitSize: fs.AllocationUnitSize,
+		})
+		if err != nil {
+			return fmt.Errorf("format volume %s on disk %d: %w", vol.GUIDPath, d.Number, err)
+		}
+	} else if !fsCompatible(vol.FileSystem, fs) {
+		return fmt.Errorf("disk %d holds a %s file system, not the requested %s: %w",
+			d.Number, vol.FileSystem, fs.Type, host.ErrAlreadyExists)
+	} else if !fresh {
+		if err := b.growToDisk(ctx, d, part); err != nil {
+			return err
+		}
+	}
+
+	log.V(4).Info("Mounting volume", "volumeGUID", vol.GUIDPath, "stagingTargetPath", staging)
+	if err := b.h.Volumes.Mount(ctx, vol.GUIDPath, staging); err != nil {
+		if errors.Is(err, host.ErrDirNotEmpty) {
+			// A concurrent or crashed earlier attempt may have mounted it.
+			if info, serr := b.h.Files.Stat(ctx, staging); serr == nil && info.Kind == host.PathMountPoint &&
+				winpath.CanonicalTarget(info.Target) == winpath.CanonicalTarget(vol.GUIDPath) {
+				return nil
+			}
+		}
+		return fmt.Errorf("mount volume %s at %s: %w", vol.GUIDPath, staging, err)
+	}
+	return nil
+}
+
+// bringUp clears read-only and brings the disk online, in that order: a
+// cloned disk whose signature collides with an online disk only comes
+// online once read-only is cleared (csi-proxy#287, azuredisk#1909).
+func (b *Backend) bringUp(ctx context.Context, d host.Disk) error {
+	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
+	if d.IsReadOnly {
+		log.V(4).Info("Clearing disk read-only attribute")
+		if err := b.h.Disks.SetReadOnly(ctx, d, false); err != nil {
+			return fmt.Errorf("clear read-only on disk %d: %w", d.Number, err)
+		}
+	}
+	if d.IsOffline {
+		log.V(4).Info("Bringing disk online", "offlineReason", int(d.OfflineReason))
+		if err := b.h.Disks.SetOnline(ctx, d, true); err != nil {
+			if d.OfflineReason == host.OfflineReasonCollision {
+				return fmt.Errorf("disk %d is offline because its signature collides with another disk "+
+					"(a clone of a disk attached to this node) and could not be brought online: %w", d.Number, err)
+			}
+			return fmt.Errorf("bring disk %d online: %w", d.Number, err)
+		}
+	}
+	return nil
+}
+
+// dataPartition returns the disk's one data partition, initialising the disk
+// and creating the partition when needed; fresh reports that it was created.
+func (b *Backend) dataPartition(ctx context.Context, d host.Disk) (host.Partition, bool, error) {
+	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
+	if d.PartitionStyle == host.PartitionStyleRAW {
+		log.V(4).Info("Initialising disk", "partitionStyle", "GPT")
+		if err := b.h.Disks.Initialize(ctx, d, host.PartitionStyleGPT); err != nil {
+			return host.Partition{}, false, fmt.Errorf("initialise disk %d: %w", d.Number, err)
+		}
+		// A freshly initialised GPT disk holds only the MSR: no listing needed.
+		return b.createPartition(ctx, d)
+	}
+	parts, err := b.h.Disks.Partitions(ctx, d)
+	if err != nil {
+		return host.Partition{}, false, fmt.Errorf("list partitions of disk %d: %w", d.Number, err)
+	}
+	var data []host.Partition
+	for _, p := range parts {
+		if !p.IsReserved() {
+			data = append(data, p)
+		}
+	}
+	switch len(data) {
+	case 0:
+		return b.createPartition(ctx, d)
+	case 1:
+		p := data[0]
+		if !ownType(d.PartitionStyle, p) {
+			return host.Partition{}, false, fmt.Errorf("partition %d of disk %d has type %s, which this plugin does not create; "+
+				"refusing to touch a disk holding other data: %w", p.Number, d.Number, partType(p), host.ErrConflict)
+		}
+		return p, false, nil
+	default:
+		return host.Partition{}, false, fmt.Errorf("disk %d holds %d data partitions; the plugin only uses disks with one: %w",
+			d.Number, len(data), host.ErrConflict)
+	}
+}
+
+func (b *Backend) createPartition(ctx context.Context, d host.Disk) (host.Partition, bool, error) {
+	klog.FromContext(ctx).V(4).Info("Creating data partition", "diskNumber", d.Number)
+	p, err := b.h.Disks.CreatePartition(ctx, d)
+	if err != nil {
+		return host.Partition{}, false, fmt.Errorf("create partition on disk %d: %w", d.Number, err)
+	}
+	return p, true, nil
+}
+
+// volumeOf returns the volume of a partition, waiting briefly for a newly
+// created partition's volume to show up.
+func (b *Backend) volumeOf(ctx context.Context, p host.Partition) (host.Volume, error) {
+	var vol host.Volume
+	err := backend.Poll(ctx, b.opts.Backoff, func(ctx context.Context, _ int) error {
+		v, err := b.h.Volumes.OfPartition(ctx, p)
+		if errors.Is(err, host.ErrNotFound) {
+			return fmt.Errorf("partition %d of disk %d has no volume yet: %w", p.Number, p.DiskNumber, backend.ErrRetry)
+		}
+		if err != nil {
+			return fmt.Errorf("find volume of partition %d of disk %d: %w", p.Number, p.DiskNumber, err)
+		}
+		vol = v
+		return nil
+	})
+	if errors.Is(err, backend.ErrRetry) {
+		return host.Volume{}, fmt.Errorf("partition %d of disk %d has no volume: %w", p.Number, p.DiskNumber, host.ErrNotReady)
+	}
+	return vol, err
+}
+
+// growToDisk grows an existing partition when the disk is larger, as after a
+// clone or restore to a bigger size (kubernetes#94929): azuredisk, gcp-pd and
+// aws-ebs resize at stage for that reason (windows-drivers.md §0.9).
+func (b *Backend) growToDisk(ctx context.Context, d host.Disk, p host.Partition) error {
+	end := p.Offset + p.Size
+	if d.Size <= end || d.Size-end < growSlack {
+		return nil
+	}
+	max, err := b.h.Disks.MaxPartitionSize(ctx, p)
+	if err != nil {
+		return fmt.Errorf("read supported size of partition %d of disk %d: %w", p.Number, d.Number, err)
+	}
+	if max < p.Size+minGrowth {
+		return nil
+	}
+	klog.FromContext(ctx).V(4).Info("Growing partition to the disk size", "diskNumber", d.Number, "from", p.Size, "to", max)
+	if err := b.h.Disks.ResizePartition(ctx, p, max); err != nil {
+		return fmt.Errorf("grow partition %d of disk %d to %d bytes: %w", p.Number, d.Number, max, err)
+	}
+	return nil
+}
+
+const (
+	// minGrowth is Windows' smallest partition extension: Resize-Partition
+	// fails with "The size of the extent is less than the minimum of 1MB"
+	// below it (csi-proxy.md §3.6).
+	minGrowth = 1 << 20
+	// growSlack is the free space at a disk's end that does not mean the
+	// disk grew: the backup GPT (33 sectors) plus alignment.
+	growSlack = 2 << 20
+)
+
+// ownType reports whether the partition has a type the plugin creates (GPT
+// Basic Data, MBR IFS); only those are formatted or mounted.
+func ownType(style host.PartitionStyle, p host.Partition) bool {
+	switch style {
+	case host.PartitionStyleGPT:
+		return p.GptType == host.GptTypeBasicData
+	case host.PartitionStyleMBR:
+		return p.MbrType == host.MbrTypeIFS
+	}
+	return false
+}
+
+func partType(p host.Partition) string {
+	if p.GptType != "" {
+		return p.GptType
+	}
+	return "MBR 0x" + strconv.FormatUint(uint64(p.MbrType), 16)
+}
+
+func fsOrDefault(t string) string {
+	if t == "" {
+		return "NTFS"
+	}
+	return t
+}
+
+func diskKey(d host.Disk) string { return "disk:" + strconv.FormatUint(uint64(d.Number), 10) }
+
+// fsCompatible reports whether an existing file system satisfies the
+// request: any file system does when the type was not asked for explicitly.
+func fsCompatible(existing string, fs contract.FileSystem) bool {
+	return !fs.Explicit || fs.Type == "" || strings.EqualFold(existing, fs.Type)
+}

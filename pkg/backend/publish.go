@@ -1,0 +1,106 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
+)
+
+// Publisher links publish targets to staging paths. Publishing is the same
+// for every backend: the target path becomes a directory symbolic link to
+// the staging path (the volume mount point of a disk or the link to an SMB
+// share), as every Windows CSI driver does (windows-drivers.md §0.3).
+type Publisher struct {
+	Files host.Files
+}
+
+// Staged reports what is staged at staging: the mount point's volume or the
+// link's target, and whether anything is.
+func (p Publisher) Staged(ctx context.Context, staging string) (host.PathInfo, bool, error) {
+	info, err := p.Files.Stat(ctx, staging)
+	if err != nil {
+		return host.PathInfo{}, false, fmt.Errorf("inspect staging path %s: %w", staging, err)
+	}
+	return info, info.Kind == host.PathMountPoint || info.Kind == host.PathSymlink, nil
+}
+
+// Publish makes target a link to staging. A target that already links to
+// staging succeeds (created reports false); an empty directory at target,
+// as kubelet may pre-create, is replaced; anything else is refused.
+func (p Publisher) Publish(ctx context.Context, staging, target string) (created bool, err error) {
+	log := klog.FromContext(ctx)
+	info, err := p.Files.Stat(ctx, target)
+	if err != nil {
+		return false, fmt.Errorf("inspect target path %s: %w", target, err)
+	}
+	switch info.Kind {
+	case host.PathSymlink:
+		if SameTarget(info.Target, staging) {
+			return false, nil
+		}
+		return false, fmt.Errorf("target path %s is already a link to %s: %w", target, info.Target, host.ErrAlreadyExists)
+	case host.PathDir:
+		// In Windows the link cannot replace a directory: remove the empty
+		// one kubelet created (kubernetes#88759). Remove refuses a
+		// directory with entries, so no data is ever deleted.
+		if err := p.Files.Remove(ctx, target); err != nil {
+			return false, fmt.Errorf("remove the directory at target path %s before linking: %w", target, err)
+		}
+	case host.PathMissing:
+		parent := parentDir(target)
+		if err := p.Files.MakeDir(ctx, parent); err != nil {
+			return false, fmt.Errorf("create parent of target path %s: %w", target, err)
+		}
+	default:
+		return false, fmt.Errorf("target path %s is a %s: %w", target, info.Kind, host.ErrConflict)
+	}
+	log.V(4).Info("Linking target path to staging path", "targetPath", target, "stagingTargetPath", staging)
+	if err := p.Files.Symlink(ctx, target, staging); err != nil {
+		return false, fmt.Errorf("link target path %s to %s: %w", target, staging, err)
+	}
+	return true, nil
+}
+
+// Unpublish removes the link at target. A missing target succeeds; an
+// empty directory (a publish that never completed) is removed; anything
+// holding data is refused.
+func (p Publisher) Unpublish(ctx context.Context, target string) error {
+	info, err := p.Files.Stat(ctx, target)
+	if err != nil {
+		return fmt.Errorf("inspect target path %s: %w", target, err)
+	}
+	switch info.Kind {
+	case host.PathMissing:
+		return nil
+	case host.PathSymlink, host.PathDir:
+		if err := p.Files.Remove(ctx, target); err != nil && !errors.Is(err, host.ErrNotFound) {
+			return fmt.Errorf("remove target path %s: %w", target, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("target path %s is a %s, not a link made by this plugin: %w", target, info.Kind, host.ErrConflict)
+}
+
+// SameTarget reports whether a link target names the given path.
+func SameTarget(linkTarget, path string) bool {
+	return winpath.CanonicalTarget(linkTarget) == winpath.CanonicalTarget(path)
+}
+
+// parentDir returns the parent of a resolved path of either style.
+func parentDir(p string) string {
+	if i := strings.LastIndexAny(p, `\/`); i > 0 {
+		parent := p[:i]
+		if len(parent) == 2 && parent[1] == ':' { // "C:" -> "C:\"
+			return parent + `\`
+		}
+		return parent
+	}
+	return filepath.Dir(p)
+}

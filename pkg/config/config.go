@@ -1,0 +1,278 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Host kinds.
+const (
+	HostWindows = "windows"
+	HostSim     = "sim"
+)
+
+// Options are the parsed flags.
+type Options struct {
+	Endpoint          string
+	DriverName        string
+	NodeID            string
+	MaxVolumesPerNode int64
+	Topology          map[string]string
+	KubeletDir        string
+	StateDir          string
+	Host              string
+	SimDir            string
+	SimAutoAttach     bool
+	SimLatency        time.Duration
+	HTTPEndpoint      string
+	Version           bool
+	ShutdownGrace     time.Duration
+
+	// Parameter contract.
+	DefaultBackend   string
+	ContextAliases   map[string]string // vendor key -> contract key
+	DiskPresets      []string
+	VolumeIDDisk     string
+	SMBRequirePriv   bool
+	SMBDefaultDomain string
+
+	// Backend behaviour.
+	OfflineDiskOnUnstage bool
+	KeepISCSIPortals     bool
+
+	// set records which flags were given explicitly.
+	set map[string]bool
+}
+
+// mapFlag collects repeated key=value flags.
+type mapFlag struct {
+	m    *map[string]string
+	name string
+}
+
+func (f mapFlag) String() string {
+	if f.m == nil || *f.m == nil {
+		return ""
+	}
+	keys := make([]string, 0, len(*f.m))
+	for k := range *f.m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + (*f.m)[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f mapFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	if *f.m == nil {
+		*f.m = make(map[string]string)
+	}
+	if old, dup := (*f.m)[k]; dup && old != v {
+		return fmt.Errorf("key %q given twice with different values", k)
+	}
+	(*f.m)[k] = v
+	return nil
+}
+
+type listFlag struct{ l *[]string }
+
+func (f listFlag) String() string {
+	if f.l == nil {
+		return ""
+	}
+	return strings.Join(*f.l, ",")
+}
+
+func (f listFlag) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*f.l = append(*f.l, p)
+		}
+	}
+	return nil
+}
+
+// Register adds the plugin's flags to fs and returns the options they fill.
+// goos is the operating system the binary runs on ("windows" or other).
+func Register(fs *flag.FlagSet, goos string) *Options {
+	o := &Options{}
+	fs.StringVar(&o.Endpoint, "endpoint", "", "CSI endpoint, unix://<path>. Default: unix://<kubelet-dir>/plugins/<driver-name>/csi.sock")
+	fs.StringVar(&o.DriverName, "driver-name", "", "CSI driver name to register under; must equal the vendor controller's driver name (required)")
+	fs.StringVar(&o.NodeID, "node-id", "", "node ID reported by NodeGetInfo, in the format the vendor's controller expects. Default: the host name")
+	fs.Int64Var(&o.MaxVolumesPerNode, "max-volumes-per-node", 0, "maximum number of volumes the CO may place on this node; 0 means no limit")
+	fs.Var(mapFlag{m: &o.Topology, name: "topology"}, "topology", "topology segment key=value reported by NodeGetInfo (repeatable)")
+	defKubelet := "/var/lib/kubelet"
+	defHost := ""
+	if goos == "windows" {
+		defKubelet = `C:\var\lib\kubelet`
+		defHost = HostWindows
+	}
+	fs.StringVar(&o.KubeletDir, "kubelet-dir", defKubelet, "kubelet root directory; every staging and target path must lie below it")
+	fs.StringVar(&o.StateDir, "state-dir", "", "directory of the plugin's stage journal. Default: <kubelet-dir>/plugins/<driver-name>/state (sim: <sim-dir>/journal)")
+	fs.StringVar(&o.Host, "host", defHost, "host backend: windows, or sim for the simulated Windows host (no default outside Windows)")
+	fs.StringVar(&o.SimDir, "sim-dir", "", "directory of the simulated host's state and volume contents (required with --host=sim)")
+	fs.BoolVar(&o.SimAutoAttach, "sim-auto-attach", true, "with --host=sim: attach a blank disk for a volume the simulated host has not seen")
+	fs.DurationVar(&o.SimLatency, "sim-latency", 0, "with --host=sim: latency injected before every simulated host call")
+	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port serving /metrics and /healthz; empty disables it")
+	fs.BoolVar(&o.Version, "version", false, "print the version and exit")
+	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", 30*time.Second, "how long in-flight RPCs may run after SIGTERM before they are cancelled")
+	fs.StringVar(&o.DefaultBackend, "default-backend", "", "backend when volume_context sets none and names no source or iqn: disk, smb or iscsi")
+	fs.Var(mapFlag{m: &o.ContextAliases, name: "context-alias"}, "context-alias", "VENDORKEY=ourKey: read a vendor's volume_context/publish_context key as one of ours (repeatable)")
+	fs.Var(listFlag{l: &o.DiskPresets}, "disk-preset", "cloud preset for finding disks: azure-disk, aws-ebs, gce-pd, vsphere (repeatable)")
+	fs.StringVar(&o.VolumeIDDisk, "volume-id-disk", "", "when a disk volume names no disk: \"serial\" selects the disk whose serial equals the volume ID. Default: serial with --host=sim, none otherwise")
+	fs.BoolVar(&o.SMBRequirePriv, "smb-require-privacy", true, "default of the requirePrivacy parameter (SMB 3 encryption) for SMB global mappings")
+	fs.StringVar(&o.SMBDefaultDomain, "smb-default-domain", "", "domain for SMB user names that carry none; empty means none is added")
+	fs.BoolVar(&o.OfflineDiskOnUnstage, "offline-disk-on-unstage", true, "take a disk offline after unmounting it, so that detach cannot hang")
+	fs.BoolVar(&o.KeepISCSIPortals, "keep-iscsi-portals", false, "never remove iSCSI target portals, even when no target on them is in use")
+	return o
+}
+
+// Finish applies defaults that depend on other flags and validates. set
+// names the flags given on the command line (flag.FlagSet.Visit).
+func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+
+	var errs []error
+	if err := ValidateDriverName(o.DriverName); err != nil {
+		errs = append(errs, fmt.Errorf("--driver-name: %w", err))
+	}
+	switch o.Host {
+	case HostWindows:
+		if goos != "windows" {
+			errs = append(errs, errors.New("--host=windows: the Windows host only runs on Windows; use --host=sim to simulate one"))
+		}
+	case HostSim:
+		if o.SimDir == "" {
+			errs = append(errs, errors.New("--sim-dir is required with --host=sim"))
+		}
+	case "":
+		errs = append(errs, errors.New("--host is required: windows, or sim for the simulated Windows host"))
+	default:
+		errs = append(errs, fmt.Errorf("--host=%s: want windows or sim", o.Host))
+	}
+	if o.NodeID == "" {
+		o.NodeID = hostname
+	}
+	if o.NodeID == "" {
+		errs = append(errs, errors.New("--node-id is empty and the host name is unknown"))
+	}
+	if o.MaxVolumesPerNode < 0 {
+		errs = append(errs, fmt.Errorf("--max-volumes-per-node=%d: must not be negative", o.MaxVolumesPerNode))
+	}
+	for k, v := range o.Topology {
+		if err := validateTopology(k, v); err != nil {
+			errs = append(errs, fmt.Errorf("--topology %s=%s: %w", k, v, err))
+		}
+	}
+	if o.KubeletDir == "" {
+		errs = append(errs, errors.New("--kubelet-dir must not be empty"))
+	}
+	sep := "/"
+	if goos == "windows" {
+		sep = `\`
+	}
+	if o.Endpoint == "" && o.DriverName != "" {
+		o.Endpoint = "unix://" + join(sep, o.KubeletDir, "plugins", o.DriverName, "csi.sock")
+	}
+	if o.StateDir == "" && o.DriverName != "" {
+		if o.Host == HostSim && o.SimDir != "" {
+			o.StateDir = join(sep, o.SimDir, "journal")
+		} else {
+			o.StateDir = join(sep, o.KubeletDir, "plugins", o.DriverName, "state")
+		}
+	}
+	if !o.set["volume-id-disk"] && o.Host == HostSim {
+		o.VolumeIDDisk = "serial"
+	}
+	switch o.VolumeIDDisk {
+	case "", "none":
+		o.VolumeIDDisk = ""
+	case "serial":
+	default:
+		errs = append(errs, fmt.Errorf("--volume-id-disk=%s: want serial or none", o.VolumeIDDisk))
+	}
+	switch o.DefaultBackend {
+	case "", "disk", "smb", "iscsi":
+	default:
+		errs = append(errs, fmt.Errorf("--default-backend=%s: want disk, smb or iscsi", o.DefaultBackend))
+	}
+	if o.ShutdownGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-grace=%s: must be positive", o.ShutdownGrace))
+	}
+	if o.SimLatency < 0 {
+		errs = append(errs, fmt.Errorf("--sim-latency=%s: must not be negative", o.SimLatency))
+	}
+	if o.Host != HostSim {
+		for _, f := range []string{"sim-dir", "sim-latency", "sim-auto-attach"} {
+			if o.set[f] {
+				errs = append(errs, fmt.Errorf("--%s only applies with --host=sim", f))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// IsSet reports whether the flag was given on the command line.
+func (o *Options) IsSet(name string) bool { return o.set[name] }
+
+func join(sep string, parts ...string) string {
+	out := strings.TrimRight(parts[0], `\/`)
+	for _, p := range parts[1:] {
+		out += sep + p
+	}
+	return out
+}
+
+// driverName is the CSI naming rule: at most 63 characters, alphanumeric at
+// both ends, dashes, dots and alphanumerics between (CSI spec, GetPluginInfo).
+var driverName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,61}[A-Za-z0-9])?$`)
+
+// ValidateDriverName checks a CSI driver name.
+func ValidateDriverName(n string) error {
+	switch {
+	case n == "":
+		return errors.New("required: the name of the vendor's CSI driver, as its controller and CSIDriver object use it")
+	case len(n) > 63:
+		return fmt.Errorf("%q is %d characters long; at most 63 are allowed", n, len(n))
+	case !driverName.MatchString(n):
+		return fmt.Errorf("%q must begin and end with an alphanumeric character and hold only alphanumerics, '-' and '.'", n)
+	}
+	return nil
+}
+
+var (
+	labelName   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`)
+	labelPrefix = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+)
+
+// validateTopology checks a topology segment against Kubernetes label rules,
+// because the CO turns segments into node labels.
+func validateTopology(k, v string) error {
+	name := k
+	if prefix, n, ok := strings.Cut(k, "/"); ok {
+		if len(prefix) > 253 || !labelPrefix.MatchString(prefix) {
+			return fmt.Errorf("key prefix %q is not a DNS subdomain", prefix)
+		}
+		name = n
+	}
+	if !labelName.MatchString(name) {
+		return fmt.Errorf("key name %q is not a valid label name", name)
+	}
+	if v != "" && !labelName.MatchString(v) {
+		return fmt.Errorf("value %q is not a valid label value", v)
+	}
+	return nil
+}

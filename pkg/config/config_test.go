@@ -1,0 +1,97 @@
+package config
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+func parse(t *testing.T, goos string, args ...string) (*Options, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o := Register(fs, goos)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return o, o.Finish(fs, goos, "node-a")
+}
+
+func TestFinish(t *testing.T) {
+	tests := []struct {
+		name     string
+		goos     string
+		args     []string
+		wantErr  string // substring naming the flag; "" for success
+		endpoint string
+		stateDir string
+		volIDDsk string
+	}{
+		{name: "sim minimal", goos: "linux", args: []string{"--driver-name=disk.csi.example.com", "--host=sim", "--sim-dir=/tmp/s"},
+			endpoint: "unix:///var/lib/kubelet/plugins/disk.csi.example.com/csi.sock", stateDir: "/tmp/s/journal", volIDDsk: "serial"},
+		{name: "windows defaults", goos: "windows", args: []string{"--driver-name=disk.csi.example.com"},
+			endpoint: `unix://C:\var\lib\kubelet\plugins\disk.csi.example.com\csi.sock`,
+			stateDir: `C:\var\lib\kubelet\plugins\disk.csi.example.com\state`},
+		{name: "no host outside windows", goos: "linux", args: []string{"--driver-name=a.b"}, wantErr: "--host is required"},
+		{name: "windows host on linux", goos: "linux", args: []string{"--driver-name=a.b", "--host=windows"}, wantErr: "--host=windows"},
+		{name: "sim without dir", goos: "linux", args: []string{"--driver-name=a.b", "--host=sim"}, wantErr: "--sim-dir"},
+		{name: "missing driver name", goos: "windows", wantErr: "--driver-name"},
+		{name: "bad driver name", goos: "windows", args: []string{"--driver-name=-bad"}, wantErr: "--driver-name"},
+		{name: "long driver name", goos: "windows", args: []string{"--driver-name=" + strings.Repeat("a", 64)}, wantErr: "--driver-name"},
+		{name: "bad topology", goos: "windows", args: []string{"--driver-name=a.b", "--topology=zone=eu west"}, wantErr: "--topology"},
+		{name: "good topology", goos: "windows", args: []string{"--driver-name=a.b", "--topology=topology.kubernetes.io/zone=eu-west-1a"},
+			endpoint: `unix://C:\var\lib\kubelet\plugins\a.b\csi.sock`, stateDir: `C:\var\lib\kubelet\plugins\a.b\state`},
+		{name: "negative max volumes", goos: "windows", args: []string{"--driver-name=a.b", "--max-volumes-per-node=-1"}, wantErr: "--max-volumes-per-node"},
+		{name: "bad default backend", goos: "windows", args: []string{"--driver-name=a.b", "--default-backend=nfs"}, wantErr: "--default-backend"},
+		{name: "sim flag without sim", goos: "windows", args: []string{"--driver-name=a.b", "--sim-dir=x"}, wantErr: "--sim-dir only applies"},
+		{name: "volume-id-disk none in sim", goos: "linux", args: []string{"--driver-name=a.b", "--host=sim", "--sim-dir=/s", "--volume-id-disk=none"},
+			endpoint: "unix:///var/lib/kubelet/plugins/a.b/csi.sock", stateDir: "/s/journal", volIDDsk: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parse(t, tt.goos, tt.args...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Endpoint != tt.endpoint {
+				t.Errorf("Endpoint = %q, want %q", o.Endpoint, tt.endpoint)
+			}
+			if o.StateDir != tt.stateDir {
+				t.Errorf("StateDir = %q, want %q", o.StateDir, tt.stateDir)
+			}
+			if o.VolumeIDDisk != tt.volIDDsk {
+				t.Errorf("VolumeIDDisk = %q, want %q", o.VolumeIDDisk, tt.volIDDsk)
+			}
+			if o.NodeID != "node-a" {
+				t.Errorf("NodeID = %q, want the host name", o.NodeID)
+			}
+		})
+	}
+}
+
+func TestRepeatableFlags(t *testing.T) {
+	o, err := parse(t, "windows", "--driver-name=a.b", "--context-alias=LUN=diskLUN", "--context-alias=diskUUID=diskPage83",
+		"--disk-preset=azure-disk,vsphere", "--disk-preset=aws-ebs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.ContextAliases) != 2 || o.ContextAliases["LUN"] != "diskLUN" {
+		t.Fatalf("aliases = %v", o.ContextAliases)
+	}
+	if strings.Join(o.DiskPresets, ",") != "azure-disk,vsphere,aws-ebs" {
+		t.Fatalf("presets = %v", o.DiskPresets)
+	}
+	if _, err := parse(t, "windows", "--driver-name=a.b", "--context-alias=LUN"); err == nil {
+		t.Fatal("alias without '=' accepted")
+	}
+	if _, err := parse(t, "windows", "--driver-name=a.b", "--topology=k=v1", "--topology=k=v2"); err == nil {
+		t.Fatal("conflicting repeated topology accepted")
+	}
+}

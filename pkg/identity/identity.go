@@ -1,0 +1,62 @@
+// Package identity is the CSI Identity service: the plugin's name and
+// version, its capabilities, and readiness (Probe). Probe never touches the
+// host: it reports whether the host backend finished initialising, so it
+// stays cheap under load (livenessprobe calls it every few seconds).
+package identity
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// Server implements csi.IdentityServer.
+type Server struct {
+	csi.UnimplementedIdentityServer
+
+	name     string
+	version  string
+	topology bool
+	ready    atomic.Bool
+}
+
+var _ csi.IdentityServer = (*Server)(nil)
+
+// New returns an identity service that is not ready yet. topology says
+// whether NodeGetInfo reports topology, in which case the plugin advertises
+// VOLUME_ACCESSIBILITY_CONSTRAINTS.
+func New(name, version string, topology bool) *Server {
+	return &Server{name: name, version: version, topology: topology}
+}
+
+// SetReady marks the plugin ready (or not) for Probe.
+func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+// Ready reports what Probe reports.
+func (s *Server) Ready() bool { return s.ready.Load() }
+
+// GetPluginInfo returns the driver name the plugin registers under.
+func (s *Server) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+	return &csi.GetPluginInfoResponse{Name: s.name, VendorVersion: s.version}, nil
+}
+
+// GetPluginCapabilities advertises no controller service: this is a node
+// plugin that pairs with a vendor's controller.
+func (s *Server) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	resp := &csi.GetPluginCapabilitiesResponse{}
+	if s.topology {
+		resp.Capabilities = append(resp.Capabilities, &csi.PluginCapability{
+			Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{
+				Type: csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS,
+			}},
+		})
+	}
+	return resp, nil
+}
+
+// Probe reports readiness: ready once the host backend has initialised.
+func (s *Server) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	return &csi.ProbeResponse{Ready: wrapperspb.Bool(s.ready.Load())}, nil
+}

@@ -1,0 +1,123 @@
+package inflight
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSetTryAcquire(t *testing.T) {
+	s := NewSet()
+	rel, ok := s.TryAcquire("vol-1")
+	if !ok {
+		t.Fatal("first acquire refused")
+	}
+	if _, ok := s.TryAcquire("vol-1"); ok {
+		t.Fatal("second acquire of the same key granted")
+	}
+	rel2, ok := s.TryAcquire("vol-2")
+	if !ok {
+		t.Fatal("other key refused")
+	}
+	rel()
+	rel() // no-op
+	if s.InFlight("vol-1") {
+		t.Fatal("vol-1 still in flight after release")
+	}
+	if _, ok := s.TryAcquire("vol-1"); !ok {
+		t.Fatal("acquire after release refused")
+	}
+	rel2()
+	if got := s.Len(); got != 1 {
+		t.Fatalf("Len = %d, want 1", got)
+	}
+}
+
+func TestSetConcurrentExclusive(t *testing.T) {
+	s := NewSet()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := 0
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, ok := s.TryAcquire("same"); ok {
+				mu.Lock()
+				granted++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if granted != 1 {
+		t.Fatalf("granted %d times, want exactly 1", granted)
+	}
+}
+
+func TestKeyMutexExclusion(t *testing.T) {
+	k := NewKeyMutex()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	holders, maxHolders := 0, 0
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			unlock, err := k.Lock(ctx, "share")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			holders++
+			if holders > maxHolders {
+				maxHolders = holders
+			}
+			mu.Unlock()
+			mu.Lock()
+			holders--
+			mu.Unlock()
+			unlock()
+		}()
+	}
+	wg.Wait()
+	if maxHolders != 1 {
+		t.Fatalf("max concurrent holders = %d, want 1", maxHolders)
+	}
+	if len(k.m) != 0 {
+		t.Fatalf("entries leaked: %d", len(k.m))
+	}
+}
+
+func TestKeyMutexHonoursContext(t *testing.T) {
+	k := NewKeyMutex()
+	unlock, err := k.Lock(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := k.Lock(ctx, "a"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want DeadlineExceeded", err)
+	}
+	// A different key is independent.
+	u2, err := k.Lock(context.Background(), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u2()
+	unlock()
+	unlock() // no-op
+	u3, err := k.Lock(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u3()
+	if len(k.m) != 0 {
+		t.Fatalf("entries leaked: %d", len(k.m))
+	}
+}

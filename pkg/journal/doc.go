@@ -1,0 +1,16 @@
+// Package journal records, crash-safely, which volumes this node has staged
+// and where. It is an index that tells the plugin where to look after a
+// restart or crash (to count the volumes sharing an SMB share or an iSCSI
+// target, to answer NodeGetVolumeHealth and NodeGetVolumeStats by volume ID,
+// to recognise a repeated NodeStageVolume); the host is always the truth, and
+// every entry is checked against it before it is relied on.
+//
+// An entry is written before the host work of NodeStageVolume starts (an
+// intent) and removed only after NodeUnstageVolume has finished, so the
+// journal is always a superset of the volumes that use a shared resource:
+// a crash can leave a stale entry (harmless, it fails the host check) but
+// never hide a user (which could tear down a mapping still in use).
+//
+// Each entry is one small JSON file written atomically (temporary file,
+// fsync, rename, directory fsync). No secret is ever stored.
+package journal

@@ -1,0 +1,154 @@
+package node
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
+)
+
+// env is a node service on a simulated host, with a kubelet directory.
+type env struct {
+	t       *testing.T
+	srv     *Server
+	sim     *sim.Sim
+	kubelet string
+	simDir  string
+	jdir    string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	base := t.TempDir()
+	e := &env{t: t, kubelet: filepath.Join(base, "kubelet"), simDir: filepath.Join(base, "sim"), jdir: filepath.Join(base, "journal")}
+	if err := os.MkdirAll(e.kubelet, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	return e
+}
+
+// start (re)creates the sim, journal and node service on the same
+// directories: a plugin restart.
+func (e *env) start() {
+	t := e.t
+	t.Helper()
+	s, err := sim.New(sim.Config{Dir: e.simDir, AutoAttach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	jr, err := journal.Open(e.jdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := winpath.NewRoot(e.kubelet, winpath.POSIX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Host()
+	fast := backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Bound: 200 * time.Millisecond}
+	e.sim = s
+	e.srv = New(Config{
+		NodeID:     "node-1",
+		MaxVolumes: 16,
+		Topology:   map[string]string{"topology.kubernetes.io/zone": "z1"},
+		Root:       root,
+		Host:       h,
+		Journal:    jr,
+		Contract:   contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true},
+		Backends: map[contract.Kind]Backend{
+			contract.KindDisk: disk.New(h, disk.Options{OfflineOnUnstage: true, Backoff: fast}),
+		},
+	})
+}
+
+// restart closes the sim and starts everything again on the same directories.
+func (e *env) restart() {
+	e.t.Helper()
+	if err := e.sim.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.start()
+}
+
+func (e *env) path(parts ...string) string {
+	return filepath.Join(append([]string{e.kubelet}, parts...)...)
+}
+
+// stagingDir makes the staging directory kubelet would create.
+func (e *env) stagingDir(vol string) string {
+	p := e.path("plugins", "kubernetes.io", "csi", "drv", vol, "globalmount")
+	if err := os.MkdirAll(p, 0o750); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// targetPath returns a publish target whose parent exists, as kubelet makes it.
+func (e *env) targetPath(pod, vol string) string {
+	p := e.path("pods", pod, "volumes", "kubernetes.io~csi", vol, "mount")
+	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func mountCap(mode csi.VolumeCapability_AccessMode_Mode, fsType string) *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: fsType}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: mode},
+	}
+}
+
+var snw = mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "")
+
+func (e *env) stage(vol, staging string, vctx map[string]string) error {
+	_, err := e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
+		VolumeId: vol, StagingTargetPath: staging, VolumeCapability: snw, VolumeContext: vctx,
+	})
+	return err
+}
+
+func (e *env) publish(vol, staging, target string, ro bool) error {
+	_, err := e.srv.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+		VolumeId: vol, StagingTargetPath: staging, TargetPath: target, VolumeCapability: snw, Readonly: ro,
+	})
+	return err
+}
+
+func (e *env) unpublish(vol, target string) error {
+	_, err := e.srv.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: vol, TargetPath: target})
+	return err
+}
+
+func (e *env) unstage(vol, staging string) error {
+	_, err := e.srv.NodeUnstageVolume(context.Background(), &csi.NodeUnstageVolumeRequest{VolumeId: vol, StagingTargetPath: staging})
+	return err
+}
+
+func mustOK(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func wantCode(t *testing.T, what string, err error, want codes.Code) {
+	t.Helper()
+	if got := status.Code(err); got != want {
+		t.Fatalf("%s: code %v (%v), want %v", what, got, err, want)
+	}
+}

@@ -1,0 +1,361 @@
+package node
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+)
+
+func TestDiskLifecycleKeepsData(t *testing.T) {
+	e := newEnv(t)
+	staging := e.stagingDir("vol-a")
+	target := e.targetPath("pod-1", "pv-a")
+
+	mustOK(t, "stage", e.stage("vol-a", staging, nil))
+	mustOK(t, "publish", e.publish("vol-a", staging, target, false))
+	if err := os.WriteFile(filepath.Join(target, "hello.txt"), []byte("kept"), 0o644); err != nil {
+		t.Fatalf("write through the published path: %v", err)
+	}
+	mustOK(t, "unpublish", e.unpublish("vol-a", target))
+	if _, err := os.Lstat(target); !os.IsNotExist(err) {
+		t.Fatalf("target path still exists after unpublish: %v", err)
+	}
+	mustOK(t, "unstage", e.unstage("vol-a", staging))
+	if fi, err := os.Lstat(staging); err != nil || !fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 {
+		t.Fatalf("staging path after unstage: %v %v, want an empty directory", fi, err)
+	}
+	snap := e.sim.Snapshot()
+	for _, d := range snap.Disks {
+		if d.Serial == "vol-a" && !d.Offline {
+			t.Fatal("disk not offlined at unstage")
+		}
+	}
+
+	// Restage after a plugin restart and read the file back.
+	e.restart()
+	mustOK(t, "restage", e.stage("vol-a", staging, nil))
+	target2 := e.targetPath("pod-2", "pv-a")
+	mustOK(t, "republish", e.publish("vol-a", staging, target2, false))
+	b, err := os.ReadFile(filepath.Join(target2, "hello.txt"))
+	if err != nil || string(b) != "kept" {
+		t.Fatalf("read back = %q, %v", b, err)
+	}
+}
+
+func TestStageIdempotentAndCheap(t *testing.T) {
+	e := newEnv(t)
+	staging := e.stagingDir("vol-b")
+	mustOK(t, "stage", e.stage("vol-b", staging, nil))
+	mark := e.sim.Mark()
+	mustOK(t, "stage again", e.stage("vol-b", staging, nil))
+	ops := e.sim.OpsSince(mark)
+	// files.Stat + disks.List + volumes.DiskNumber: no preparation repeated.
+	if len(ops) > 3 {
+		t.Fatalf("repeated stage made %d host calls: %v", len(ops), ops)
+	}
+	for _, op := range ops {
+		if strings.HasPrefix(op, "disks.Set") || op == sim.OpVolumesFormat || op == sim.OpVolumesMount {
+			t.Fatalf("repeated stage redid host work: %v", ops)
+		}
+	}
+
+	// An incompatible repeat gets AlreadyExists (CSI spec, NodeStageVolume).
+	_, err := e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
+		VolumeId: "vol-b", StagingTargetPath: staging,
+		VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "refs"),
+	})
+	wantCode(t, "stage with another fsType", err, codes.AlreadyExists)
+
+	// Staged at another path while the first stage is live: FailedPrecondition.
+	other := e.stagingDir("vol-b-other")
+	wantCode(t, "stage elsewhere", e.stage("vol-b", other, nil), codes.FailedPrecondition)
+}
+
+func TestPublishRules(t *testing.T) {
+	e := newEnv(t)
+	staging := e.stagingDir("vol-c")
+	mustOK(t, "stage", e.stage("vol-c", staging, nil))
+	t1 := e.targetPath("p1", "pv-c")
+	// kubelet may pre-create the target directory: it is replaced by the link.
+	if err := os.Mkdir(t1, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, "publish", e.publish("vol-c", staging, t1, false))
+	mustOK(t, "publish again", e.publish("vol-c", staging, t1, false))
+	wantCode(t, "publish read-only at the same target", e.publish("vol-c", staging, t1, true), codes.AlreadyExists)
+
+	// SINGLE_NODE_SINGLE_WRITER allows one target only (csi-sanity spec).
+	t2 := e.targetPath("p2", "pv-c")
+	_, err := e.srv.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+		VolumeId: "vol-c", StagingTargetPath: staging, TargetPath: t2,
+		VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER, ""),
+	})
+	wantCode(t, "second target with SINGLE_NODE_SINGLE_WRITER", err, codes.FailedPrecondition)
+
+	// A non-empty directory at the target is never removed.
+	t3 := e.targetPath("p3", "pv-c")
+	if err := os.MkdirAll(filepath.Join(t3, "data"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "publish over a non-empty directory", e.publish("vol-c", staging, t3, false), codes.FailedPrecondition)
+	if _, err := os.Stat(filepath.Join(t3, "data")); err != nil {
+		t.Fatalf("data at the target was touched: %v", err)
+	}
+	wantCode(t, "unpublish of a non-empty directory", e.unpublish("vol-c", t3), codes.FailedPrecondition)
+
+	mustOK(t, "unpublish", e.unpublish("vol-c", t1))
+	mustOK(t, "unpublish again", e.unpublish("vol-c", t1))
+
+	// Publishing a volume that is not staged fails.
+	wantCode(t, "publish unstaged", e.publish("vol-none", e.stagingDir("vol-none"), e.targetPath("p4", "pv-none"), false),
+		codes.FailedPrecondition)
+}
+
+func TestValidationBeforeHostCalls(t *testing.T) {
+	e := newEnv(t)
+	staging := e.stagingDir("vol-v")
+	blockCap := &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+	outside := t.TempDir()
+	escape := e.path("pods", "evil")
+	if err := os.MkdirAll(filepath.Dir(escape), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, escape); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		req  *csi.NodeStageVolumeRequest
+	}{
+		{"no volume id", &csi.NodeStageVolumeRequest{StagingTargetPath: staging, VolumeCapability: snw}},
+		{"no staging path", &csi.NodeStageVolumeRequest{VolumeId: "v", VolumeCapability: snw}},
+		{"no capability", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging}},
+		{"block", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: blockCap}},
+		{"ext4", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging,
+			VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "ext4")}},
+		{"multi-node writer disk", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging,
+			VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, "")}},
+		{"bad lun", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: snw,
+			VolumeContext: map[string]string{"diskLUN": "x"}}},
+		{"relative path", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: "rel/path", VolumeCapability: snw}},
+		{"traversal", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: e.path("a", "..", "..", "etc"), VolumeCapability: snw}},
+		{"backslash traversal", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: e.kubelet + `\..\..\etc`, VolumeCapability: snw}},
+		{"outside root", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: outside, VolumeCapability: snw}},
+		{"unc", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: `\\server\share\x`, VolumeCapability: snw}},
+		{"device path", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: `\\?\GLOBALROOT\Device\X`, VolumeCapability: snw}},
+		{"link escaping root", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: filepath.Join(escape, "globalmount"), VolumeCapability: snw}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mark := e.sim.Mark()
+			_, err := e.srv.NodeStageVolume(context.Background(), tt.req)
+			wantCode(t, tt.name, err, codes.InvalidArgument)
+			if ops := e.sim.OpsSince(mark); len(ops) != 0 {
+				t.Fatalf("host calls before validation failed: %v", ops)
+			}
+		})
+	}
+}
+
+func TestStatsExpandHealth(t *testing.T) {
+	e := newEnv(t)
+	staging := e.stagingDir("vol-s")
+	target := e.targetPath("p", "pv-s")
+	mustOK(t, "stage", e.stage("vol-s", staging, nil))
+	mustOK(t, "publish", e.publish("vol-s", staging, target, false))
+	ctx := context.Background()
+
+	st, err := e.srv.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: target})
+	mustOK(t, "stats", err)
+	u := st.GetUsage()
+	if len(u) != 1 || u[0].GetUnit() != csi.VolumeUsage_BYTES || u[0].GetTotal() <= 0 || u[0].GetAvailable() <= 0 {
+		t.Fatalf("usage = %v", u)
+	}
+	for _, tt := range []struct {
+		name string
+		req  *csi.NodeGetVolumeStatsRequest
+		want codes.Code
+	}{
+		{"unknown volume", &csi.NodeGetVolumeStatsRequest{VolumeId: "nope", VolumePath: target}, codes.NotFound},
+		{"relative path", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: "some/path"}, codes.NotFound},
+		{"other path", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: e.targetPath("x", "y")}, codes.NotFound},
+		{"no id", &csi.NodeGetVolumeStatsRequest{VolumePath: target}, codes.InvalidArgument},
+		{"no path", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s"}, codes.InvalidArgument},
+		{"traversal", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: e.kubelet + "/pods/../x"}, codes.InvalidArgument},
+	} {
+		_, err := e.srv.NodeGetVolumeStats(ctx, tt.req)
+		wantCode(t, "stats "+tt.name, err, tt.want)
+	}
+
+	// The disk grows behind the plugin's back; expand reports the real size.
+	before := u[0].GetTotal()
+	var num uint32
+	for _, d := range e.sim.Snapshot().Disks {
+		if d.Serial == "vol-s" {
+			num = d.Number
+		}
+	}
+	mustOK(t, "resize disk", e.sim.ResizeDisk(num, 4<<30))
+	ex, err := e.srv.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: "vol-s", VolumePath: target,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 3 << 30}})
+	mustOK(t, "expand", err)
+	if ex.GetCapacityBytes() <= before || ex.GetCapacityBytes() < 3<<30 {
+		t.Fatalf("expanded capacity %d, was %d", ex.GetCapacityBytes(), before)
+	}
+	_, err = e.srv.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: "vol-s", VolumePath: target,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 64 << 30}})
+	wantCode(t, "expand beyond the disk", err, codes.Unavailable)
+	_, err = e.srv.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: "gone", VolumePath: target})
+	wantCode(t, "expand unknown", err, codes.NotFound)
+
+	h, err := e.srv.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: "vol-s"})
+	mustOK(t, "health", err)
+	if n := len(h.GetVolumeHealth().GetHealthStatuses()); n != 0 {
+		t.Fatalf("healthy volume reports %v", h.GetVolumeHealth().GetHealthStatuses())
+	}
+	off := true
+	mustOK(t, "offline disk", e.sim.SetDiskState(num, sim.DiskChange{Offline: &off}))
+	h, err = e.srv.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: "vol-s", VolumePublishPath: target})
+	mustOK(t, "health", err)
+	found := false
+	for _, s := range h.GetVolumeHealth().GetHealthStatuses() {
+		if s.GetStatus() == csi.VolumeHealthErrorType_INACCESSIBLE && s.GetReason() == "DiskOffline" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("offline disk not reported: %v", h.GetVolumeHealth().GetHealthStatuses())
+	}
+	_, err = e.srv.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: "unknown"})
+	wantCode(t, "health unknown", err, codes.NotFound)
+}
+
+func TestHungHostCallHoldsOnlyThatVolume(t *testing.T) {
+	e := newEnv(t)
+	mustOK(t, "fault", e.sim.Faults().Add(sim.Rule{Op: sim.OpVolumesFormat, Nth: 1, Hang: true}))
+	stA, stB := e.stagingDir("vol-h"), e.stagingDir("vol-ok")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := e.srv.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-h", StagingTargetPath: stA, VolumeCapability: snw})
+	wantCode(t, "stage with hung format", err, codes.DeadlineExceeded)
+
+	// While the format hangs, a retry on the same volume is refused…
+	wantCode(t, "retry during hang", e.stage("vol-h", stA, nil), codes.Aborted)
+	// …and other volumes proceed.
+	mustOK(t, "other volume", e.stage("vol-ok", stB, nil))
+
+	if n := e.sim.Faults().Release(sim.OpVolumesFormat); n != 1 {
+		t.Fatalf("released %d hung calls, want 1", n)
+	}
+	// The lock is released once the hung call ends; the retry then
+	// completes without formatting again.
+	var lastErr error
+	for i := 0; i < 200; i++ {
+		if lastErr = e.stage("vol-h", stA, nil); status.Code(lastErr) != codes.Aborted {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mustOK(t, "retry after the hang cleared", lastErr)
+	if n := e.sim.Count(sim.OpVolumesFormat); n != 2 { // vol-ok once, vol-h once
+		t.Fatalf("format called %d times, want 2 (no duplicate format of vol-h)", n)
+	}
+}
+
+func TestUnstageIdempotent(t *testing.T) {
+	e := newEnv(t)
+	staging := e.stagingDir("vol-u")
+	mustOK(t, "unstage never staged", e.unstage("vol-u", staging))
+	mustOK(t, "stage", e.stage("vol-u", staging, nil))
+	mustOK(t, "unstage", e.unstage("vol-u", staging))
+	mustOK(t, "unstage again", e.unstage("vol-u", staging))
+	wantCode(t, "unstage without id", e.unstage("", staging), codes.InvalidArgument)
+	wantCode(t, "unstage without path", e.unstage("vol-u", ""), codes.InvalidArgument)
+}
+
+func TestDiskErrorsMapToCodes(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(e *env)
+		vctx  map[string]string
+		want  codes.Code
+	}{
+		{name: "disk never appears", vctx: map[string]string{"diskLUN": "42"}, want: codes.NotFound},
+		{name: "ambiguous selector", setup: func(e *env) {
+			for _, s := range []string{"dup-1", "dup-2"} {
+				if _, err := e.sim.AttachDisk(sim.DiskSpec{Serial: s, Adapter: 1, Target: 1, LUN: 7}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, vctx: map[string]string{"diskLUN": "7"}, want: codes.FailedPrecondition},
+		{name: "boot disk", vctx: map[string]string{"diskNumber": "0"}, want: codes.FailedPrecondition},
+		{name: "foreign partition", setup: func(e *env) {
+			if _, err := e.sim.AttachDisk(sim.DiskSpec{Serial: "linux-disk", Adapter: 1, LUN: 3, PartitionStyle: host.PartitionStyleGPT,
+				Partitions: []sim.PartitionSpec{{GptType: "{0fc63daf-8483-4772-8e79-3d69d8477de4}"}}}); err != nil {
+				t.Fatal(err)
+			}
+		}, vctx: map[string]string{"diskSerial": "linux-disk"}, want: codes.FailedPrecondition},
+		{name: "injected unreachable", setup: func(e *env) {
+			if err := e.sim.Faults().Add(sim.Rule{Op: sim.OpDisksInitialize, Err: "notimplemented"}); err != nil {
+				t.Fatal(err)
+			}
+		}, want: codes.Unimplemented},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			if tt.setup != nil {
+				tt.setup(e)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := e.srv.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-e", StagingTargetPath: e.stagingDir("vol-e"),
+				VolumeCapability: snw, VolumeContext: tt.vctx})
+			wantCode(t, tt.name, err, tt.want)
+		})
+	}
+}
+
+func TestInfoAndCapabilities(t *testing.T) {
+	e := newEnv(t)
+	info, err := e.srv.NodeGetInfo(context.Background(), &csi.NodeGetInfoRequest{})
+	mustOK(t, "info", err)
+	if info.GetNodeId() != "node-1" || info.GetMaxVolumesPerNode() != 16 ||
+		info.GetAccessibleTopology().GetSegments()["topology.kubernetes.io/zone"] != "z1" {
+		t.Fatalf("info = %v", info)
+	}
+	caps, err := e.srv.NodeGetCapabilities(context.Background(), &csi.NodeGetCapabilitiesRequest{})
+	mustOK(t, "caps", err)
+	want := map[csi.NodeServiceCapability_RPC_Type]bool{
+		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME:     true,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS:         true,
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME:            true,
+		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER: true,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH:        true,
+	}
+	for _, c := range caps.GetCapabilities() {
+		if !want[c.GetRpc().GetType()] {
+			t.Fatalf("unexpected capability %v", c)
+		}
+		delete(want, c.GetRpc().GetType())
+	}
+	if len(want) != 0 {
+		t.Fatalf("missing capabilities %v", want)
+	}
+	_, err = e.srv.NodeGetStorageHealth(context.Background(), &csi.NodeGetStorageHealthRequest{})
+	wantCode(t, "storage health", err, codes.Unimplemented)
+}

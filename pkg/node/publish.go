@@ -1,0 +1,149 @@
+package node
+
+import (
+	"context"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
+)
+
+// NodePublishVolume links the target path to the staging path.
+//
+// Read-only: a directory link carries no read-only flag on Windows. The
+// plugin records readonly and refuses a repeat that differs; enforcement is
+// the container runtime's, which mounts the directory read-only into the
+// container when the pod's volume is read-only (docs/parameters.md,
+// "Read-only publish").
+func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	volumeID := req.GetVolumeId()
+	if err := requireVolumeID(volumeID); err != nil {
+		return nil, err
+	}
+	target, err := s.resolvePath("target_path", req.GetTargetPath())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetStagingTargetPath() == "" {
+		return nil, invalid("staging_target_path is required: this plugin stages volumes (STAGE_UNSTAGE_VOLUME)")
+	}
+	staging, err := s.resolvePath("staging_target_path", req.GetStagingTargetPath())
+	if err != nil {
+		return nil, err
+	}
+	mode, err := validateCapability(req.GetVolumeCapability())
+	if err != nil {
+		return nil, err
+	}
+	if samePath(target, staging) {
+		return nil, invalid("target_path and staging_target_path are the same path")
+	}
+	if req.GetVolumeContext()["csi.storage.k8s.io/ephemeral"] == "true" {
+		return nil, invalid("volume_context: ephemeral inline volumes are not supported")
+	}
+
+	ctx, unlock, err := s.lockVolume(ctx, volumeID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	if err := s.checkStaged(ctx, volumeID, staging); err != nil {
+		return nil, err
+	}
+	pub := publication{readOnly: req.GetReadonly(), mode: mode}
+	if err := s.checkPublication(volumeID, target, pub); err != nil {
+		return nil, err
+	}
+	created, err := s.publisher.Publish(ctx, staging, target)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if !created {
+		klog.FromContext(ctx).V(4).Info("Target path already links to the staging path", "targetPath", target)
+	}
+	s.mu.Lock()
+	if s.published[volumeID] == nil {
+		s.published[volumeID] = make(map[string]publication)
+	}
+	s.published[volumeID][target] = pub
+	s.mu.Unlock()
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// checkStaged fails with FailedPrecondition unless the volume is staged at
+// staging: the journal must know it there, or, when the journal has no
+// record, the host must show a stage at the path.
+func (s *Server) checkStaged(ctx context.Context, volumeID, staging string) error {
+	if e, ok := s.cfg.Journal.Get(volumeID); ok {
+		if !samePath(e.StagingPath, staging) {
+			return status.Errorf(codes.FailedPrecondition, "volume %q is staged at %s, not at %s", volumeID, e.StagingPath, staging)
+		}
+		if e.Staged {
+			return nil
+		}
+		return status.Errorf(codes.FailedPrecondition, "volume %q is not staged at %s: its stage did not complete", volumeID, staging)
+	}
+	if _, live, err := s.publisher.Staged(ctx, staging); err != nil {
+		return toStatus(err)
+	} else if !live {
+		return status.Errorf(codes.FailedPrecondition, "volume %q is not staged at %s", volumeID, staging)
+	}
+	return nil
+}
+
+// checkPublication applies the spec's rules on repeated and concurrent
+// publications.
+func (s *Server) checkPublication(volumeID, target string, pub publication) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t, p := range s.published[volumeID] {
+		if samePath(t, target) {
+			// From the spec: published at the target with an incompatible
+			// capability or read-only flag → ALREADY_EXISTS.
+			if p.readOnly != pub.readOnly || p.mode != pub.mode {
+				return status.Errorf(codes.AlreadyExists, "volume %q is already published at %s with readonly=%t and access mode %s",
+					volumeID, target, p.readOnly, modeName(p.mode))
+			}
+			continue
+		}
+		if singleWriter(pub.mode) || singleWriter(p.mode) {
+			return status.Errorf(codes.FailedPrecondition, "volume %q has access mode SINGLE_NODE_SINGLE_WRITER and is already published at %s",
+				volumeID, t)
+		}
+	}
+	return nil
+}
+
+// NodeUnpublishVolume removes the link at the target path; it never removes data.
+func (s *Server) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	volumeID := req.GetVolumeId()
+	if err := requireVolumeID(volumeID); err != nil {
+		return nil, err
+	}
+	target, err := s.resolvePath("target_path", req.GetTargetPath())
+	if err != nil {
+		return nil, err
+	}
+	ctx, unlock, err := s.lockVolume(ctx, volumeID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	if err := s.publisher.Unpublish(ctx, target); err != nil {
+		return nil, toStatus(err)
+	}
+	s.mu.Lock()
+	for t := range s.published[volumeID] {
+		if samePath(t, target) {
+			delete(s.published[volumeID], t)
+		}
+	}
+	if len(s.published[volumeID]) == 0 {
+		delete(s.published, volumeID)
+	}
+	s.mu.Unlock()
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}

@@ -1,0 +1,138 @@
+package node
+
+import (
+	"context"
+	"sync"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/inflight"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
+)
+
+// Backend is what the node service needs from a volume backend.
+type Backend interface {
+	Stage(ctx context.Context, r backend.StageRequest) error
+	Unstage(ctx context.Context, r backend.UnstageRequest) error
+	Expand(ctx context.Context, r backend.ExpandRequest) (int64, error)
+	Health(ctx context.Context, r backend.HealthRequest) ([]backend.Condition, error)
+}
+
+// Config wires a node service.
+type Config struct {
+	NodeID     string
+	MaxVolumes int64
+	Topology   map[string]string
+
+	// Root confines every path from the CO to the kubelet directory.
+	Root *winpath.Root
+	// FS is what Root.CheckLinks inspects ancestors with; nil means
+	// winpath.DefaultFS.
+	FS winpath.FS
+
+	Host     host.Host
+	Backends map[contract.Kind]Backend
+	Journal  *journal.Journal
+	Contract contract.Options
+}
+
+// Server implements csi.NodeServer.
+type Server struct {
+	csi.UnimplementedNodeServer
+
+	cfg       Config
+	fs        winpath.FS
+	volumes   *inflight.Set
+	publisher backend.Publisher
+
+	mu        sync.Mutex
+	published map[string]map[string]publication // volume ID -> target path -> publication
+}
+
+// publication is what the node remembers of a NodePublishVolume, to answer a
+// repeated call and enforce SINGLE_NODE_SINGLE_WRITER. It lives in memory
+// only: after a restart the links themselves are the record, and a repeat
+// is recognised from the link.
+type publication struct {
+	readOnly bool
+	mode     csi.VolumeCapability_AccessMode_Mode
+}
+
+var _ csi.NodeServer = (*Server)(nil)
+
+// New returns a node service.
+func New(cfg Config) *Server {
+	fs := cfg.FS
+	if fs == nil {
+		fs = winpath.DefaultFS
+	}
+	return &Server{
+		cfg:       cfg,
+		fs:        fs,
+		volumes:   inflight.NewSet(),
+		publisher: backend.Publisher{Files: cfg.Host.Files},
+		published: make(map[string]map[string]publication),
+	}
+}
+
+// lockVolume takes the per-volume guard. It is released when the RPC's
+// host calls have all ended, which may be after the RPC returned if a call
+// outlived its deadline: a retry never overlaps host work still running
+// for the same volume (docs/reliability.md, "lock policy").
+func (s *Server) lockVolume(ctx context.Context, volumeID string) (context.Context, func(), error) {
+	release, ok := s.volumes.TryAcquire(volumeID)
+	if !ok {
+		return ctx, nil, status.Errorf(codes.Aborted, "an operation on volume %q is already in progress", volumeID)
+	}
+	ctx, tracker := host.Track(host.WithVolume(ctx, volumeID))
+	return ctx, func() { tracker.WhenIdle(release) }, nil
+}
+
+func (s *Server) backendFor(kind contract.Kind) (Backend, error) {
+	b, ok := s.cfg.Backends[kind]
+	if !ok || b == nil {
+		return nil, status.Errorf(codes.Unimplemented, "backend %q is not available on this node", kind)
+	}
+	return b, nil
+}
+
+// NodeGetCapabilities lists what the node service supports.
+func (s *Server) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	types := []csi.NodeServiceCapability_RPC_Type{
+		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
+		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,
+	}
+	caps := make([]*csi.NodeServiceCapability, len(types))
+	for i, t := range types {
+		caps[i] = &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
+			Rpc: &csi.NodeServiceCapability_RPC{Type: t}}}
+	}
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+// NodeGetInfo returns the node's identity, volume limit and topology.
+func (s *Server) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	resp := &csi.NodeGetInfoResponse{NodeId: s.cfg.NodeID, MaxVolumesPerNode: s.cfg.MaxVolumes}
+	if len(s.cfg.Topology) > 0 {
+		seg := make(map[string]string, len(s.cfg.Topology))
+		for k, v := range s.cfg.Topology {
+			seg[k] = v
+		}
+		resp.AccessibleTopology = &csi.Topology{Segments: seg}
+	}
+	return resp, nil
+}
+
+// NodeGetStorageHealth is not offered (GET_STORAGE_HEALTH is not advertised).
+func (s *Server) NodeGetStorageHealth(context.Context, *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "NodeGetStorageHealth is not supported")
+}

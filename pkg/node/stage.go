@@ -1,0 +1,209 @@
+package node
+
+import (
+	"context"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+)
+
+// NodeStageVolume makes the volume available at the staging path.
+func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	if err := requireVolumeID(req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	staging, err := s.resolvePath("staging_target_path", req.GetStagingTargetPath())
+	if err != nil {
+		return nil, err
+	}
+	mode, err := validateCapability(req.GetVolumeCapability())
+	if err != nil {
+		return nil, err
+	}
+	vol, err := contract.Parse(contract.Request{
+		VolumeID:       req.GetVolumeId(),
+		VolumeContext:  req.GetVolumeContext(),
+		PublishContext: req.GetPublishContext(),
+		Secrets:        req.GetSecrets(),
+		FsType:         req.GetVolumeCapability().GetMount().GetFsType(),
+	}, s.cfg.Contract)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if len(vol.Ignored) > 0 {
+		klog.FromContext(ctx).V(4).Info("Ignoring unknown volume parameters", "keys", vol.Ignored)
+	}
+	if vol.Kind != contract.KindSMB && multiNodeWriter(mode) {
+		return nil, invalid("volume_capability: access mode %s is not supported for %s volumes: NTFS and ReFS are not cluster file systems",
+			modeName(mode), vol.Kind)
+	}
+	b, err := s.backendFor(vol.Kind)
+	if err != nil {
+		return nil, err
+	}
+
+	ctx, unlock, err := s.lockVolume(ctx, req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	entry := journal.Entry{
+		VolumeID:    req.GetVolumeId(),
+		StagingPath: staging,
+		Backend:     string(vol.Kind),
+		ResourceKey: vol.ResourceKey(),
+		FsType:      vol.FS.Type,
+		AccessMode:  modeName(mode),
+		Attrs:       vol.Attrs(),
+	}
+	if prev, ok := s.cfg.Journal.Get(entry.VolumeID); ok {
+		if err := s.checkRestage(ctx, prev, entry); err != nil {
+			return nil, err
+		}
+	}
+	// Record the intent before touching the host, so a crash can never
+	// hide this volume from the count of a shared resource's users.
+	if err := s.cfg.Journal.Put(entry); err != nil {
+		return nil, status.Errorf(codes.Internal, "record stage of volume %q: %v", entry.VolumeID, err)
+	}
+
+	err = b.Stage(ctx, backend.StageRequest{VolumeID: entry.VolumeID, StagingPath: staging, Volume: vol})
+	if err != nil {
+		s.forgetFailedStage(ctx, entry)
+		return nil, toStatus(err)
+	}
+	entry.Staged = true
+	if err := s.cfg.Journal.Put(entry); err != nil {
+		return nil, status.Errorf(codes.Internal, "record stage of volume %q: %v", entry.VolumeID, err)
+	}
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+// checkRestage answers a NodeStageVolume for a volume the journal already
+// knows.
+func (s *Server) checkRestage(ctx context.Context, prev, next journal.Entry) error {
+	if !samePath(prev.StagingPath, next.StagingPath) {
+		// Staged elsewhere: refuse while that stage is live on the host;
+		// a stale record (unstaged by hand, crashed) is replaced.
+		if _, live, err := s.publisher.Staged(ctx, prev.StagingPath); err == nil && live {
+			return status.Errorf(codes.FailedPrecondition, "volume %q is already staged at %s", prev.VolumeID, prev.StagingPath)
+		}
+		return nil
+	}
+	if !prev.Staged {
+		return nil // an earlier attempt did not finish: redo it
+	}
+	// From the spec: if the volume is already staged at the path with an
+	// incompatible capability, the plugin MUST reply ALREADY_EXISTS.
+	switch {
+	case prev.Backend != next.Backend:
+		return status.Errorf(codes.AlreadyExists, "volume %q is staged as a %s volume, not %s", prev.VolumeID, prev.Backend, next.Backend)
+	case prev.ResourceKey != next.ResourceKey:
+		return status.Errorf(codes.AlreadyExists, "volume %q is staged from %s, not %s", prev.VolumeID, prev.ResourceKey, next.ResourceKey)
+	case !strings.EqualFold(prev.FsType, next.FsType):
+		return status.Errorf(codes.AlreadyExists, "volume %q is staged with fsType %s, not %s", prev.VolumeID, prev.FsType, next.FsType)
+	case prev.AccessMode != next.AccessMode:
+		return status.Errorf(codes.AlreadyExists, "volume %q is staged with access mode %s, not %s", prev.VolumeID, prev.AccessMode, next.AccessMode)
+	}
+	return nil
+}
+
+// forgetFailedStage drops the intent record of a stage that failed and left
+// nothing at the staging path; backends roll back their own partial work.
+func (s *Server) forgetFailedStage(ctx context.Context, e journal.Entry) {
+	if _, live, err := s.publisher.Staged(ctx, e.StagingPath); err != nil || live {
+		return // keep the record: unstage or a retry will need it
+	}
+	if err := s.cfg.Journal.Delete(e.VolumeID); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot drop the record of a failed stage", "volumeID", e.VolumeID)
+	}
+}
+
+// NodeUnstageVolume undoes NodeStageVolume.
+func (s *Server) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	if err := requireVolumeID(req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	staging, err := s.resolvePath("staging_target_path", req.GetStagingTargetPath())
+	if err != nil {
+		return nil, err
+	}
+	ctx, unlock, err := s.lockVolume(ctx, req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	entry, known := s.cfg.Journal.Get(req.GetVolumeId())
+	if known && !samePath(entry.StagingPath, staging) {
+		// The journal knows the volume at another path: unstage what the
+		// host has at the requested path and keep the record.
+		known = false
+		entry = journal.Entry{}
+	}
+	kind := contract.Kind(entry.Backend)
+	if !known {
+		k, err := s.inferKind(ctx, staging)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		if k == "" {
+			// From the spec: not staged at the path → 0 OK.
+			return &csi.NodeUnstageVolumeResponse{}, nil
+		}
+		kind = k
+	}
+	b, err := s.backendFor(kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Unstage(ctx, backend.UnstageRequest{VolumeID: req.GetVolumeId(), StagingPath: staging, Entry: entry}); err != nil {
+		return nil, toStatus(err)
+	}
+	if known {
+		if err := s.cfg.Journal.Delete(entry.VolumeID); err != nil {
+			return nil, status.Errorf(codes.Internal, "drop the stage record of volume %q: %v", entry.VolumeID, err)
+		}
+	}
+	s.mu.Lock()
+	delete(s.published, req.GetVolumeId())
+	s.mu.Unlock()
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// inferKind guesses the backend of a stage the journal does not know, from
+// what is at the staging path: a link to a share is SMB, a volume mount
+// point is a disk (an iSCSI disk is unmounted the same way; its session is
+// then left for the operator, as nothing records which target it was).
+func (s *Server) inferKind(ctx context.Context, staging string) (contract.Kind, error) {
+	info, err := s.cfg.Host.Files.Stat(ctx, staging)
+	if err != nil {
+		return "", err
+	}
+	switch info.Kind {
+	case host.PathSymlink:
+		if strings.HasPrefix(info.Target, `\\`) {
+			return contract.KindSMB, nil
+		}
+		return "", status.Errorf(codes.FailedPrecondition, "staging path %s is a link to %s, which this plugin did not make", staging, info.Target)
+	case host.PathMountPoint:
+		return contract.KindDisk, nil
+	case host.PathMissing, host.PathDir:
+		return "", nil
+	}
+	return "", status.Errorf(codes.FailedPrecondition, "staging path %s is a %s", staging, info.Kind)
+}
+
+// samePath compares resolved paths the way the host would.
+func samePath(a, b string) bool {
+	return backend.SameTarget(a, b)
+}

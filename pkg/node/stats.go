@@ -1,0 +1,191 @@
+package node
+
+import (
+	"context"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+)
+
+// stagedEntry returns the journal's record of a staged volume, or NotFound.
+func (s *Server) stagedEntry(volumeID string) (journal.Entry, error) {
+	e, ok := s.cfg.Journal.Get(volumeID)
+	if !ok || !e.Staged {
+		return journal.Entry{}, status.Errorf(codes.NotFound, "volume %q is not staged on this node", volumeID)
+	}
+	return e, nil
+}
+
+// checkVolumePath fails with NotFound unless path is where the volume is
+// staged or a publication of it (a link to the staging path).
+func (s *Server) checkVolumePath(ctx context.Context, e journal.Entry, path string) error {
+	if samePath(path, e.StagingPath) {
+		return nil
+	}
+	info, err := s.cfg.Host.Files.Stat(ctx, path)
+	if err != nil {
+		return toStatus(err)
+	}
+	if info.Kind == host.PathSymlink && backend.SameTarget(info.Target, e.StagingPath) {
+		return nil
+	}
+	return status.Errorf(codes.NotFound, "volume %q is not published at %s", e.VolumeID, path)
+}
+
+// NodeGetVolumeStats reports the bytes used and available on the volume.
+// Windows has no inode counts, so only BYTES is reported.
+func (s *Server) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	if err := requireVolumeID(req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	path, err := s.resolveLookupPath("volume_path", req.GetVolumePath())
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.stagedEntry(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	ctx = host.WithVolume(ctx, e.VolumeID)
+	if err := s.checkVolumePath(ctx, e, path); err != nil {
+		return nil, err
+	}
+	sp, err := backend.Stats(ctx, s.cfg.Host.Volumes, path)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	used := int64(0)
+	if sp.Total > sp.Free {
+		used = int64(sp.Total - sp.Free)
+	}
+	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{{
+		Unit:      csi.VolumeUsage_BYTES,
+		Total:     int64(sp.Total),
+		Available: int64(sp.AvailableToUse),
+		Used:      used,
+	}}}, nil
+}
+
+// NodeExpandVolume grows a staged volume.
+func (s *Server) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	volumeID := req.GetVolumeId()
+	if err := requireVolumeID(volumeID); err != nil {
+		return nil, err
+	}
+	path, err := s.resolveLookupPath("volume_path", req.GetVolumePath())
+	if err != nil {
+		return nil, err
+	}
+	if c := req.GetVolumeCapability(); c != nil {
+		if _, err := validateCapability(c); err != nil {
+			return nil, err
+		}
+	}
+	required, limit := req.GetCapacityRange().GetRequiredBytes(), req.GetCapacityRange().GetLimitBytes()
+	if required < 0 || limit < 0 || (limit > 0 && required > limit) {
+		return nil, invalid("capacity_range: required_bytes %d and limit_bytes %d are inconsistent", required, limit)
+	}
+	e, err := s.stagedEntry(volumeID)
+	if err != nil {
+		return nil, err
+	}
+	staging := e.StagingPath
+	if p := req.GetStagingTargetPath(); p != "" {
+		r, err := s.resolvePath("staging_target_path", p)
+		if err != nil {
+			return nil, err
+		}
+		if !samePath(r, staging) {
+			return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, staging, r)
+		}
+	}
+	b, err := s.backendFor(contract.Kind(e.Backend))
+	if err != nil {
+		return nil, err
+	}
+	ctx, unlock, err := s.lockVolume(ctx, volumeID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := s.checkVolumePath(ctx, e, path); err != nil {
+		return nil, err
+	}
+	capacity, err := b.Expand(ctx, backend.ExpandRequest{
+		VolumeID: volumeID, StagingPath: staging, RequiredBytes: required, LimitBytes: limit,
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &csi.NodeExpandVolumeResponse{CapacityBytes: capacity}, nil
+}
+
+// NodeGetVolumeHealth reports abnormal conditions of a staged volume.
+func (s *Server) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
+	volumeID := req.GetVolumeId()
+	if err := requireVolumeID(volumeID); err != nil {
+		return nil, err
+	}
+	e, err := s.stagedEntry(volumeID)
+	if err != nil {
+		return nil, err
+	}
+	ctx = host.WithVolume(ctx, volumeID)
+	if p := req.GetStagingTargetPath(); p != "" {
+		r, err := s.resolveLookupPath("staging_target_path", p)
+		if err != nil {
+			return nil, err
+		}
+		if !samePath(r, e.StagingPath) {
+			return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, e.StagingPath, r)
+		}
+	}
+	health := &csi.VolumeHealth{VolumeId: volumeID}
+	if p := req.GetVolumePublishPath(); p != "" {
+		r, err := s.resolveLookupPath("volume_publish_path", p)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.checkVolumePath(ctx, e, r); err != nil {
+			if status.Code(err) != codes.NotFound {
+				return nil, err
+			}
+			health.HealthStatuses = append(health.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{
+				Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: "PublishLinkMissing",
+				Message: "the publish path " + r + " does not link to the staged volume",
+			})
+		}
+	}
+	b, err := s.backendFor(contract.Kind(e.Backend))
+	if err != nil {
+		return nil, err
+	}
+	conds, err := b.Health(ctx, backend.HealthRequest{VolumeID: volumeID, StagingPath: e.StagingPath, Entry: e})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	for _, c := range conds {
+		health.HealthStatuses = append(health.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{
+			Status: healthType(c.Severity), Reason: c.Reason, Message: c.Message,
+		})
+	}
+	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: health}, nil
+}
+
+func healthType(sev backend.Severity) csi.VolumeHealthErrorType {
+	switch sev {
+	case backend.Degraded:
+		return csi.VolumeHealthErrorType_DEGRADED
+	case backend.Inaccessible:
+		return csi.VolumeHealthErrorType_INACCESSIBLE
+	case backend.DataLoss:
+		return csi.VolumeHealthErrorType_DATA_LOSS
+	}
+	return csi.VolumeHealthErrorType_UNKNOWN_VOLUME_HEALTH_TYPE
+}

@@ -1,0 +1,10 @@
+// Package server runs the plugin's gRPC server: it parses and claims the unix
+// socket endpoint (removing a stale socket, refusing one a live process
+// serves), chains the interceptors every RPC goes through (panic recovery,
+// contextual logger with the method and volume ID, one V(2) line per
+// mutating RPC, request bodies at V(5) through protosanitizer, CSI
+// operation metrics), serves the optional HTTP endpoint (/metrics,
+// /healthz) and stops gracefully within a bound.
+//
+// It knows nothing of volumes or hosts.
+package server

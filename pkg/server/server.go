@@ -1,0 +1,146 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/kubernetes-csi/csi-lib-utils/metrics"
+	"github.com/kubernetes-csi/csi-lib-utils/protosanitizer"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
+)
+
+// Config wires a server.
+type Config struct {
+	Identity csi.IdentityServer
+	Node     csi.NodeServer
+	// Metrics records csi_plugin_operations_seconds; nil disables it.
+	Metrics metrics.CSIMetricsManager
+}
+
+// Server is the plugin's gRPC server.
+type Server struct {
+	grpc *grpc.Server
+}
+
+// New returns a server with the identity and node services registered.
+func New(cfg Config) *Server {
+	interceptors := []grpc.UnaryServerInterceptor{recoverPanics, logRPC}
+	if cfg.Metrics != nil {
+		interceptors = append(interceptors, recordMetrics(cfg.Metrics))
+	}
+	g := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
+	csi.RegisterIdentityServer(g, cfg.Identity)
+	csi.RegisterNodeServer(g, cfg.Node)
+	return &Server{grpc: g}
+}
+
+// Serve serves l until Stop.
+func (s *Server) Serve(l net.Listener) error { return s.grpc.Serve(l) }
+
+// Stop stops accepting RPCs and waits for in-flight ones to finish, at most
+// grace; then it cancels whatever is still running.
+func (s *Server) Stop(grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.grpc.Stop()
+		<-done
+	}
+}
+
+// mutating lists the RPCs that change host state; each gets one V(2) line.
+var mutating = map[string]bool{
+	"NodeStageVolume":     true,
+	"NodeUnstageVolume":   true,
+	"NodePublishVolume":   true,
+	"NodeUnpublishVolume": true,
+	"NodeExpandVolume":    true,
+}
+
+// quiet lists RPCs sidecars call often; their bodies log only at V(6).
+var quiet = map[string]bool{
+	"Probe":               true,
+	"NodeGetCapabilities": true,
+	"GetPluginInfo":       true,
+}
+
+type volumeRequest interface{ GetVolumeId() string }
+
+func shortMethod(full string) string {
+	if i := strings.LastIndexByte(full, '/'); i >= 0 {
+		return full[i+1:]
+	}
+	return full
+}
+
+// logRPC puts a contextual logger carrying the method and volume ID into
+// ctx and logs each RPC: bodies through protosanitizer.StripSecrets only.
+func logRPC(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	method := shortMethod(info.FullMethod)
+	logger := klog.FromContext(ctx).WithValues("method", method)
+	if v, ok := req.(volumeRequest); ok && v.GetVolumeId() != "" {
+		logger = logger.WithValues("volumeID", v.GetVolumeId())
+	}
+	ctx = klog.NewContext(ctx, logger)
+	bodyLevel := klog.Level(5)
+	if quiet[method] {
+		bodyLevel = 6
+	}
+	if l := logger.V(int(bodyLevel)); l.Enabled() {
+		l.Info("Request", "request", protosanitizer.StripSecrets(req))
+	}
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	d := time.Since(start)
+	code := status.Code(err)
+	switch {
+	case mutating[method]:
+		if err != nil {
+			logger.V(2).Info("Completed", "duration", d, "code", code.String(), "err", status.Convert(err).Message())
+		} else {
+			logger.V(2).Info("Completed", "duration", d, "code", code.String())
+		}
+	case err != nil:
+		logger.V(4).Info("Completed", "duration", d, "code", code.String(), "err", status.Convert(err).Message())
+	}
+	if l := logger.V(int(bodyLevel)); l.Enabled() && err == nil {
+		l.Info("Response", "response", protosanitizer.StripSecrets(resp))
+	}
+	return resp, err
+}
+
+// recoverPanics turns a panic in a handler into Internal instead of a crash.
+func recoverPanics(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			klog.FromContext(ctx).Error(fmt.Errorf("panic: %v", r), "RPC handler panicked",
+				"method", shortMethod(info.FullMethod), "stack", string(debug.Stack()))
+			resp, err = nil, status.Errorf(codes.Internal, "internal error in %s", shortMethod(info.FullMethod))
+		}
+	}()
+	return handler(ctx, req)
+}
+
+func recordMetrics(mm metrics.CSIMetricsManager) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		start := time.Now()
+		resp, err := handler(ctx, req)
+		mm.RecordMetrics(info.FullMethod, err, time.Since(start))
+		return resp, err
+	}
+}
