@@ -1,0 +1,72 @@
+# csi-windows-node — see docs/makefile.md for every target.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+BINARY    := csi-windows-node
+PKG       := github.com/wincsi/csi-windows-node
+OUTPUT    := _output
+BIN       := $(CURDIR)/.bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILDDATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS   := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT) -X $(PKG)/pkg/version.BuildDate=$(BUILDDATE)
+
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(BIN)/golangci-lint
+
+# make run: the plugin on the simulated Windows host, socket under _output/.
+DRIVER_NAME ?= sim.csi.wincsi.io
+RUN_DIR     := $(CURDIR)/$(OUTPUT)/run
+RUN_ARGS    ?=
+
+.PHONY: all build build-windows run test test-unit test-sanity verify fmt vet lint bench bench-smoke clean help
+
+all: build build-windows
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+build: ## build the plugin for this OS into _output/
+	go build -trimpath -ldflags '$(LDFLAGS)' -o $(OUTPUT)/$(BINARY) ./cmd/$(BINARY)
+
+build-windows: ## build _output/csi-windows-node.exe (GOOS=windows)
+	GOOS=windows GOARCH=amd64 go build -trimpath -ldflags '$(LDFLAGS)' -o $(OUTPUT)/$(BINARY).exe ./cmd/$(BINARY)
+
+run: build ## run the plugin on the simulated Windows host (socket: _output/run/csi.sock)
+	@mkdir -p $(RUN_DIR)/kubelet $(RUN_DIR)/sim
+	@echo "socket: unix://$(RUN_DIR)/csi.sock   kubelet dir: $(RUN_DIR)/kubelet"
+	$(OUTPUT)/$(BINARY) --host=sim --sim-dir=$(RUN_DIR)/sim --kubelet-dir=$(RUN_DIR)/kubelet \
+		--driver-name=$(DRIVER_NAME) --node-id=sim-node --endpoint=unix://$(RUN_DIR)/csi.sock \
+		--http-endpoint=127.0.0.1:29650 --v=2 $(RUN_ARGS)
+
+test: ## unit tests and csi-sanity, with -race (the README's test command)
+	go test -race -count=1 ./...
+
+test-unit: ## unit tests only (no sanity, no binary-level tests)
+	go test -race -count=1 $$(go list ./... | grep -v /test/)
+
+verify: fmt vet lint ## gofmt, go vet and golangci-lint for GOOS=linux and GOOS=windows
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.bin/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	go vet ./...
+	GOOS=windows go vet ./...
+
+$(GOLANGCI_LINT):
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
+	GOOS=windows $(GOLANGCI_LINT) run ./...
+
+bench: ## benchmarks of the hot pure functions (the end-to-end bench arrives with docs/performance.md)
+	go test -run=NONE -bench=. -benchmem ./pkg/...
+
+bench-smoke:
+	go test -run=NONE -bench=. -benchtime=100x ./pkg/...
+
+clean: ## remove build and run output
+	rm -rf $(OUTPUT)

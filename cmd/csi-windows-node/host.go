@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/config"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+)
+
+// newHost builds the host backend the flags name. Only this package chooses
+// between the real and the simulated host.
+func newHost(ctx context.Context, opts *config.Options) (host.Host, func(), error) {
+	logger := klog.FromContext(ctx)
+	switch opts.Host {
+	case config.HostSim:
+		logger.Info("SIMULATED WINDOWS HOST: no real disk, share or iSCSI target is touched; "+
+			"this mode is for development and tests only", "simDir", opts.SimDir, "autoAttach", opts.SimAutoAttach)
+		s, err := sim.New(sim.Config{
+			Dir:        opts.SimDir,
+			AutoAttach: opts.SimAutoAttach,
+			Latency:    opts.SimLatency,
+			Logger:     logger.WithName("sim"),
+		})
+		if err != nil {
+			return host.Host{}, nil, fmt.Errorf("start the simulated host: %w", err)
+		}
+		return s.Host(), func() {
+			if err := s.Close(); err != nil {
+				logger.Error(err, "Closing the simulated host")
+			}
+		}, nil
+	case config.HostWindows:
+		return windowsHost(ctx, opts)
+	}
+	return host.Host{}, nil, fmt.Errorf("unknown host %q", opts.Host)
+}

@@ -1,0 +1,17 @@
+//go:build !windows
+
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/wincsi/csi-windows-node/pkg/config"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+)
+
+// windowsHost is unavailable off Windows; config.Finish already refuses
+// --host=windows there, so this is only reached by a programming error.
+func windowsHost(context.Context, *config.Options) (host.Host, func(), error) {
+	return host.Host{}, nil, errors.New("the Windows host only runs on Windows; use --host=sim")
+}

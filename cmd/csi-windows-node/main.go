@@ -1,0 +1,174 @@
+// Command csi-windows-node is a generic CSI node plugin for Windows nodes: it
+// serves the CSI Identity and Node services on a unix socket and does the
+// host work (disks, SMB global mappings, iSCSI) itself. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/kubernetes-csi/csi-lib-utils/metrics"
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
+	"github.com/wincsi/csi-windows-node/pkg/config"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/identity"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/server"
+	"github.com/wincsi/csi-windows-node/pkg/version"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("csi-windows-node", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	opts := config.Register(fs, runtime.GOOS)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if opts.Version {
+		fmt.Println(version.JSON())
+		return 0
+	}
+	hostname, _ := os.Hostname() // empty on error; Finish then requires --node-id
+	if err := opts.Finish(fs, runtime.GOOS, hostname); err != nil {
+		fmt.Fprintf(os.Stderr, "csi-windows-node: invalid flags:\n%v\n", err)
+		return 2
+	}
+	defer klog.Flush()
+	logger := klog.Background().WithValues("driver", opts.DriverName)
+	ctx, stop := signal.NotifyContext(klog.NewContext(context.Background(), logger), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if err := serve(ctx, opts); err != nil {
+		logger.Error(err, "Plugin failed")
+		return 1
+	}
+	logger.Info("Plugin stopped")
+	return 0
+}
+
+func serve(ctx context.Context, opts *config.Options) error {
+	logger := klog.FromContext(ctx)
+	start := time.Now()
+	logger.Info("Starting", "version", version.Version, "commit", version.Commit, "nodeID", opts.NodeID,
+		"host", opts.Host, "kubeletDir", opts.KubeletDir, "endpoint", opts.Endpoint)
+
+	copts, err := contractOptions(opts)
+	if err != nil {
+		return err
+	}
+	style := winpath.POSIX
+	if runtime.GOOS == "windows" {
+		style = winpath.Windows
+	}
+	root, err := winpath.NewRoot(opts.KubeletDir, style)
+	if err != nil {
+		return fmt.Errorf("--kubelet-dir: %w", err)
+	}
+	h, closeHost, err := newHost(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer closeHost()
+
+	jr, err := journal.Open(opts.StateDir)
+	if err != nil {
+		return fmt.Errorf("open the stage journal: %w", err)
+	}
+	mm := metrics.NewCSIMetricsManagerForPlugin(opts.DriverName)
+	ids := identity.New(opts.DriverName, version.Version, len(opts.Topology) > 0)
+	ns := node.New(node.Config{
+		NodeID:     opts.NodeID,
+		MaxVolumes: opts.MaxVolumesPerNode,
+		Topology:   opts.Topology,
+		Root:       root,
+		Host:       h,
+		Journal:    jr,
+		Contract:   copts,
+		Backends:   backends(h, opts, jr),
+	})
+
+	socket, err := server.ParseEndpoint(opts.Endpoint)
+	if err != nil {
+		return fmt.Errorf("--endpoint: %w", err)
+	}
+	l, err := server.Listen(socket)
+	if err != nil {
+		return err
+	}
+	srv := server.New(server.Config{Identity: ids, Node: ns, Metrics: mm})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+
+	var web *server.HTTP
+	if opts.HTTPEndpoint != "" {
+		web, err = server.ListenHTTP(opts.HTTPEndpoint, mm, ids.Ready)
+		if err != nil {
+			srv.Stop(0)
+			return err
+		}
+		go func() {
+			if err := web.Serve(); err != nil {
+				logger.Error(err, "HTTP endpoint failed")
+			}
+		}()
+	}
+	ids.SetReady(true)
+	logger.Info("Ready", "socket", socket, "httpEndpoint", opts.HTTPEndpoint, "startup", time.Since(start))
+
+	select {
+	case <-ctx.Done():
+		logger.Info("Shutting down; waiting for in-flight RPCs", "grace", opts.ShutdownGrace)
+	case err := <-served:
+		return fmt.Errorf("gRPC server stopped: %w", err)
+	}
+	ids.SetReady(false)
+	srv.Stop(opts.ShutdownGrace)
+	if web != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := web.Shutdown(sctx); err != nil {
+			logger.Error(err, "HTTP endpoint did not stop cleanly")
+		}
+	}
+	return nil
+}
+
+func contractOptions(opts *config.Options) (contract.Options, error) {
+	o := contract.Options{
+		DefaultKind:    contract.Kind(opts.DefaultBackend),
+		Aliases:        opts.ContextAliases,
+		Presets:        opts.DiskPresets,
+		VolumeIDDisk:   opts.VolumeIDDisk,
+		RequirePrivacy: opts.SMBRequirePriv,
+		DefaultDomain:  opts.SMBDefaultDomain,
+	}
+	if err := o.Validate(); err != nil {
+		return contract.Options{}, fmt.Errorf("parameter contract flags (--context-alias, --disk-preset, --default-backend, --volume-id-disk): %w", err)
+	}
+	return o, nil
+}
+
+func backends(h host.Host, opts *config.Options, jr *journal.Journal) map[contract.Kind]node.Backend {
+	return map[contract.Kind]node.Backend{
+		contract.KindDisk: disk.New(h, disk.Options{OfflineOnUnstage: opts.OfflineDiskOnUnstage}),
+	}
+}
