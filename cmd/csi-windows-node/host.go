@@ -20,10 +20,11 @@ func newHost(ctx context.Context, opts *config.Options) (host.Host, func(), erro
 		logger.Info("SIMULATED WINDOWS HOST: no real disk, share or iSCSI target is touched; "+
 			"this mode is for development and tests only", "simDir", opts.SimDir, "autoAttach", opts.SimAutoAttach)
 		s, err := sim.New(sim.Config{
-			Dir:        opts.SimDir,
-			AutoAttach: opts.SimAutoAttach,
-			Latency:    opts.SimLatency,
-			Logger:     logger.WithName("sim"),
+			Dir:            opts.SimDir,
+			AutoAttach:     opts.SimAutoAttach,
+			AutoAttachSize: uint64(opts.SimDiskSize),
+			Latency:        opts.SimLatency,
+			Logger:         logger.WithName("sim"),
 		})
 		if err != nil {
 			return host.Host{}, nil, fmt.Errorf("start the simulated host: %w", err)

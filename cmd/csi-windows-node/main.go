@@ -83,14 +83,26 @@ func serve(ctx context.Context, opts *config.Options) error {
 	if err != nil {
 		return fmt.Errorf("--kubelet-dir: %w", err)
 	}
+	// Claim the socket first: a second instance must fail here, before it
+	// touches the host that the first one is serving.
+	socket, err := server.ParseEndpoint(opts.Endpoint)
+	if err != nil {
+		return fmt.Errorf("--endpoint: %w", err)
+	}
+	l, err := server.Listen(socket)
+	if err != nil {
+		return err
+	}
 	h, closeHost, err := newHost(ctx, opts)
 	if err != nil {
+		_ = l.Close() // the host error is the one to report
 		return err
 	}
 	defer closeHost()
 
 	jr, err := journal.Open(opts.StateDir)
 	if err != nil {
+		_ = l.Close() // the journal error is the one to report
 		return fmt.Errorf("open the stage journal: %w", err)
 	}
 	mm := metrics.NewCSIMetricsManagerForPlugin(opts.DriverName)
@@ -106,14 +118,6 @@ func serve(ctx context.Context, opts *config.Options) error {
 		Backends:   backends(h, opts, jr),
 	})
 
-	socket, err := server.ParseEndpoint(opts.Endpoint)
-	if err != nil {
-		return fmt.Errorf("--endpoint: %w", err)
-	}
-	l, err := server.Listen(socket)
-	if err != nil {
-		return err
-	}
 	srv := server.New(server.Config{Identity: ids, Node: ns, Metrics: mm})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -28,6 +29,7 @@ type Options struct {
 	Host              string
 	SimDir            string
 	SimAutoAttach     bool
+	SimDiskSize       Size
 	SimLatency        time.Duration
 	HTTPEndpoint      string
 	Version           bool
@@ -124,6 +126,8 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.StringVar(&o.Host, "host", defHost, "host backend: windows, or sim for the simulated Windows host (no default outside Windows)")
 	fs.StringVar(&o.SimDir, "sim-dir", "", "directory of the simulated host's state and volume contents (required with --host=sim)")
 	fs.BoolVar(&o.SimAutoAttach, "sim-auto-attach", true, "with --host=sim: attach a blank disk for a volume the simulated host has not seen")
+	o.SimDiskSize = 1 << 30
+	fs.Var(&o.SimDiskSize, "sim-disk-size", "with --host=sim: size of auto-attached disks (bytes, or with a Ki/Mi/Gi/Ti suffix)")
 	fs.DurationVar(&o.SimLatency, "sim-latency", 0, "with --host=sim: latency injected before every simulated host call")
 	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port serving /metrics and /healthz; empty disables it")
 	fs.BoolVar(&o.Version, "version", false, "print the version and exit")
@@ -216,7 +220,7 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 		errs = append(errs, fmt.Errorf("--sim-latency=%s: must not be negative", o.SimLatency))
 	}
 	if o.Host != HostSim {
-		for _, f := range []string{"sim-dir", "sim-latency", "sim-auto-attach"} {
+		for _, f := range []string{"sim-dir", "sim-latency", "sim-auto-attach", "sim-disk-size"} {
 			if o.set[f] {
 				errs = append(errs, fmt.Errorf("--%s only applies with --host=sim", f))
 			}
@@ -274,5 +278,27 @@ func validateTopology(k, v string) error {
 	if v != "" && !labelName.MatchString(v) {
 		return fmt.Errorf("value %q is not a valid label value", v)
 	}
+	return nil
+}
+
+// Size is a byte count flag accepting binary suffixes (Ki, Mi, Gi, Ti).
+type Size uint64
+
+func (s Size) String() string { return strconv.FormatUint(uint64(s), 10) }
+
+// Set parses "1073741824", "512Mi" or "16Gi".
+func (s *Size) Set(v string) error {
+	mult := uint64(1)
+	for suffix, m := range map[string]uint64{"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40} {
+		if strings.HasSuffix(v, suffix) {
+			v, mult = strings.TrimSuffix(v, suffix), m
+			break
+		}
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n == 0 || n > (1<<63)/mult {
+		return fmt.Errorf("want a positive byte count such as 1073741824 or 16Gi")
+	}
+	*s = Size(n * mult)
 	return nil
 }

@@ -66,7 +66,7 @@ func checkResolve(t *testing.T, r *Root, p string) {
 		}
 		known := false
 		for _, s := range sentinels {
-			if e.Err == s {
+			if errors.Is(e.Err, s) {
 				known = true
 			}
 		}

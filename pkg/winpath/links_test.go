@@ -19,12 +19,11 @@ type fakeFS struct {
 }
 
 type fakeEntry struct {
-	mode      fs.FileMode
-	target    string // for links
-	lstatErr  error  // returned by Lstat
-	readErr   error  // returned by Readlink
-	notALink  bool   // Readlink fails as for a reparse point that is no link
-	isRegular bool
+	mode     fs.FileMode
+	target   string // for links
+	lstatErr error  // returned by Lstat
+	readErr  error  // returned by Readlink
+	notALink bool   // Readlink fails as for a reparse point that is no link
 }
 
 func newFakeFS(style Style) *fakeFS {

@@ -147,7 +147,8 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, staging stri
 	if err != nil {
 		return err
 	}
-	if vol.FileSystem == "" {
+	switch {
+	case vol.FileSystem == "":
 		log.V(4).Info("Formatting volume", "volumeGUID", vol.GUIDPath, "fsType", fs.Type, "freshPartition", fresh)
 		vol, err = b.h.Volumes.Format(ctx, vol, host.FormatOptions{
 			FileSystem:         fsOrDefault(fs.Type),
@@ -157,10 +158,10 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, staging stri
 		if err != nil {
 			return fmt.Errorf("format volume %s on disk %d: %w", vol.GUIDPath, d.Number, err)
 		}
-	} else if !fsCompatible(vol.FileSystem, fs) {
+	case !fsCompatible(vol.FileSystem, fs):
 		return fmt.Errorf("disk %d holds a %s file system, not the requested %s: %w",
 			d.Number, vol.FileSystem, fs.Type, host.ErrAlreadyExists)
-	} else if !fresh {
+	case !fresh:
 		if err := b.growToDisk(ctx, d, part); err != nil {
 			return err
 		}

@@ -321,4 +321,8 @@ func (s *Sim) crash(op string, code int, when string) {
 	s.log.Info("injected crash", "method", op, "when", when, "exitCode", code)
 	klog.Flush()
 	exit(code)
+	// Only reached when a test replaced exit: the process "died", so its
+	// directory lock goes too, letting the test open the sim again as a
+	// restarted process would.
+	s.unlock()
 }

@@ -53,7 +53,7 @@ func TestFaultErrors(t *testing.T) {
 		}
 		err := s.Host().Disks.Rescan(ctx)
 		for _, sentinel := range faultErrors {
-			if sentinel != errInjected && errors.Is(err, sentinel) {
+			if !errors.Is(sentinel, errInjected) && errors.Is(err, sentinel) {
 				t.Errorf("internal error %v is %v", err, sentinel)
 			}
 		}

@@ -124,6 +124,8 @@ type Sim struct {
 	closed bool
 
 	p persister
+
+	unlock func() // releases the directory lock
 }
 
 // New opens the simulated host in cfg.Dir: it loads <Dir>/state.json when
@@ -152,6 +154,10 @@ func New(cfg Config) (*Sim, error) {
 			return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
 		}
 	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	log := cfg.Logger
 	if log.GetSink() == nil {
 		log = klog.Background()
@@ -166,12 +172,16 @@ func New(cfg Config) (*Sim, error) {
 	for _, op := range AllOps {
 		s.counts[op] = new(atomic.Int64)
 	}
+	var once sync.Once
+	s.unlock = func() { once.Do(unlock) }
 	st, fresh, err := loadState(dir)
 	if err != nil {
+		unlock()
 		return nil, err
 	}
 	s.st = st
 	if err := s.faults.loadFile(filepath.Join(dir, faultsFile)); err != nil {
+		unlock()
 		return nil, err
 	}
 	s.p.init()
@@ -183,6 +193,7 @@ func New(cfg Config) (*Sim, error) {
 			err = writeAtomic(dir, data)
 		}
 		if err != nil {
+			unlock()
 			return nil, fmt.Errorf("sim state in %s: %w", dir, err)
 		}
 	}
@@ -223,6 +234,7 @@ func (s *Sim) Close() error {
 	s.faults.releaseAll()
 	err := s.commit(g)
 	s.p.shutdown()
+	s.unlock()
 	return err
 }
 

@@ -312,7 +312,7 @@ func (h volumes) Mount(ctx context.Context, volumePath, dir string) error {
 		}
 		if err := os.Symlink(h.s.volumeDir(guid), dir); err != nil {
 			if merr := os.Mkdir(dir, 0o750); merr != nil {
-				return struct{}{}, fmt.Errorf("mount point %s: %w (and restoring the directory: %v)", dir, err, merr)
+				return struct{}{}, fmt.Errorf("mount point %s: %w (and restoring the directory: %w)", dir, err, merr)
 			}
 			return struct{}{}, fmt.Errorf("mount point %s: %w", dir, err)
 		}

@@ -1,0 +1,55 @@
+// Package binary runs csi-sanity against the real plugin binary on the
+// simulated host, as an outsider sees it: the binary's own identity
+// service, flags and socket handling, with a separate controller endpoint
+// (the minimal in-test controller) because the plugin serves no controller.
+// The controller only creates volumes, so the node finds each volume's disk
+// the way the simulated host offers to any controller: --volume-id-disk
+// serial (the default with --host=sim) and auto-attach. Auto-attached disks
+// are 16 GiB so that NodeExpandVolume to csi-sanity's expansion size (the
+// 10 GiB test size plus 1 GiB) is within the disk: this controller cannot
+// grow disks, and the node never reports a size the disk does not have.
+//
+// Skipped here and why: "should work" and "should be idempotent" need the
+// node endpoint to advertise CONTROLLER_SERVICE, which a node plugin must
+// not do; they run in library mode (test/sanity/disk). NodeGetStorageHealth
+// is not offered (GET_STORAGE_HEALTH is not advertised).
+package binary
+
+import (
+	"flag"
+	"path/filepath"
+	"testing"
+
+	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
+
+	"github.com/wincsi/csi-windows-node/pkg/identity"
+	"github.com/wincsi/csi-windows-node/test/sanity/sanitytest"
+	"github.com/wincsi/csi-windows-node/test/testbin"
+)
+
+func TestSanityAgainstBinary(t *testing.T) {
+	bin := testbin.Build(t)
+	base := t.TempDir()
+	p := testbin.Start(t, bin, testbin.Options{Dir: base, Args: []string{"--v=4", "--sim-disk-size=16Gi"}})
+
+	ids := identity.New("sim.csi.wincsi.io", "test", false)
+	ids.SetReady(true)
+	ctlEndpoint := sanitytest.Serve(t, filepath.Join(base, "controller.sock"), ids, &sanitytest.Controller{}, nil)
+
+	cfg := sanity.NewTestConfig()
+	cfg.Address = p.Endpoint()
+	cfg.ControllerAddress = ctlEndpoint
+	cfg.TargetPath = filepath.Join(p.Kubelet, "csi-mount")
+	cfg.StagingPath = filepath.Join(p.Kubelet, "csi-staging")
+	cfg.IdempotentCount = 3
+	if err := flag.Set("ginkgo.skip", "Controller Server|GroupController"); err != nil {
+		t.Fatal(err)
+	}
+	sanity.Test(t, cfg)
+	if t.Failed() {
+		t.Logf("plugin log:\n%s", p.Log.String())
+	}
+	if err := p.Stop(10e9); err != nil {
+		t.Errorf("plugin did not stop cleanly on SIGTERM: %v\n%s", err, p.Log.String())
+	}
+}

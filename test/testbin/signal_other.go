@@ -1,0 +1,7 @@
+//go:build !windows
+
+package testbin
+
+import "syscall"
+
+var terminate = syscall.SIGTERM

@@ -1,0 +1,221 @@
+// Package testbin builds the plugin binary for tests that run it as a
+// separate process (binary-level sanity, sidecar impersonation, crash
+// matrix, benchmarks) and starts it on the simulated host.
+package testbin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// ModuleRoot returns the directory holding go.mod.
+func ModuleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// Build compiles cmd/csi-windows-node once per test process (with -race
+// when the test binary has it) and returns the binary's path.
+func Build(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := ModuleRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "csi-windows-node-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "csi-windows-node")
+		args := []string{"build", "-o", buildPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		args = append(args, "./cmd/csi-windows-node")
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildPath
+}
+
+// Plugin is a running plugin process.
+type Plugin struct {
+	Cmd     *exec.Cmd
+	Socket  string
+	Kubelet string
+	SimDir  string
+	Log     *SyncBuffer
+	done    chan struct{}
+	waitErr error
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Options configure Start.
+type Options struct {
+	Dir        string   // base directory; kubelet/, sim/ and csi.sock go below it
+	DriverName string   // default sim.csi.wincsi.io
+	Args       []string // extra flags
+	Env        []string
+}
+
+// Start runs the binary on the simulated host and waits until its socket
+// answers. The process is killed at test cleanup if still running.
+func Start(t testing.TB, bin string, o Options) *Plugin {
+	t.Helper()
+	if o.DriverName == "" {
+		o.DriverName = "sim.csi.wincsi.io"
+	}
+	p := &Plugin{
+		Socket:  filepath.Join(o.Dir, "csi.sock"),
+		Kubelet: filepath.Join(o.Dir, "kubelet"),
+		SimDir:  filepath.Join(o.Dir, "sim"),
+		Log:     &SyncBuffer{},
+		done:    make(chan struct{}),
+	}
+	if err := os.MkdirAll(p.Kubelet, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.Cmd = Command(context.Background(), bin, o)
+	p.Cmd.Stdout, p.Cmd.Stderr = p.Log, p.Log
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.waitErr = p.Cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.Kill() })
+	if err := p.WaitReady(30 * time.Second); err != nil {
+		t.Fatalf("%v\nplugin log:\n%s", err, p.Log.String())
+	}
+	return p
+}
+
+// Command returns the command Start runs, for tests that run it to exit.
+func Command(ctx context.Context, bin string, o Options) *exec.Cmd {
+	if o.DriverName == "" {
+		o.DriverName = "sim.csi.wincsi.io"
+	}
+	args := append([]string{
+		"--host=sim", "--sim-dir=" + filepath.Join(o.Dir, "sim"), "--kubelet-dir=" + filepath.Join(o.Dir, "kubelet"),
+		"--driver-name=" + o.DriverName, "--node-id=test-node", "--endpoint=unix://" + filepath.Join(o.Dir, "csi.sock"),
+	}, o.Args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), o.Env...)
+	return cmd
+}
+
+// WaitReady waits until the socket accepts connections or the process exits.
+func (p *Plugin) WaitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			return fmt.Errorf("plugin exited: %w", p.waitErr)
+		default:
+		}
+		if c, err := net.DialTimeout("unix", p.Socket, 100*time.Millisecond); err == nil {
+			_ = c.Close() // only the connect mattered
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("plugin socket %s not ready after %s", p.Socket, timeout)
+}
+
+// Endpoint is the plugin's CSI endpoint.
+func (p *Plugin) Endpoint() string { return "unix://" + p.Socket }
+
+// Done is closed when the process exits.
+func (p *Plugin) Done() <-chan struct{} { return p.done }
+
+// ExitErr is the process's exit error once Done is closed.
+func (p *Plugin) ExitErr() error { return p.waitErr }
+
+// Stop sends SIGTERM and waits for the exit (up to timeout), killing the
+// process after that.
+func (p *Plugin) Stop(timeout time.Duration) error {
+	select {
+	case <-p.done:
+		return p.waitErr
+	default:
+	}
+	if err := p.Cmd.Process.Signal(terminate); err != nil {
+		return err
+	}
+	select {
+	case <-p.done:
+		return p.waitErr
+	case <-time.After(timeout):
+		p.Kill()
+		return fmt.Errorf("plugin did not stop within %s", timeout)
+	}
+}
+
+// Kill kills the process if it runs and waits for it.
+func (p *Plugin) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.Cmd.Process.Kill() // it may have exited in between
+	<-p.done
+}
+
+// Context returns a context that ends with the test or after d.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
