@@ -18,6 +18,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
+	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
+	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -172,7 +174,10 @@ func contractOptions(opts *config.Options) (contract.Options, error) {
 }
 
 func backends(h host.Host, opts *config.Options, jr *journal.Journal) map[contract.Kind]node.Backend {
+	disks := disk.New(h, disk.Options{OfflineOnUnstage: opts.OfflineDiskOnUnstage})
 	return map[contract.Kind]node.Backend{
-		contract.KindDisk: disk.New(h, disk.Options{OfflineOnUnstage: opts.OfflineDiskOnUnstage}),
+		contract.KindDisk:  disks,
+		contract.KindSMB:   smb.New(h, jr, smb.Options{Notes: jr, KeepMappings: opts.SMBKeepMappings}),
+		contract.KindISCSI: iscsi.New(h, disks, jr, iscsi.Options{KeepPortals: opts.KeepISCSIPortals}),
 	}
 }

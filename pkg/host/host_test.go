@@ -157,3 +157,14 @@ func TestUnimplementedHost(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretDigest(t *testing.T) {
+	a, b := NewSecret("chap-secret-1"), NewSecret("chap-secret-2")
+	salt := []byte("salt")
+	if a.Digest(salt) != a.Digest(salt) || a.Digest(salt) == b.Digest(salt) || a.Digest(salt) == a.Digest([]byte("other")) {
+		t.Fatal("digest does not tell secrets and salts apart")
+	}
+	if strings.Contains(a.Digest(salt), "chap-secret") || len(a.Digest(salt)) != 64 {
+		t.Fatalf("digest = %q", a.Digest(salt))
+	}
+}

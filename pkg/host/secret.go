@@ -1,6 +1,10 @@
 package host
 
-import "fmt"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+)
 
 // Secret holds a password or CHAP secret. Every way of printing it (fmt
 // verbs, klog/logr values, JSON) yields a fixed placeholder; only Reveal
@@ -16,6 +20,17 @@ func NewSecret(v string) Secret { return Secret{v: v} }
 
 // Reveal returns the secret value. Never log or wrap what it returns.
 func (s Secret) Reveal() string { return s.v }
+
+// Digest returns the hex SHA-256 of salt, a zero byte and the secret: a
+// record that a secret was used, which can be stored and compared without
+// storing the secret. Use a random salt per record.
+func (s Secret) Digest(salt []byte) string {
+	h := sha256.New()
+	h.Write(salt)
+	h.Write([]byte{0})
+	h.Write([]byte(s.v))
+	return hex.EncodeToString(h.Sum(nil))
+}
 
 // IsZero reports whether the secret is empty.
 func (s Secret) IsZero() bool { return s.v == "" }

@@ -13,4 +13,11 @@
 //
 // Each entry is one small JSON file written atomically (temporary file,
 // fsync, rename, directory fsync). No secret is ever stored.
+//
+// Next to the entries, the journal keeps notes (notes.go): small, non-secret
+// facts about shared host resources that the host itself cannot tell, such
+// as the user name an SMB global mapping was made with
+// (MSFT_SmbGlobalMapping has no such property). Each note is one JSON file
+// under <dir>/notes, written the same atomic way. Keys and values are
+// free-form strings; never store a secret in either.
 package journal

@@ -38,6 +38,9 @@ type Journal struct {
 	dir string
 	mu  sync.RWMutex
 	m   map[string]Entry
+
+	notes      map[string]string // key -> value (notes.go)
+	notesReady bool              // <dir>/notes exists
 }
 
 // Open loads the journal in dir, creating dir if needed. Leftover temporary
@@ -52,6 +55,9 @@ func Open(dir string) (*Journal, error) {
 		return nil, fmt.Errorf("read journal directory %s: %w", dir, err)
 	}
 	j := &Journal{dir: dir, m: make(map[string]Entry)}
+	if j.notes, j.notesReady, err = loadNotes(dir); err != nil {
+		return nil, err
+	}
 	for _, de := range ents {
 		name := de.Name()
 		p := filepath.Join(dir, name)

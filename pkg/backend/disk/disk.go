@@ -114,7 +114,7 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 	// (csi-proxy.md §6.1 item 14): repair it rather than report success
 	// over a volume that cannot be written.
 	if d.IsReadOnly || d.IsOffline {
-		return b.bringUp(ctx, d)
+		return b.BringUp(ctx, d)
 	}
 	klog.FromContext(ctx).V(4).Info("Volume already staged", "diskNumber", d.Number, "volumeGUID", guid)
 	return nil
@@ -135,7 +135,7 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, staging stri
 	defer unlock()
 
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
-	if err := b.bringUp(ctx, d); err != nil {
+	if err := b.BringUp(ctx, d); err != nil {
 		return err
 	}
 
@@ -181,10 +181,10 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, staging stri
 	return nil
 }
 
-// bringUp clears read-only and brings the disk online, in that order: a
+// BringUp clears read-only and brings the disk online, in that order: a
 // cloned disk whose signature collides with an online disk only comes
 // online once read-only is cleared (csi-proxy#287, azuredisk#1909).
-func (b *Backend) bringUp(ctx context.Context, d host.Disk) error {
+func (b *Backend) BringUp(ctx context.Context, d host.Disk) error {
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
 	if d.IsReadOnly {
 		log.V(4).Info("Clearing disk read-only attribute")

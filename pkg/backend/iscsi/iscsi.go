@@ -1,0 +1,383 @@
+package iscsi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/inflight"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+)
+
+// Options tune the iSCSI backend.
+type Options struct {
+	// KeepPortals leaves target portals registered after their last
+	// volume is unstaged (node flag --keep-iscsi-portals).
+	KeepPortals bool
+	// Backoff paces the wait for the LUN's disk to appear after login.
+	Backoff backend.Backoff
+}
+
+// Lister lists every journal entry. The backend uses it, when the Registry
+// it is given implements it (*journal.Journal does), to see whether a
+// volume of another target still lists a portal before removing it;
+// without it only the volumes of the same target and the host's sessions
+// are consulted.
+type Lister interface {
+	List() []journal.Entry
+}
+
+// NoteStore keeps small non-secret facts durably. The backend keeps its
+// record of the node-wide mutual-CHAP initiator secret (a salted hash, never
+// the secret) there when the Registry implements it (*journal.Journal
+// does); otherwise the record lives in memory and is lost on restart.
+type NoteStore interface {
+	GetNote(key string) (string, bool)
+	PutNote(key, value string) error
+	DeleteNote(key string) error
+}
+
+// rollbackTimeout bounds the clean-up of a failed stage. The clean-up runs
+// on a context that keeps the RPC's values (so the node's host-call tracker
+// holds the volume's lock until it ends) but not its deadline: a stage that
+// failed because its deadline ran out (a LUN that never appeared) must still
+// log out of the sessions it created.
+const rollbackTimeout = 30 * time.Second
+
+// Backend is the iSCSI backend.
+type Backend struct {
+	h     host.Host
+	disks *disk.Backend
+	reg   backend.Registry
+	list  Lister // nil when reg cannot list
+	notes NoteStore
+	opts  Options
+	// locks holds "target:<iqn>" (one stage or unstage of a target at a
+	// time), "portal:<address:port>" (adding a portal and logging in
+	// through it, against removing it) and "initiator" (the node-wide
+	// mutual-CHAP secret). Order: target, then portals (sorted), then
+	// initiator.
+	locks *inflight.KeyMutex
+}
+
+// New returns an iSCSI backend over h that prepares and mounts the LUN's
+// disk with disks. reg is normally the node's *journal.Journal (see Lister
+// and NoteStore for what else the backend uses from it).
+func New(h host.Host, disks *disk.Backend, reg backend.Registry, o Options) *Backend {
+	if o.Backoff == (backend.Backoff{}) {
+		o.Backoff = backend.DefaultBackoff
+	}
+	b := &Backend{h: h, disks: disks, reg: reg, opts: o, locks: inflight.NewKeyMutex()}
+	b.list, _ = reg.(Lister)
+	if n, ok := reg.(NoteStore); ok {
+		b.notes = n
+	} else {
+		b.notes = newMemNotes()
+	}
+	return b
+}
+
+// Stage logs in to the volume's target and mounts the LUN's volume at the
+// staging path. A repeated stage verifies that the staging path holds the
+// volume of this LUN (logging in again first when the sessions are gone,
+// as after a reboot without persistent logins).
+func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error) {
+	spec := r.Volume.ISCSI
+	if spec == nil {
+		return fmt.Errorf("volume %q has no iscsi spec: %w", r.VolumeID, host.ErrInvalid)
+	}
+	log := klog.FromContext(ctx).WithValues("iqn", spec.IQN, "lun", spec.LUN)
+	ctx = klog.NewContext(ctx, log)
+
+	staged, err := b.checkStagingPath(ctx, r.StagingPath)
+	if err != nil {
+		return err
+	}
+
+	unlock, err := b.locks.Lock(ctx, targetLock(spec.IQN))
+	if err != nil {
+		return fmt.Errorf("wait for other operations on target %s: %w", spec.IQN, err)
+	}
+	defer unlock()
+
+	var created []host.ISCSISession
+	var added []host.Portal
+	defer func() {
+		if err != nil && (len(created) > 0 || len(added) > 0) {
+			b.rollback(ctx, r.VolumeID, spec.IQN, created, added)
+		}
+	}()
+	created, added, err = b.ensureSessions(ctx, spec)
+	if err != nil {
+		return err
+	}
+	d, err := b.findLUN(ctx, spec.IQN, spec.LUN)
+	if err != nil {
+		return err
+	}
+	if staged != "" {
+		return b.verifyStaged(ctx, d, staged, r.StagingPath, spec)
+	}
+	log.V(4).Info("Preparing the LUN's disk", "diskNumber", d.Number, "stagingTargetPath", r.StagingPath)
+	return b.disks.PrepareAndMount(ctx, d, r.StagingPath, r.Volume.FS)
+}
+
+// checkStagingPath returns the GUID path of the volume mounted at the
+// staging path, "" when it is an empty directory ready for a mount (created
+// when missing), or an error when something else is there.
+func (b *Backend) checkStagingPath(ctx context.Context, staging string) (string, error) {
+	info, err := b.h.Files.Stat(ctx, staging)
+	if err != nil {
+		return "", fmt.Errorf("inspect staging path %s: %w", staging, err)
+	}
+	switch info.Kind {
+	case host.PathMountPoint:
+		return info.Target, nil
+	case host.PathDir:
+		return "", nil
+	case host.PathMissing:
+		if err := b.h.Files.MakeDir(ctx, staging); err != nil {
+			return "", fmt.Errorf("create staging path %s: %w", staging, err)
+		}
+		return "", nil
+	case host.PathSymlink:
+		return "", fmt.Errorf("staging path %s is a link to %s, not a volume mount point: %w",
+			staging, info.Target, host.ErrAlreadyExists)
+	}
+	return "", fmt.Errorf("staging path %s is a %s, not a directory: %w", staging, info.Kind, host.ErrConflict)
+}
+
+// ensureSessions logs in to the target through the portals that need a
+// session: every portal without one under multipath, otherwise the first
+// portal that answers when the target has no session at all. It returns the
+// sessions it created and the portals it registered, also on error, so that
+// the caller can roll them back.
+func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) (created []host.ISCSISession, added []host.Portal, err error) {
+	log := klog.FromContext(ctx)
+	existing, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list sessions of target %s: %w", spec.IQN, err)
+	}
+	have := make(map[string]bool, len(existing))
+	for _, s := range existing {
+		have[portalKey(s.TargetPortal)] = true
+	}
+	var want []host.Portal
+	switch {
+	case spec.Multipath:
+		for _, p := range spec.Portals {
+			if !have[portalKey(p)] {
+				want = append(want, p)
+			}
+		}
+	case len(existing) == 0:
+		want = spec.Portals
+	}
+	if len(want) == 0 {
+		log.V(5).Info("Target already logged in", "sessions", len(existing))
+		return nil, nil, nil
+	}
+
+	unlockPortals, err := b.lockPortals(ctx, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlockPortals()
+
+	registered, err := b.h.ISCSI.Portals(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list target portals: %w", err)
+	}
+	isRegistered := make(map[string]bool, len(registered))
+	for _, p := range registered {
+		isRegistered[portalKey(p)] = true
+	}
+	if spec.SessionAuth == host.AuthMutual {
+		unlockSecret, err := b.locks.Lock(ctx, initiatorLock)
+		if err != nil {
+			return nil, nil, fmt.Errorf("wait for the initiator CHAP secret: %w", err)
+		}
+		// Held until the logins below are done: another stage must not
+		// change the node-wide secret between setting it and logging in.
+		defer unlockSecret()
+		if err := b.setInitiatorSecret(ctx, spec.IQN, spec.InitiatorSecret); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	var down []error
+	for _, p := range want {
+		s, addedPortal, err := b.login(ctx, spec, p, isRegistered[portalKey(p)])
+		if addedPortal {
+			added = append(added, p)
+		}
+		switch {
+		case err == nil:
+			log.V(2).Info("Logged in to target", "portal", p.String(), "sessionID", s.SessionID,
+				"multipath", spec.Multipath, "persistent", spec.Persistent)
+			created = append(created, s)
+		case errors.Is(err, host.ErrAlreadyExists):
+			// Logged in by someone else since the listing above (or
+			// through an address the listing reported differently, such
+			// as the IP of a host-name portal): the session is there.
+			log.V(4).Info("Target already logged in through portal", "portal", p.String(), "err", err)
+			have[portalKey(p)] = true
+		case errors.Is(err, host.ErrUnreachable) && len(spec.Portals) > 1:
+			log.Info("Portal does not answer; trying the other portals", "portal", p.String(), "err", err)
+			down = append(down, err)
+			continue
+		default:
+			return created, added, err
+		}
+		if !spec.Multipath {
+			break
+		}
+	}
+	if len(have) == 0 && len(created) == 0 {
+		return created, added, fmt.Errorf("log in to target %s: no portal answered: %w", spec.IQN, errors.Join(down...))
+	}
+	if len(down) > 0 && spec.Multipath {
+		log.Info("Target logged in through some portals only; the volume is degraded until the others answer",
+			"down", len(down))
+	}
+	return created, added, nil
+}
+
+// login registers the portal when needed, makes sure the target is among
+// the targets discovered through it, and logs in through it.
+func (b *Backend) login(ctx context.Context, spec *contract.ISCSISpec, p host.Portal, registered bool) (s host.ISCSISession, addedPortal bool, err error) {
+	log := klog.FromContext(ctx).WithValues("portal", p.String())
+	if !registered {
+		log.V(4).Info("Adding target portal", "discoveryCHAP", spec.DiscoveryCHAP != nil)
+		switch err := b.h.ISCSI.AddPortal(ctx, p, spec.InitiatorPortal, spec.DiscoveryCHAP); {
+		case err == nil:
+			addedPortal = true
+		case errors.Is(err, host.ErrAlreadyExists):
+		default:
+			return host.ISCSISession{}, false, fmt.Errorf("add target portal %s: %w", p, err)
+		}
+	}
+	found, err := b.discovered(ctx, spec.IQN, p)
+	if err != nil {
+		return host.ISCSISession{}, addedPortal, err
+	}
+	if !found {
+		// Discovery ran when the portal was added; a target created on
+		// the array since then needs a refresh (csi-proxy.md §5).
+		log.V(4).Info("Target not discovered through portal yet; refreshing discovery")
+		if err := b.h.ISCSI.RefreshPortal(ctx, p); err != nil {
+			return host.ISCSISession{}, addedPortal, fmt.Errorf("refresh discovery on portal %s: %w", p, err)
+		}
+		if found, err = b.discovered(ctx, spec.IQN, p); err != nil {
+			return host.ISCSISession{}, addedPortal, err
+		}
+		if !found {
+			return host.ISCSISession{}, addedPortal, fmt.Errorf("target %s is not among the targets portal %s reports: %w",
+				spec.IQN, p, host.ErrNotFound)
+		}
+	}
+	req := host.ConnectRequest{
+		TargetIQN:       spec.IQN,
+		Portal:          p,
+		InitiatorPortal: spec.InitiatorPortal,
+		Auth:            spec.SessionAuth,
+		Multipath:       spec.Multipath,
+		Persistent:      spec.Persistent,
+	}
+	if spec.SessionAuth != host.AuthNone {
+		req.CHAP = spec.SessionCHAP
+	}
+	log.V(4).Info("Logging in to target", "auth", spec.SessionAuth.String())
+	s, err = b.h.ISCSI.Connect(ctx, req)
+	if err != nil {
+		return host.ISCSISession{}, addedPortal, fmt.Errorf("log in to target %s through portal %s: %w", spec.IQN, p, err)
+	}
+	return s, addedPortal, nil
+}
+
+// discovered reports whether portal p lists target iqn.
+func (b *Backend) discovered(ctx context.Context, iqn string, p host.Portal) (bool, error) {
+	targets, err := b.h.ISCSI.Targets(ctx, p)
+	if err != nil {
+		return false, fmt.Errorf("list targets discovered through portal %s: %w", p, err)
+	}
+	for _, t := range targets {
+		if sameIQN(t.NodeAddress, iqn) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// lockPortals takes the locks of the portals in sorted order.
+func (b *Backend) lockPortals(ctx context.Context, ps []host.Portal) (func(), error) {
+	keys := make([]string, 0, len(ps))
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if k := portalKey(p); !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var unlocks []func()
+	release := func() {
+		for i := len(unlocks) - 1; i >= 0; i-- {
+			unlocks[i]()
+		}
+	}
+	for _, k := range keys {
+		u, err := b.locks.Lock(ctx, portalLock(k))
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("wait for other operations on portal %s: %w", k, err)
+		}
+		unlocks = append(unlocks, u)
+	}
+	return release, nil
+}
+
+// rollback undoes what a failed stage created: its sessions, when no other
+// staged volume uses the target, and the portals it added, when nothing
+// else uses them. Failures are logged; the stage's own error is what the
+// caller sees.
+func (b *Backend) rollback(ctx context.Context, volumeID, iqn string, created []host.ISCSISession, added []host.Portal) {
+	log := klog.FromContext(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	if len(created) > 0 {
+		users, err := b.otherUsers(ctx, iqn, volumeID)
+		switch {
+		case err != nil:
+			log.Error(err, "Cannot tell whether other volumes use the target; keeping the sessions this stage created")
+		case len(users) > 0:
+			log.V(4).Info("Other volumes use the target; keeping its sessions", "volumes", users)
+		default:
+			ids := make(map[string]bool, len(created))
+			for _, s := range created {
+				ids[s.SessionID] = true
+			}
+			if err := b.logout(ctx, iqn, func(s host.ISCSISession) bool { return ids[s.SessionID] }); err != nil {
+				log.Error(err, "Cannot log out of the sessions this stage created")
+			}
+		}
+	}
+	if len(added) > 0 && !b.opts.KeepPortals {
+		if err := b.removeUnusedPortals(ctx, volumeID, added); err != nil {
+			log.Error(err, "Cannot remove the portals this stage added")
+		}
+	}
+}
+
+const initiatorLock = "initiator"
+
+func targetLock(iqn string) string { return "target:" + normalizeIQN(iqn) }
+func portalLock(key string) string { return "portal:" + key }

@@ -1,0 +1,145 @@
+package iscsi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+)
+
+// mpioHint is how to make Windows present one disk for all paths of a LUN.
+const mpioHint = "install the Multipath-IO feature and let MSDSM claim iSCSI disks " +
+	"(Enable-MSDSMAutomaticClaim -BusType iSCSI, then reboot)"
+
+// findLUN returns the disk behind the target's sessions whose Location
+// names the LUN. When there is none yet it rescans and looks again until
+// the disk appears or waiting longer would run past ctx's deadline; then it
+// fails with host.ErrNotFound. Several distinct disks for the LUN (one per
+// path, MPIO not claiming them) fail with host.ErrConflict.
+//
+// Uncertain: that MSFT_Disk.Location of an MPIO disk carries the LUN as it
+// does for a single-path iSCSI disk; democratic-csi reads the LUN from
+// Win32_DiskDrive.SCSILogicalUnit instead (windows-drivers.md §5.4).
+func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Disk, error) {
+	var found host.Disk
+	err := backend.Poll(ctx, b.opts.Backoff, func(ctx context.Context, attempt int) error {
+		if attempt > 0 {
+			if err := b.h.Disks.Rescan(ctx); err != nil {
+				return fmt.Errorf("rescan disks: %w", err)
+			}
+		}
+		nums, err := b.targetDisks(ctx, iqn)
+		if err != nil {
+			return err
+		}
+		if len(nums) == 0 {
+			return fmt.Errorf("no disk is reached through target %s yet: %w", iqn, backend.ErrRetry)
+		}
+		disks, err := b.h.Disks.List(ctx)
+		if err != nil {
+			return fmt.Errorf("list disks: %w", err)
+		}
+		var matches []host.Disk
+		for _, d := range disks {
+			if !nums[d.Number] {
+				continue
+			}
+			if loc, ok := host.ParseLocation(d.Location); ok && *loc.LUN == lun {
+				matches = append(matches, d)
+			}
+		}
+		switch len(matches) {
+		case 0:
+			return fmt.Errorf("no disk of target %s is LUN %d yet: %w", iqn, lun, backend.ErrRetry)
+		case 1:
+			found = matches[0]
+			return nil
+		}
+		numbers := make([]string, len(matches))
+		for i, d := range matches {
+			numbers[i] = fmt.Sprint(d.Number)
+		}
+		return fmt.Errorf("LUN %d of target %s appears as disks %s, one per path: Windows is not combining the paths; %s: %w",
+			lun, iqn, strings.Join(numbers, ", "), mpioHint, host.ErrConflict)
+	})
+	if errors.Is(err, backend.ErrRetry) {
+		return host.Disk{}, fmt.Errorf("LUN %d of target %s: no disk appeared after login (%v): %w", lun, iqn, err, host.ErrNotFound)
+	}
+	if err == nil {
+		klog.FromContext(ctx).V(4).Info("Found the LUN's disk", "diskNumber", found.Number)
+	}
+	return found, err
+}
+
+// targetDisks returns the numbers of the disks reached through the
+// target's sessions.
+func (b *Backend) targetDisks(ctx context.Context, iqn string) (map[uint32]bool, error) {
+	sessions, err := b.h.ISCSI.Sessions(ctx, iqn)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions of target %s: %w", iqn, err)
+	}
+	nums := map[uint32]bool{}
+	for _, s := range sessions {
+		ns, err := b.h.ISCSI.SessionDisks(ctx, s)
+		if errors.Is(err, host.ErrNotFound) {
+			continue // logged out in between
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list disks of session %s of target %s: %w", s.SessionID, iqn, err)
+		}
+		for _, n := range ns {
+			nums[n] = true
+		}
+	}
+	return nums, nil
+}
+
+// verifyStaged answers a stage whose staging path already holds volume
+// guid: it must be the volume of disk d, the LUN's disk. A disk that came
+// back offline or read-only (a LUN reappears offline under the SAN policy
+// after a reboot or a new login, windows-drivers.md §0.5) is brought back
+// first, which is also what makes its volume visible again.
+func (b *Backend) verifyStaged(ctx context.Context, d host.Disk, guid, staging string, spec *contract.ISCSISpec) error {
+	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number, "volumeGUID", guid)
+	if d.IsReadOnly || d.IsOffline {
+		if d.IsCritical() {
+			return fmt.Errorf("disk %d is the boot or system disk: %w", d.Number, host.ErrConflict)
+		}
+		if err := b.disks.BringUp(ctx, d); err != nil {
+			return err
+		}
+	}
+	var num uint32
+	// The volume of a disk just brought online may take a moment to be
+	// reported; a few quick looks, not the whole deadline, because a
+	// volume of another disk never appears.
+	err := backend.Poll(ctx, b.opts.Backoff, func(ctx context.Context, attempt int) error {
+		n, err := b.h.Volumes.DiskNumber(ctx, guid)
+		if errors.Is(err, host.ErrNotFound) && attempt < verifyAttempts {
+			return fmt.Errorf("volume %s is not visible: %w", guid, backend.ErrRetry)
+		}
+		num = n
+		return err
+	})
+	switch {
+	case errors.Is(err, host.ErrNotFound), errors.Is(err, backend.ErrRetry):
+		return fmt.Errorf("staging path %s holds volume %s, which is not on LUN %d of target %s (disk %d): %w",
+			staging, guid, spec.LUN, spec.IQN, d.Number, host.ErrAlreadyExists)
+	case err != nil:
+		return fmt.Errorf("find the disk of volume %s mounted at %s: %w", guid, staging, err)
+	case num != d.Number:
+		return fmt.Errorf("staging path %s holds volume %s of disk %d, not of disk %d (LUN %d of target %s): %w",
+			staging, guid, num, d.Number, spec.LUN, spec.IQN, host.ErrAlreadyExists)
+	}
+	log.V(4).Info("Volume already staged")
+	return nil
+}
+
+// verifyAttempts bounds the looks for a volume in verifyStaged.
+const verifyAttempts = 5

@@ -1,0 +1,166 @@
+package iscsi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
+)
+
+// secretNoteKey is the note holding the record of the initiator secret.
+const secretNoteKey = "iscsi/initiator-chap-secret"
+
+// secretRecord says which mutual-CHAP initiator secret the backend last
+// set on the node, as a salted SHA-256 (never the secret), and which
+// targets were logged in with it.
+type secretRecord struct {
+	Salt    string   `json:"salt"`   // hex, 16 random bytes
+	SHA256  string   `json:"sha256"` // hex SHA-256 of salt, 0x00, secret
+	Targets []string `json:"targets"`
+}
+
+// digest hashes the secret with the salt (host.Secret.Digest); the secret's
+// value never leaves pkg/host.
+func digest(saltHex string, s host.Secret) string {
+	salt, _ := hex.DecodeString(saltHex) // a corrupt salt only makes the digest differ
+	return s.Digest(salt)
+}
+
+// setInitiatorSecret sets the node-wide mutual-CHAP secret for a login to
+// iqn. It refuses with host.ErrConflict when a different secret was set for
+// another target that still has a session: setting it would make that
+// target's next login (a reconnect, a reboot) fail. The record is written
+// before the secret is set, so a crash in between leaves the record ahead
+// of the host, never behind. The caller holds the initiator lock.
+func (b *Backend) setInitiatorSecret(ctx context.Context, iqn string, secret host.Secret) error {
+	rec, err := b.secretRecord()
+	if err != nil {
+		return err
+	}
+	sessions, err := b.h.ISCSI.Sessions(ctx, "")
+	if err != nil {
+		return fmt.Errorf("list iSCSI sessions: %w", err)
+	}
+	loggedIn := func(t string) bool {
+		return slices.ContainsFunc(sessions, func(s host.ISCSISession) bool { return sameIQN(s.TargetNodeAddress, t) })
+	}
+	if rec != nil && rec.SHA256 != digest(rec.Salt, secret) {
+		for _, t := range rec.Targets {
+			if !sameIQN(t, iqn) && loggedIn(t) {
+				return fmt.Errorf("target %s needs a different mutual-CHAP initiator secret (node.session.auth.password_in) "+
+					"than target %s, which is logged in on this node; the Microsoft iSCSI initiator has one initiator secret "+
+					"per node, so both cannot be used at once: %w", iqn, t, host.ErrConflict)
+			}
+		}
+		rec = nil
+	}
+	if rec == nil {
+		salt := make([]byte, 16)
+		if _, err := rand.Read(salt); err != nil {
+			return fmt.Errorf("salt the initiator secret record: %w", err)
+		}
+		rec = &secretRecord{Salt: hex.EncodeToString(salt)}
+		rec.SHA256 = digest(rec.Salt, secret)
+	}
+	kept := []string{normalizeIQN(iqn)}
+	for _, t := range rec.Targets {
+		if !sameIQN(t, iqn) && loggedIn(t) {
+			kept = append(kept, t)
+		}
+	}
+	slices.Sort(kept)
+	rec.Targets = kept
+	if err := b.putSecretRecord(rec); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(4).Info("Setting the initiator's mutual-CHAP secret")
+	if err := b.h.ISCSI.SetInitiatorSecret(ctx, secret); err != nil {
+		return fmt.Errorf("set the initiator CHAP secret for mutual CHAP with target %s: %w", iqn, err)
+	}
+	return nil
+}
+
+// forgetMutualTarget drops iqn from the initiator secret record once the
+// node has logged out of it.
+func (b *Backend) forgetMutualTarget(ctx context.Context, iqn string) error {
+	unlock, err := b.locks.Lock(ctx, initiatorLock)
+	if err != nil {
+		return fmt.Errorf("wait for the initiator CHAP secret record: %w", err)
+	}
+	defer unlock()
+	rec, err := b.secretRecord()
+	if err != nil || rec == nil {
+		return err
+	}
+	n := len(rec.Targets)
+	rec.Targets = slices.DeleteFunc(rec.Targets, func(t string) bool { return sameIQN(t, iqn) })
+	switch {
+	case len(rec.Targets) == n:
+		return nil
+	case len(rec.Targets) == 0:
+		if err := b.notes.DeleteNote(secretNoteKey); err != nil {
+			return fmt.Errorf("drop the initiator secret record: %w", err)
+		}
+		return nil
+	}
+	return b.putSecretRecord(rec)
+}
+
+func (b *Backend) secretRecord() (*secretRecord, error) {
+	v, ok := b.notes.GetNote(secretNoteKey)
+	if !ok {
+		return nil, nil
+	}
+	var rec secretRecord
+	if err := json.Unmarshal([]byte(v), &rec); err != nil {
+		return nil, fmt.Errorf("read the initiator secret record (journal note %q): %w", secretNoteKey, err)
+	}
+	return &rec, nil
+}
+
+func (b *Backend) putSecretRecord(rec *secretRecord) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode the initiator secret record: %w", err)
+	}
+	if err := b.notes.PutNote(secretNoteKey, string(v)); err != nil {
+		return fmt.Errorf("record the initiator secret: %w", err)
+	}
+	return nil
+}
+
+// memNotes is a NoteStore in memory, used when the Registry keeps no notes.
+type memNotes struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func newMemNotes() *memNotes { return &memNotes{m: map[string]string{}} }
+
+func (n *memNotes) GetNote(k string) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v, ok := n.m[k]
+	return v, ok
+}
+
+func (n *memNotes) PutNote(k, v string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.m[k] = v
+	return nil
+}
+
+func (n *memNotes) DeleteNote(k string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.m, k)
+	return nil
+}

@@ -1,0 +1,34 @@
+// Package smb is the SMB backend: it stages a directory of an SMB share by
+// making sure one healthy SMB global mapping of the share root exists and
+// linking the staging directory to the volume's own directory on the share;
+// it removes the link at unstage and the mapping once no other staged volume
+// of this node uses the share; it reports the health of the link, the
+// mapping and the share.
+//
+// The algorithm is OS-neutral and written against pkg/host; the same code
+// runs on Windows (pkg/host/winhost) and on the simulated host.
+//
+// Rules kept here (csi-proxy.md §2.5 and §4, windows-drivers.md §1.4):
+//   - Only the share root \\server\share is ever mapped, lower-cased, never a
+//     sub-directory (csi-proxy PR #210, csi-driver-smb #219): every volume of
+//     a share goes through that one mapping, and its own directory is reached
+//     through the staging link.
+//   - A mapping is reused only when its status is OK and the share answers
+//     through it; a mapping whose credentials stopped working (password
+//     rotated on the server, csi-proxy PRs #66/#75) or whose status is not OK
+//     (after a reboot or a network outage) is removed and made again.
+//   - The user a mapping was made with is recorded in the stage journal's
+//     notes (never the password): MSFT_SmbGlobalMapping cannot tell it. A
+//     volume whose secret names another user remaps the share only when no
+//     other staged volume uses it; otherwise the working mapping is kept,
+//     because removing it would break the other volumes.
+//   - The users of a share are counted from host state (the staging links),
+//     using the journal only as the index of where to look, so the count is
+//     right after a restart or a crash; a share's mapping is made, checked
+//     and removed under a per-share lock held until the host calls really
+//     end.
+//
+// What does not belong here: gRPC codes (the node maps host sentinels),
+// WMI or Win32 details (pkg/host/winhost), parsing of the volume's
+// parameters (pkg/contract).
+package smb

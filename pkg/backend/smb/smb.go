@@ -1,0 +1,439 @@
+package smb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/inflight"
+)
+
+// Notes stores small non-secret facts crash-safely; the stage journal
+// (*journal.Journal) implements it. The backend keeps one note per global
+// mapping it made: the user name the mapping was made with.
+type Notes interface {
+	GetNote(key string) (string, bool)
+	PutNote(key, value string) error
+	DeleteNote(key string) error
+}
+
+// Options tune the SMB backend.
+type Options struct {
+	// Notes records which user name each global mapping was made with
+	// (never the password), so that a volume whose secret names another
+	// user is noticed even after a restart. The node passes its stage
+	// journal. Nil: the user of an existing mapping is unknown, and a
+	// healthy mapping is always kept as it is.
+	Notes Notes
+
+	// KeepMappings leaves a share's global mapping in place when its last
+	// volume is unstaged (csi-driver-smb's --remove-smb-mapping-during-unmount
+	// set to false). The default, false, removes it. Keeping mappings makes
+	// the next stage of the share faster but leaves a connection, and the
+	// credentials it was made with, on the node until it reboots.
+	KeepMappings bool
+}
+
+// rollbackTimeout bounds the host calls that undo a failed stage. They run
+// even when the RPC's context has ended, so that a stage that timed out
+// does not leave a mapping nobody uses.
+const rollbackTimeout = 30 * time.Second
+
+// notePrefix starts the key of a mapping's note.
+const notePrefix = "smb-mapping:"
+
+// Backend is the SMB backend.
+type Backend struct {
+	h      host.Host
+	reg    backend.Registry
+	opts   Options
+	shares *inflight.KeyMutex // one share root's mapping at a time
+}
+
+// New returns an SMB backend over h. reg is the stage journal, read to find
+// the other volumes that may use a share.
+func New(h host.Host, reg backend.Registry, o Options) *Backend {
+	return &Backend{h: h, reg: reg, opts: o, shares: inflight.NewKeyMutex()}
+}
+
+// stagingState is what a stage finds at the staging path.
+type stagingState int
+
+const (
+	stagingMissing stagingState = iota // nothing there
+	stagingEmpty                       // an empty directory (kubelet made it)
+	stagingLinked                      // already a link to the volume's directory
+)
+
+// Stage makes the volume's directory on the share available at the staging
+// path: it ensures one healthy global mapping of the share root, checks the
+// directory exists and links the staging path to it. A repeated stage
+// verifies (and repairs) the mapping and succeeds.
+func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error) {
+	spec := r.Volume.SMB
+	if spec == nil {
+		return fmt.Errorf("volume %q has no smb spec: %w", r.VolumeID, host.ErrInvalid)
+	}
+	unc, root := spec.UNC(), spec.MappingPath()
+	log := klog.FromContext(ctx).WithValues("remotePath", root, "stagingTargetPath", r.StagingPath)
+
+	state, err := b.inspectStaging(ctx, r.StagingPath, unc)
+	if err != nil {
+		return err
+	}
+
+	ctx, unlock, err := b.lockShare(ctx, root)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	created, err := b.ensureMapping(ctx, r.VolumeID, spec)
+	if err != nil {
+		return err
+	}
+	if created && state != stagingLinked {
+		// Undo the mapping this stage made if the stage fails, unless
+		// another volume started to use it meanwhile (it cannot: the
+		// share lock is held, but the count is cheap and host-based).
+		defer func() {
+			if err != nil {
+				b.rollback(ctx, r.VolumeID, root)
+			}
+		}()
+	}
+
+	if err := b.checkDirectory(ctx, unc, root); err != nil {
+		return err
+	}
+	if state == stagingLinked {
+		log.V(4).Info("Volume already staged")
+		return nil
+	}
+	return b.link(ctx, r.StagingPath, unc, state)
+}
+
+// inspectStaging classifies what is at the staging path.
+func (b *Backend) inspectStaging(ctx context.Context, staging, unc string) (stagingState, error) {
+	info, err := b.h.Files.Stat(ctx, staging)
+	if err != nil {
+		return 0, fmt.Errorf("inspect staging path %s: %w", staging, err)
+	}
+	switch info.Kind {
+	case host.PathSymlink:
+		if backend.SameTarget(info.Target, unc) {
+			return stagingLinked, nil
+		}
+		return 0, fmt.Errorf("staging path %s is already a link to %s, not to %s: %w",
+			staging, info.Target, unc, host.ErrAlreadyExists)
+	case host.PathMountPoint:
+		return 0, fmt.Errorf("staging path %s is a mount point of volume %s: %w", staging, info.Target, host.ErrAlreadyExists)
+	case host.PathMissing:
+		return stagingMissing, nil
+	case host.PathDir:
+		empty, err := b.h.Files.IsEmptyDir(ctx, staging)
+		if err != nil {
+			return 0, fmt.Errorf("inspect staging path %s: %w", staging, err)
+		}
+		if !empty {
+			return 0, fmt.Errorf("staging path %s is a directory with entries; refusing to replace it with a link: %w",
+				staging, host.ErrConflict)
+		}
+		return stagingEmpty, nil
+	}
+	return 0, fmt.Errorf("staging path %s is a %s, not a directory: %w", staging, info.Kind, host.ErrConflict)
+}
+
+// lockShare takes the share's lock and returns a context whose host calls
+// keep it held: the lock is released when unlock has been called and every
+// host call made under the returned context has really ended, so that work
+// still running after a deadline never overlaps the next operation on the
+// share.
+func (b *Backend) lockShare(ctx context.Context, root string) (context.Context, func(), error) {
+	release, err := b.shares.Lock(ctx, root)
+	if err != nil {
+		return ctx, nil, fmt.Errorf("wait for other operations on share %s: %w", root, err)
+	}
+	ctx, tracker := host.Track(ctx)
+	return ctx, func() { tracker.WhenIdle(release) }, nil
+}
+
+// ensureMapping makes sure one healthy global mapping of the share root
+// exists, and reports whether it made one. The caller holds the share lock.
+func (b *Backend) ensureMapping(ctx context.Context, volumeID string, spec *contract.SMBSpec) (bool, error) {
+	root := spec.MappingPath()
+	log := klog.FromContext(ctx).WithValues("remotePath", root)
+
+	m, err := b.h.SMB.Mapping(ctx, root)
+	if errors.Is(err, host.ErrNotFound) {
+		log.V(4).Info("Share is not mapped yet")
+		return true, b.mapShare(ctx, spec)
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the global mapping of %s: %w", root, err)
+	}
+	if m.Status != host.MappingOK {
+		// A mapping left Disconnected or Unavailable (after a reboot or an
+		// outage) makes a new mapping fail and never heals by itself
+		// (windows-drivers.md §1.4, csi-driver-smb #1219).
+		log.V(2).Info("Global mapping is not usable; mapping the share again", "status", m.Status.String())
+		return true, b.remap(ctx, spec)
+	}
+	if err := b.checkMapping(ctx, spec); err != nil {
+		if !errors.Is(err, errStaleCredentials) {
+			return false, err
+		}
+		// The mapping still says OK but the server refuses it: the
+		// password was changed on the server (csi-proxy PRs #66/#75).
+		// It is useless for every volume of the share, so remapping
+		// breaks nothing that works.
+		log.V(2).Info("Global mapping lost access to the share (credentials changed on the server?); mapping the share again", "err", err)
+		return true, b.remap(ctx, spec)
+	}
+	return b.reconcile(ctx, volumeID, spec, m)
+}
+
+// errStaleCredentials marks a mapping that the server no longer accepts.
+var errStaleCredentials = errors.New("the server no longer accepts the mapping's credentials")
+
+// checkMapping checks that the share answers through its mapping. A share
+// root the mapping's user may not read (NTFS permissions on the root only)
+// is told apart from refused credentials by also checking the volume's own
+// directory: only when both are refused are the credentials stale.
+func (b *Backend) checkMapping(ctx context.Context, spec *contract.SMBSpec) error {
+	root, unc := spec.MappingPath(), spec.UNC()
+	err := b.h.SMB.Check(ctx, root)
+	if err == nil {
+		return nil
+	}
+	refused := func(err error) bool {
+		return errors.Is(err, host.ErrAccessDenied) || errors.Is(err, host.ErrLogonFailure)
+	}
+	switch {
+	case refused(err):
+		if strings.EqualFold(unc, root) {
+			return fmt.Errorf("share %s: %w: %w", root, errStaleCredentials, err)
+		}
+		derr := b.h.SMB.Check(ctx, unc)
+		if derr == nil || errors.Is(derr, host.ErrNotFound) {
+			klog.FromContext(ctx).V(4).Info("Share root is not readable through the mapping, but the share answers", "remotePath", root)
+			return nil
+		}
+		if refused(derr) {
+			return fmt.Errorf("share %s: %w: %w", root, errStaleCredentials, err)
+		}
+		return fmt.Errorf("check directory %s through the global mapping: %w", unc, derr)
+	case errors.Is(err, host.ErrUnreachable):
+		return fmt.Errorf("share %s cannot be reached through its global mapping: %w", root, err)
+	case errors.Is(err, host.ErrNotFound):
+		return fmt.Errorf("share %s no longer exists on the server: %w", root, err)
+	}
+	return fmt.Errorf("check share %s through its global mapping: %w", root, err)
+}
+
+// reconcile decides whether a healthy mapping suits the volume: made with
+// the same user name and with encryption when the volume requires it. A
+// mapping that does not suit is remade only when no other staged volume
+// uses the share.
+func (b *Backend) reconcile(ctx context.Context, volumeID string, spec *contract.SMBSpec, m host.SMBMapping) (bool, error) {
+	root, user := spec.MappingPath(), spec.Credential.User
+	log := klog.FromContext(ctx).WithValues("remotePath", root)
+
+	var why string
+	if made, ok := b.maker(root); ok && !strings.EqualFold(made, user) {
+		why = fmt.Sprintf("it was made as user %q and this volume's secret names user %q", made, user)
+	}
+	privacy := spec.RequirePrivacy && !m.RequirePrivacy
+	if privacy && why == "" {
+		why = "it was made without requirePrivacy and this volume requires SMB encryption"
+	}
+	if why == "" {
+		log.V(4).Info("Reusing global mapping")
+		return false, nil
+	}
+	if others := b.otherUsers(ctx, root, volumeID); others > 0 {
+		if privacy {
+			return false, fmt.Errorf("share %s is mapped without SMB encryption (requirePrivacy false) for %d other staged volume(s), "+
+				"and this volume requires it; all volumes of a share must agree on requirePrivacy: %w", root, others, host.ErrConflict)
+		}
+		log.V(2).Info("Keeping the global mapping of the share although "+why+": other staged volumes use it and removing it would break them; "+
+			"all volumes of a share should use the same credentials", "otherVolumes", others)
+		return false, nil
+	}
+	log.V(2).Info("Mapping the share again because " + why)
+	return true, b.remap(ctx, spec)
+}
+
+// remap removes the share's mapping and makes it again with the volume's
+// credentials.
+func (b *Backend) remap(ctx context.Context, spec *contract.SMBSpec) error {
+	root := spec.MappingPath()
+	if err := b.h.SMB.Unmap(ctx, root); err != nil && !errors.Is(err, host.ErrNotFound) {
+		return fmt.Errorf("remove the global mapping of %s before mapping it again: %w", root, err)
+	}
+	b.forgetMaker(ctx, root)
+	return b.mapShare(ctx, spec)
+}
+
+// mapShare creates the global mapping of the share root. The user name is
+// recorded before the mapping is made, so a crash right after Map cannot
+// leave a mapping of unknown origin.
+func (b *Backend) mapShare(ctx context.Context, spec *contract.SMBSpec) error {
+	root, user := spec.MappingPath(), spec.Credential.User
+	if b.opts.Notes != nil {
+		if err := b.opts.Notes.PutNote(notePrefix+root, user); err != nil {
+			return fmt.Errorf("record the user of the global mapping of %s: %w", root, err)
+		}
+	}
+	err := b.h.SMB.Map(ctx, root, spec.Credential, spec.RequirePrivacy)
+	if err == nil {
+		klog.FromContext(ctx).V(2).Info("Mapped share", "remotePath", root, "user", user, "requirePrivacy", spec.RequirePrivacy)
+		return nil
+	}
+	b.forgetMaker(ctx, root)
+	return mapError(spec, err)
+}
+
+// mapError explains a failed Map. It names the share and, where it helps,
+// the user; never the password.
+func mapError(spec *contract.SMBSpec, err error) error {
+	root, user := spec.MappingPath(), spec.Credential.User
+	as := ""
+	if user != "" {
+		as = " as user " + user
+	}
+	switch {
+	case errors.Is(err, host.ErrCredentialConflict):
+		return fmt.Errorf("map share %s%s: this node is already connected to server %s under another user name "+
+			"(Windows error 1219, multiple connections to a server by one user with more than one user name are not allowed); "+
+			"all volumes of one server must use the same credentials, or the other mapping must be removed "+
+			"(Get-SmbGlobalMapping, Remove-SmbGlobalMapping): %w", root, as, spec.Server, err)
+	case errors.Is(err, host.ErrLogonFailure):
+		return fmt.Errorf("map share %s%s: the server rejected the credentials of the node-stage secret "+
+			"(wrong user name or password, or a locked or disabled account): %w", root, as, err)
+	case errors.Is(err, host.ErrAccessDenied):
+		hint := ""
+		if spec.RequirePrivacy {
+			hint = " (with requirePrivacy true the mapping requires SMB 3 encryption, which some servers do not offer: " +
+				"set requirePrivacy to false for them)"
+		}
+		return fmt.Errorf("map share %s%s: access denied%s: %w", root, as, hint, err)
+	case errors.Is(err, host.ErrUnreachable):
+		return fmt.Errorf("map share %s: server %s cannot be reached: %w", root, spec.Server, err)
+	case errors.Is(err, host.ErrNotFound):
+		return fmt.Errorf("map share %s: the share does not exist on server %s: %w", root, spec.Server, err)
+	case errors.Is(err, host.ErrAlreadyExists):
+		// Under the share lock the plugin cannot race itself: someone else
+		// mapped the share, or a mapping exists under another spelling of
+		// the path that the lookup did not find.
+		return fmt.Errorf("map share %s: a mapping of the share already exists but could not be read back (made outside the plugin?); "+
+			"remove it with Remove-SmbGlobalMapping: %v: %w", root, err, host.ErrConflict)
+	}
+	return fmt.Errorf("map share %s%s: %w", root, as, err)
+}
+
+// checkDirectory checks that the volume's directory exists on the share.
+func (b *Backend) checkDirectory(ctx context.Context, unc, root string) error {
+	err := b.h.SMB.Check(ctx, unc)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, host.ErrNotFound):
+		return fmt.Errorf("directory %s does not exist on share %s; create it, or check source and subDir: %w", unc, root, err)
+	}
+	return fmt.Errorf("check directory %s: %w", unc, err)
+}
+
+// link replaces the empty staging directory (or nothing) with a directory
+// link to the volume's directory on the share. A failure after the
+// directory was removed puts the directory back.
+func (b *Backend) link(ctx context.Context, staging, unc string, state stagingState) error {
+	switch state {
+	case stagingEmpty:
+		// A link cannot replace a directory on Windows: remove the empty
+		// one kubelet made. Remove never deletes a directory with entries.
+		if err := b.h.Files.Remove(ctx, staging); err != nil && !errors.Is(err, host.ErrNotFound) {
+			return fmt.Errorf("remove the directory at staging path %s before linking: %w", staging, err)
+		}
+	case stagingMissing:
+		if err := b.h.Files.MakeDir(ctx, parentDir(staging)); err != nil {
+			return fmt.Errorf("create the parent of staging path %s: %w", staging, err)
+		}
+	}
+	klog.FromContext(ctx).V(4).Info("Linking staging path to the share", "stagingTargetPath", staging, "remotePath", unc)
+	if err := b.h.Files.Symlink(ctx, staging, unc); err != nil {
+		if state == stagingEmpty {
+			if rerr := b.h.Files.MakeDir(ctx, staging); rerr != nil {
+				klog.FromContext(ctx).Error(rerr, "Cannot restore the staging directory", "stagingTargetPath", staging)
+			}
+		}
+		return fmt.Errorf("link staging path %s to %s: %w", staging, unc, err)
+	}
+	return nil
+}
+
+// rollback removes the mapping a failed stage made, unless another staged
+// volume uses the share. It runs under the share lock, with its own
+// deadline, because the stage's context may have ended.
+func (b *Backend) rollback(ctx context.Context, volumeID, root string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	log := klog.FromContext(ctx).WithValues("remotePath", root)
+	if others := b.otherUsers(ctx, root, volumeID); others > 0 {
+		log.V(4).Info("Stage failed; keeping the global mapping it made: other volumes use it", "otherVolumes", others)
+		return
+	}
+	log.V(4).Info("Stage failed; removing the global mapping it made")
+	if err := b.h.SMB.Unmap(ctx, root); err != nil && !errors.Is(err, host.ErrNotFound) {
+		log.Error(err, "Cannot remove the global mapping of a failed stage; the last unstage of the share removes it")
+		return
+	}
+	b.forgetMaker(ctx, root)
+}
+
+// maker returns the user name the share's mapping was made with, when known.
+func (b *Backend) maker(root string) (string, bool) {
+	if b.opts.Notes == nil {
+		return "", false
+	}
+	return b.opts.Notes.GetNote(notePrefix + root)
+}
+
+// forgetMaker drops the note of a mapping that no longer exists. A note
+// left behind is harmless: it is only read while the mapping exists, and
+// the next Map replaces it.
+func (b *Backend) forgetMaker(ctx context.Context, root string) {
+	if b.opts.Notes == nil {
+		return
+	}
+	if err := b.opts.Notes.DeleteNote(notePrefix + root); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot drop the note of a removed global mapping", "remotePath", root)
+	}
+}
+
+// resourceKey is the journal's ResourceKey of the volumes of a share
+// (contract.Volume.ResourceKey).
+func resourceKey(root string) string { return "smb:" + root }
+
+// parentDir returns the parent of a resolved path of either style.
+func parentDir(p string) string {
+	i := strings.LastIndexAny(p, `\/`)
+	switch {
+	case i < 0:
+		return p
+	case i == 0:
+		return p[:1]
+	}
+	parent := p[:i]
+	if len(parent) == 2 && parent[1] == ':' { // "C:" -> "C:\"
+		return parent + `\`
+	}
+	return parent
+}

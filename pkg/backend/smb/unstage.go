@@ -1,0 +1,169 @@
+package smb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
+)
+
+// Unstage removes the staging link, puts back the empty directory kubelet
+// expects, and removes the share's global mapping when no other staged
+// volume uses it. An already unstaged path still runs the release step, so
+// that a crash between removing the link and removing the mapping converges
+// on the retry (the node keeps the journal entry until Unstage succeeds).
+// A volume the journal does not know keeps its share's mapping: without
+// the journal the other users cannot be found.
+func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
+	log := klog.FromContext(ctx).WithValues("stagingTargetPath", r.StagingPath)
+	info, err := b.h.Files.Stat(ctx, r.StagingPath)
+	if err != nil {
+		return fmt.Errorf("inspect staging path %s: %w", r.StagingPath, err)
+	}
+
+	var roots []string
+	journalRoot, known := strings.CutPrefix(r.Entry.ResourceKey, "smb:")
+	switch info.Kind {
+	case host.PathSymlink:
+		root, ok := shareRoot(info.Target)
+		if !ok {
+			return fmt.Errorf("staging path %s links to %s, not to an SMB share: %w", r.StagingPath, info.Target, host.ErrConflict)
+		}
+		roots = append(roots, root)
+		if known && journalRoot != root {
+			// The host is the truth; release the share the journal
+			// names too, in case an earlier stage left it mapped.
+			log.V(2).Info("Staging link points to another share than the stage journal records",
+				"remotePath", root, "journalRemotePath", journalRoot)
+			roots = append(roots, journalRoot)
+		}
+		log.V(4).Info("Removing staging link", "remotePath", info.Target)
+		if err := b.h.Files.Remove(ctx, r.StagingPath); err != nil && !errors.Is(err, host.ErrNotFound) {
+			return fmt.Errorf("remove staging link %s: %w", r.StagingPath, err)
+		}
+		if err := b.h.Files.MakeDir(ctx, r.StagingPath); err != nil {
+			return fmt.Errorf("recreate staging directory %s: %w", r.StagingPath, err)
+		}
+	case host.PathDir, host.PathMissing:
+		// Not staged (any more). From the spec: reply 0 OK; but first
+		// finish what a crashed unstage may have left undone.
+		if !known || journalRoot == "" {
+			log.V(4).Info("Nothing staged at the staging path")
+			return nil
+		}
+		log.V(4).Info("Staging link already removed; releasing the share", "remotePath", journalRoot)
+		roots = append(roots, journalRoot)
+	default:
+		return fmt.Errorf("staging path %s is a %s, not a link made by this plugin: %w", r.StagingPath, info.Kind, host.ErrConflict)
+	}
+
+	if r.Entry.VolumeID == "" {
+		// The journal does not know this volume at this path (its state
+		// was lost): the other users of the share cannot be counted, so
+		// the mapping stays. The last unstage of a volume the journal
+		// knows removes it.
+		log.V(2).Info("Volume unknown to the stage journal; keeping the global mapping of its share", "remotePath", roots[0])
+		return nil
+	}
+	for _, root := range roots {
+		if err := b.release(ctx, r.VolumeID, root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release removes the share's global mapping when no staged volume other
+// than volumeID uses it.
+func (b *Backend) release(ctx context.Context, volumeID, root string) error {
+	log := klog.FromContext(ctx).WithValues("remotePath", root)
+	if b.opts.KeepMappings {
+		log.V(4).Info("Keeping the global mapping (mappings are kept by configuration)")
+		return nil
+	}
+	ctx, unlock, err := b.lockShare(ctx, root)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	if others := b.otherUsers(ctx, root, volumeID); others > 0 {
+		log.V(4).Info("Keeping the global mapping: other staged volumes use it", "otherVolumes", others)
+		return nil
+	}
+	log.V(2).Info("Removing the global mapping: no staged volume uses the share any more")
+	if err := b.h.SMB.Unmap(ctx, root); err != nil {
+		if !errors.Is(err, host.ErrNotFound) {
+			return fmt.Errorf("remove the global mapping of %s: %w", root, err)
+		}
+		log.V(4).Info("Global mapping already gone")
+	}
+	b.forgetMaker(ctx, root)
+	return nil
+}
+
+// otherUsers counts the staged volumes other than volumeID that use the
+// share: the journal says where to look, the host decides. A volume counts
+// when its staging path is a link into the share. A staging path that
+// cannot be inspected counts too: keeping a mapping nobody needs costs far
+// less than removing one in use.
+func (b *Backend) otherUsers(ctx context.Context, root, volumeID string) int {
+	n := 0
+	for _, e := range b.reg.WithResource(resourceKey(root)) {
+		if e.VolumeID == volumeID || e.StagingPath == "" {
+			continue
+		}
+		info, err := b.h.Files.Stat(ctx, e.StagingPath)
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("Cannot inspect the staging path of another volume of the share; counting it as a user",
+				"volumeID", e.VolumeID, "stagingTargetPath", e.StagingPath, "err", err)
+			n++
+			continue
+		}
+		if info.Kind != host.PathSymlink {
+			continue
+		}
+		if r, ok := shareRoot(info.Target); ok && r == root {
+			n++
+		}
+	}
+	return n
+}
+
+// shareRoot returns the lower-cased share root \\server\share of a UNC
+// path or link target (\\server\share\dir\, \\?\UNC\server\share\dir\),
+// in the form contract.SMBSpec.MappingPath gives, or false when the path
+// is not on a share.
+func shareRoot(p string) (string, bool) {
+	c := winpath.CanonicalTarget(p)
+	rest, ok := strings.CutPrefix(c, `\\`)
+	if !ok || strings.HasPrefix(rest, `?\`) || strings.HasPrefix(rest, `.\`) {
+		return "", false
+	}
+	parts := strings.SplitN(rest, `\`, 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return "", false
+	}
+	return strings.ToLower(`\\` + parts[0] + `\` + parts[1]), true
+}
+
+// uncPath returns a link target in the plain UNC form \\server\share\dir,
+// keeping its case, or false when it is not on a share.
+func uncPath(p string) (string, bool) {
+	if _, ok := shareRoot(p); !ok {
+		return "", false
+	}
+	s := strings.ReplaceAll(p, "/", `\`)
+	for _, prefix := range []string{`\\?\UNC\`, `\??\UNC\`} {
+		if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+			s = `\\` + s[len(prefix):]
+		}
+	}
+	return strings.TrimRight(s, `\`), true
+}
