@@ -359,3 +359,31 @@ func TestInfoAndCapabilities(t *testing.T) {
 	_, err = e.srv.NodeGetStorageHealth(context.Background(), &csi.NodeGetStorageHealthRequest{})
 	wantCode(t, "storage health", err, codes.Unimplemented)
 }
+
+func TestRestageRepairsDiskThatCameBackOfflineOrReadOnly(t *testing.T) {
+	for _, change := range []string{"offline", "read-only"} {
+		t.Run(change, func(t *testing.T) {
+			e := newEnv(t)
+			staging := e.stagingDir("vol-r")
+			mustOK(t, "stage", e.stage("vol-r", staging, nil))
+			var num uint32
+			for _, d := range e.sim.Snapshot().Disks {
+				if d.Serial == "vol-r" {
+					num = d.Number
+				}
+			}
+			yes := true
+			c := sim.DiskChange{Offline: &yes}
+			if change == "read-only" {
+				c = sim.DiskChange{ReadOnly: &yes}
+			}
+			mustOK(t, "change disk", e.sim.SetDiskState(num, c))
+			mustOK(t, "restage", e.stage("vol-r", staging, nil))
+			for _, d := range e.sim.Snapshot().Disks {
+				if d.Number == num && (d.Offline || d.ReadOnly) {
+					t.Fatalf("disk not repaired by restage: %+v", d)
+				}
+			}
+		})
+	}
+}

@@ -102,6 +102,16 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 	if err != nil {
 		return err
 	}
+	// A re-attached disk can come back read-only or offline
+	// (csi-proxy.md §6.1 item 14): repair it rather than report success
+	// over a volume that cannot be written. This comes first because an
+	// offline disk's volume device is gone, so its disk number cannot be
+	// read until the disk is back online.
+	if d.IsReadOnly || d.IsOffline {
+		if err := b.BringUp(ctx, d); err != nil {
+			return err
+		}
+	}
 	num, err := b.h.Volumes.DiskNumber(ctx, guid)
 	if err != nil {
 		return fmt.Errorf("find the disk of volume %s mounted at %s: %w", guid, staging, err)
@@ -109,12 +119,6 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 	if num != d.Number {
 		return fmt.Errorf("staging path %s holds volume %s of disk %d, not of the selected disk %d: %w",
 			staging, guid, num, d.Number, host.ErrAlreadyExists)
-	}
-	// A re-attached disk can come back read-only or offline
-	// (csi-proxy.md §6.1 item 14): repair it rather than report success
-	// over a volume that cannot be written.
-	if d.IsReadOnly || d.IsOffline {
-		return b.BringUp(ctx, d)
 	}
 	klog.FromContext(ctx).V(4).Info("Volume already staged", "diskNumber", d.Number, "volumeGUID", guid)
 	return nil
@@ -214,7 +218,10 @@ func (b *Backend) dataPartition(ctx context.Context, d host.Disk) (host.Partitio
 		if err := b.h.Disks.Initialize(ctx, d, host.PartitionStyleGPT); err != nil {
 			return host.Partition{}, false, fmt.Errorf("initialise disk %d: %w", d.Number, err)
 		}
-		// A freshly initialised GPT disk holds only the MSR: no listing needed.
+		// The listing predates Initialize: hand the host the style the disk
+		// has now, so it creates a GPT Basic Data partition. A freshly
+		// initialised GPT disk holds only the MSR: no listing needed.
+		d.PartitionStyle = host.PartitionStyleGPT
 		return b.createPartition(ctx, d)
 	}
 	parts, err := b.h.Disks.Partitions(ctx, d)
