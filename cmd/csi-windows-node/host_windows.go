@@ -2,16 +2,37 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
+	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wmiexec"
 )
 
-// windowsHost returns the Windows host. Areas whose executor has not been
-// built answer ErrNotImplemented (gRPC Unimplemented), never fake success.
+// executorCloseTimeout bounds the wait at shutdown for host calls still
+// running; a call stuck in a hung provider is left behind rather than
+// holding the process.
+const executorCloseTimeout = 10 * time.Second
+
+// windowsHost returns the Windows host: winhost over the WMI/Win32
+// executor. Start-up fails when COM cannot be initialised, since no host
+// call could work. The returned function stops the executor's workers.
 func windowsHost(ctx context.Context, _ *config.Options) (host.Host, func(), error) {
-	klog.FromContext(ctx).Info("Windows host: disk, SMB and iSCSI executors are not built yet; host calls return Unimplemented")
-	return host.Unimplemented(), func() {}, nil
+	logger := klog.FromContext(ctx)
+	exec, err := wmiexec.New(wmiexec.Options{Logger: logger.WithName("wmiexec")})
+	if err != nil {
+		return host.Host{}, nil, fmt.Errorf("start the Windows host (COM and WMI initialisation): %w", err)
+	}
+	logger.Info("Windows host ready: WMI and Win32 executor started")
+	return winhost.New(exec), func() {
+		cctx, cancel := context.WithTimeout(context.Background(), executorCloseTimeout)
+		defer cancel()
+		if err := exec.Close(cctx); err != nil {
+			logger.Error(err, "Stopping the WMI/Win32 executor")
+		}
+	}, nil
 }

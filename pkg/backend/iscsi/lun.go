@@ -69,7 +69,7 @@ func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Dis
 			lun, iqn, strings.Join(numbers, ", "), mpioHint, host.ErrConflict)
 	})
 	if errors.Is(err, backend.ErrRetry) {
-		return host.Disk{}, fmt.Errorf("LUN %d of target %s: no disk appeared after login (%v): %w", lun, iqn, err, host.ErrNotFound)
+		return host.Disk{}, fmt.Errorf("LUN %d of target %s: no disk appeared after login (%s): %w", lun, iqn, err.Error(), host.ErrNotFound)
 	}
 	if err == nil {
 		klog.FromContext(ctx).V(4).Info("Found the LUN's disk", "diskNumber", found.Number)

@@ -138,9 +138,9 @@ func TestPublishWriteReadStats(t *testing.T) {
 // Health reports each broken part with its reason.
 func TestHealth(t *testing.T) {
 	tests := []struct {
-		name   string
-		break_ func(e *env) error
-		reason string // "" for healthy
+		name    string
+		breakIt func(e *env) error
+		reason  string // "" for healthy
 	}{
 		{"healthy", func(*env) error { return nil }, ""},
 		{"link missing", func(e *env) error { return os.Remove(e.stagingPath("v1")) }, "LinkMissing"},
@@ -162,7 +162,7 @@ func TestHealth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.mustStage(vol{id: "v1"})
-			if err := tc.break_(e); err != nil {
+			if err := tc.breakIt(e); err != nil {
 				t.Fatal(err)
 			}
 			h, err := e.health("v1")

@@ -1,0 +1,15 @@
+package winhost
+
+import "github.com/wincsi/csi-windows-node/pkg/host"
+
+// New returns the Windows host over an executor: disks, volumes, files,
+// SMB global mappings and the iSCSI initiator.
+func New(e Executor) host.Host {
+	return host.Host{
+		Disks:   NewDisks(e),
+		Volumes: NewVolumes(e),
+		Files:   NewFiles(e),
+		SMB:     NewSMB(e),
+		ISCSI:   NewISCSI(e),
+	}
+}

@@ -1,0 +1,243 @@
+package winhost
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// PropError is a property that is missing or has a type the parser cannot
+// read. It means the provider answered something the plugin does not
+// understand, so it is reported, never guessed around.
+type PropError struct {
+	Class, Prop string
+	Got         any
+}
+
+func (e *PropError) Error() string {
+	if e.Got == nil {
+		return fmt.Sprintf("%s.%s is missing", e.Class, e.Prop)
+	}
+	return fmt.Sprintf("%s.%s has unexpected value %v (%T)", e.Class, e.Prop, e.Got, e.Got)
+}
+
+// Props reads typed values from an Instance's properties (or a Result's
+// output parameters), remembering the first error. Usage:
+//
+//	p := PropsOf(inst)
+//	n := p.Uint32("Number")
+//	size := p.Uint64("Size")
+//	if err := p.Err(); err != nil { ... }
+type Props struct {
+	class string
+	m     map[string]any
+	err   error
+}
+
+// PropsOf reads an instance.
+func PropsOf(in Instance) *Props { return &Props{class: in.Class, m: in.Props} }
+
+// OutOf reads a method's output parameters.
+func OutOf(class, method string, r Result) *Props {
+	return &Props{class: class + "." + method, m: r.Out}
+}
+
+// Err returns the first error met.
+func (p *Props) Err() error { return p.err }
+
+func (p *Props) fail(prop string, got any) {
+	if p.err == nil {
+		p.err = &PropError{Class: p.class, Prop: prop, Got: got}
+	}
+}
+
+// Has reports whether the property is present and not null.
+func (p *Props) Has(prop string) bool { return p.m[prop] != nil }
+
+// String reads a string property; a null property reads as "".
+func (p *Props) String(prop string) string {
+	switch v := p.m[prop].(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	default:
+		p.fail(prop, v)
+		return ""
+	}
+}
+
+// RequiredString reads a string property that must be present.
+func (p *Props) RequiredString(prop string) string {
+	if p.m[prop] == nil {
+		p.fail(prop, nil)
+		return ""
+	}
+	return p.String(prop)
+}
+
+// Bool reads a boolean property; null reads as false.
+func (p *Props) Bool(prop string) bool {
+	switch v := p.m[prop].(type) {
+	case nil:
+		return false
+	case bool:
+		return v
+	default:
+		p.fail(prop, v)
+		return false
+	}
+}
+
+// Uint64 reads an unsigned integer. CIM uint64 values arrive as decimal
+// strings through IDispatch (csi-proxy.md §2.1); smaller integers arrive as
+// integers. Null reads as 0.
+func (p *Props) Uint64(prop string) uint64 {
+	switch v := p.m[prop].(type) {
+	case nil:
+		return 0
+	case string:
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			p.fail(prop, v)
+			return 0
+		}
+		return n
+	case int64:
+		if v < 0 {
+			p.fail(prop, v)
+			return 0
+		}
+		return uint64(v)
+	case uint64:
+		return v
+	case int:
+		if v < 0 {
+			p.fail(prop, v)
+			return 0
+		}
+		return uint64(v)
+	case int32:
+		if v < 0 {
+			p.fail(prop, v)
+			return 0
+		}
+		return uint64(v)
+	case uint32:
+		return uint64(v)
+	case uint16:
+		return uint64(v)
+	case uint8:
+		return uint64(v)
+	default:
+		p.fail(prop, v)
+		return 0
+	}
+}
+
+// Uint32 reads an unsigned 32-bit integer (range-checked).
+func (p *Props) Uint32(prop string) uint32 {
+	n := p.Uint64(prop)
+	if n > 1<<32-1 {
+		p.fail(prop, p.m[prop])
+		return 0
+	}
+	return uint32(n)
+}
+
+// Uint16 reads an unsigned 16-bit integer (range-checked).
+func (p *Props) Uint16(prop string) uint16 {
+	n := p.Uint64(prop)
+	if n > 1<<16-1 {
+		p.fail(prop, p.m[prop])
+		return 0
+	}
+	return uint16(n)
+}
+
+// Strings reads a string array; null reads as nil.
+func (p *Props) Strings(prop string) []string {
+	switch v := p.m[prop].(type) {
+	case nil:
+		return nil
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				p.fail(prop, v)
+				return nil
+			}
+			out = append(out, s)
+		}
+		return out
+	default:
+		p.fail(prop, v)
+		return nil
+	}
+}
+
+// Instance reads an embedded object (such as CreatedPartition).
+func (p *Props) Instance(prop string) Instance {
+	switch v := p.m[prop].(type) {
+	case Instance:
+		return v
+	case *Instance:
+		if v != nil {
+			return *v
+		}
+	}
+	p.fail(prop, p.m[prop])
+	return Instance{}
+}
+
+// RequiredBool reads a boolean property that must be present.
+func (p *Props) RequiredBool(prop string) bool {
+	if p.m[prop] == nil {
+		p.fail(prop, nil)
+		return false
+	}
+	return p.Bool(prop)
+}
+
+// RequiredUint64 reads an unsigned integer that must be present.
+func (p *Props) RequiredUint64(prop string) uint64 {
+	if p.m[prop] == nil {
+		p.fail(prop, nil)
+		return 0
+	}
+	return p.Uint64(prop)
+}
+
+// RequiredUint32 reads an unsigned 32-bit integer that must be present.
+func (p *Props) RequiredUint32(prop string) uint32 {
+	if p.m[prop] == nil {
+		p.fail(prop, nil)
+		return 0
+	}
+	return p.Uint32(prop)
+}
+
+// RequiredUint16 reads an unsigned 16-bit integer that must be present.
+func (p *Props) RequiredUint16(prop string) uint16 {
+	if p.m[prop] == nil {
+		p.fail(prop, nil)
+		return 0
+	}
+	return p.Uint16(prop)
+}
+
+// TryInstance reads an optional embedded object: ok is false when the
+// property is missing, null or not an object (no error is recorded).
+func (p *Props) TryInstance(prop string) (Instance, bool) {
+	switch v := p.m[prop].(type) {
+	case Instance:
+		return v, true
+	case *Instance:
+		if v != nil {
+			return *v, true
+		}
+	}
+	return Instance{}, false
+}

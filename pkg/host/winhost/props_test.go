@@ -1,0 +1,101 @@
+package winhost
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// Values as the executor converts VARIANTs (executor.go): CIM uint64 as a
+// decimal string (csi-proxy.md §2.1), other integers as int64, NULL as nil.
+func TestPropsReading(t *testing.T) {
+	in := Instance{Class: "MSFT_Disk", Props: map[string]any{
+		"Size":      "18446744073709551615",
+		"Number":    int64(7),
+		"Neg":       int64(-1),
+		"Big":       int64(1 << 40),
+		"U16":       int64(65535),
+		"Null":      nil,
+		"Name":      "Msft Virtual Disk",
+		"Flag":      true,
+		"Paths":     []any{`C:\a\`, `\\?\Volume{x}\`},
+		"Typed":     []string{"a"},
+		"BadPaths":  []any{"a", int64(1)},
+		"Embedded":  Instance{Class: "MSFT_Partition"},
+		"EmbedPtr":  &Instance{Class: "MSFT_Volume"},
+		"NilPtr":    (*Instance)(nil),
+		"NotNumber": "12 GB",
+		"U32":       uint32(9),
+		"U8":        uint8(3),
+		"Int":       7,
+		"I32":       int32(-2),
+	}}
+	tests := []struct {
+		name string
+		read func(p *Props) any
+		want any
+		prop string // the property the recorded error names; "" for none
+	}{
+		{"uint64 from string", func(p *Props) any { return p.Uint64("Size") }, uint64(1<<64 - 1), ""},
+		{"uint32 from int64", func(p *Props) any { return p.Uint32("Number") }, uint32(7), ""},
+		{"uint32 out of range", func(p *Props) any { return p.Uint32("Big") }, uint32(0), "Big"},
+		{"uint16", func(p *Props) any { return p.Uint16("U16") }, uint16(65535), ""},
+		{"uint16 out of range", func(p *Props) any { return p.Uint16("Number") + p.Uint16("Big") }, uint16(7), "Big"},
+		{"negative", func(p *Props) any { return p.Uint64("Neg") }, uint64(0), "Neg"},
+		{"negative int32", func(p *Props) any { return p.Uint64("I32") }, uint64(0), "I32"},
+		{"other integer widths", func(p *Props) any { return p.Uint64("U32") + p.Uint64("U8") + p.Uint64("Int") }, uint64(19), ""},
+		{"not a number", func(p *Props) any { return p.Uint64("NotNumber") }, uint64(0), "NotNumber"},
+		{"bool of a string", func(p *Props) any { return p.Bool("Name") }, false, "Name"},
+		{"string of a bool", func(p *Props) any { return p.String("Flag") }, "", "Flag"},
+		{"null reads as zero", func(p *Props) any { return p.Uint64("Null") }, uint64(0), ""},
+		{"required missing", func(p *Props) any { return p.RequiredUint64("Missing") }, uint64(0), "Missing"},
+		{"required bool null", func(p *Props) any { return p.RequiredBool("Null") }, false, "Null"},
+		{"required uint32", func(p *Props) any { return p.RequiredUint32("Number") }, uint32(7), ""},
+		{"required uint32 missing", func(p *Props) any { return p.RequiredUint32("Missing") }, uint32(0), "Missing"},
+		{"required uint16 missing", func(p *Props) any { return p.RequiredUint16("Missing") }, uint16(0), "Missing"},
+		{"required string", func(p *Props) any { return p.RequiredString("Name") }, "Msft Virtual Disk", ""},
+		{"strings from []any", func(p *Props) any { return p.Strings("Paths") }, []string{`C:\a\`, `\\?\Volume{x}\`}, ""},
+		{"strings typed", func(p *Props) any { return p.Strings("Typed") }, []string{"a"}, ""},
+		{"strings mixed", func(p *Props) any { return p.Strings("BadPaths") }, []string(nil), "BadPaths"},
+		{"strings of a scalar", func(p *Props) any { return p.Strings("Name") }, []string(nil), "Name"},
+		{"strings null", func(p *Props) any { return p.Strings("Null") }, []string(nil), ""},
+		{"instance", func(p *Props) any { return p.Instance("Embedded").Class }, "MSFT_Partition", ""},
+		{"instance pointer", func(p *Props) any { return p.Instance("EmbedPtr").Class }, "MSFT_Volume", ""},
+		{"instance nil pointer", func(p *Props) any { return p.Instance("NilPtr").Class }, "", "NilPtr"},
+		{"instance of a string", func(p *Props) any { return p.Instance("Name").Class }, "", "Name"},
+		{"try instance", func(p *Props) any { i, ok := p.TryInstance("EmbedPtr"); return ok && i.Class == "MSFT_Volume" }, true, ""},
+		{"try instance absent", func(p *Props) any { _, ok := p.TryInstance("Null"); return ok }, false, ""},
+		{"try instance nil pointer", func(p *Props) any { _, ok := p.TryInstance("NilPtr"); return ok }, false, ""},
+		{"has", func(p *Props) any { return []bool{p.Has("Name"), p.Has("Null"), p.Has("Missing")} }, []bool{true, false, false}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := PropsOf(in)
+			if got := tt.read(p); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %#v, want %#v", got, tt.want)
+			}
+			var pe *PropError
+			if tt.prop == "" {
+				if p.Err() != nil {
+					t.Fatalf("unexpected error %v", p.Err())
+				}
+				return
+			}
+			if !errors.As(p.Err(), &pe) || pe.Prop != tt.prop || pe.Class != "MSFT_Disk" {
+				t.Fatalf("err = %v, want PropError on %s", p.Err(), tt.prop)
+			}
+			if pe.Error() == "" {
+				t.Fatal("empty message")
+			}
+		})
+	}
+}
+
+func TestOutOfNamesTheMethod(t *testing.T) {
+	p := OutOf("MSFT_Partition", "GetSupportedSize", Result{Out: map[string]any{}})
+	p.RequiredUint64("SizeMax")
+	var pe *PropError
+	if !errors.As(p.Err(), &pe) || pe.Class != "MSFT_Partition.GetSupportedSize" {
+		t.Fatalf("err = %v", p.Err())
+	}
+}

@@ -1,0 +1,53 @@
+package winhost
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/wql"
+)
+
+// storage runs Storage Management API requests (namespace
+// Root\Microsoft\Windows\Storage) through the executor and gives their
+// failures host meanings.
+type storage struct{ e Executor }
+
+// query runs SELECT props FROM class WHERE conds, built by pkg/wql.
+func (s storage) query(ctx context.Context, class string, props []string, conds ...wql.Cond) ([]Instance, error) {
+	q, err := wql.Select(class, props, conds...)
+	if err != nil {
+		return nil, fmt.Errorf("build query on %s: %w: %w", class, err, host.ErrInvalid)
+	}
+	insts, err := s.e.Query(ctx, NamespaceStorage, q)
+	if err != nil {
+		return nil, mapHostErr(err)
+	}
+	return insts, nil
+}
+
+// associators follows assoc from the object at path to objects of class result.
+func (s storage) associators(ctx context.Context, path, assoc, result string) ([]Instance, error) {
+	insts, err := s.e.Associators(ctx, NamespaceStorage, path, assoc, result)
+	if err != nil {
+		return nil, mapHostErr(err)
+	}
+	return insts, nil
+}
+
+// call invokes a method. A non-zero return value is an error built from the
+// class's return-code table; the result is returned with it, so that a
+// caller can look at output parameters of a partial success.
+func (s storage) call(ctx context.Context, m Method) (Result, error) {
+	klog.FromContext(ctx).V(5).Info("Invoking WMI method", "method", m.Class+"."+m.Name)
+	r, err := s.e.Call(ctx, NamespaceStorage, m)
+	if err != nil {
+		return Result{}, mapHostErr(err)
+	}
+	if r.ReturnValue != 0 {
+		return r, methodError(m.Class, m.Name, r.ReturnValue)
+	}
+	return r, nil
+}

@@ -1,0 +1,135 @@
+package wmiexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
+	"github.com/wincsi/csi-windows-node/pkg/host/winhost/comworker"
+)
+
+// Options configure an executor. The zero value is usable.
+type Options struct {
+	// WMIWorkers is the number of COM workers (default 2). Each holds its
+	// own WMI connections.
+	WMIWorkers int
+	// Win32Workers is the number of workers for Win32 calls (default 4).
+	Win32Workers int
+	// Queue bounds the calls waiting for a worker, per pool
+	// (comworker.DefaultQueue if 0).
+	Queue int
+	// MaxStuck bounds the retired workers still stuck in a call, per pool
+	// (comworker.DefaultMaxStuck if 0).
+	MaxStuck int
+	// Logger receives the pools' own log lines (retired workers, failed
+	// starts). Per-call lines go to the logger in each call's context.
+	Logger klog.Logger
+}
+
+// Stats is a snapshot of the executor's counters. WMI.ByKind["wmi"] is the
+// number of WMI round trips (queries, association walks, method calls,
+// connections and class definitions fetched); Win32.Calls counts each
+// Win32 function.
+type Stats struct {
+	WMI, Win32 comworker.Stats
+}
+
+// Executor runs WMI and Win32 calls. On Windows it implements
+// winhost.Executor. It is safe for concurrent use.
+type Executor struct {
+	wmi   *comworker.Pool[*comThread]
+	win32 *comworker.Pool[struct{}]
+}
+
+// Stats returns a snapshot of the counters.
+func (e *Executor) Stats() Stats {
+	return Stats{WMI: e.wmi.Stats(), Win32: e.win32.Stats()}
+}
+
+// Close stops both pools: queued calls fail, running ones finish, and every
+// worker releases its COM objects and uninitialises COM on its own thread.
+// It returns early with an error wrapping ctx.Err() if a call is stuck.
+func (e *Executor) Close(ctx context.Context) error {
+	return errors.Join(e.wmi.Close(ctx), e.win32.Close(ctx))
+}
+
+// Ops, as counted and logged.
+const (
+	kindWMI   = "wmi"
+	kindWin32 = "win32"
+)
+
+// queryOp names a query by the class it selects from, so that the counters
+// show which classes cost round trips.
+func queryOp(wql string) comworker.Op {
+	return comworker.Op{Kind: kindWMI, Name: "Query " + queryClass(wql)}
+}
+
+// queryClass returns the word after FROM in a WQL SELECT, or "?" when there
+// is none.
+func queryClass(wql string) string {
+	fields := strings.Fields(wql)
+	for i, f := range fields {
+		if strings.EqualFold(f, "FROM") && i+1 < len(fields) {
+			return fields[i+1]
+		}
+	}
+	return "?"
+}
+
+func associatorsOp(assocClass, resultClass string) comworker.Op {
+	return comworker.Op{Kind: kindWMI, Name: "Associators " + orAny(assocClass) + " " + orAny(resultClass)}
+}
+
+func orAny(s string) string {
+	if s == "" {
+		return "*"
+	}
+	return s
+}
+
+func callOp(m winhost.Method) comworker.Op {
+	return comworker.Op{Kind: kindWMI, Name: m.Class + "." + m.Name}
+}
+
+func win32Op(name string) comworker.Op { return comworker.Op{Kind: kindWin32, Name: name} }
+
+// loggedParams renders input parameters in a log line only when the line
+// is written. A sensitive parameter shows only its name.
+type loggedParams []winhost.Param
+
+func (p loggedParams) String() string { return paramsForLog(p) }
+
+// MarshalLog implements logr.Marshaler, for JSON log output.
+func (p loggedParams) MarshalLog() any { return paramsForLog(p) }
+
+// paramsForLog renders input parameters for a log line. A sensitive
+// parameter shows only its name.
+func paramsForLog(in []winhost.Param) string {
+	var b strings.Builder
+	for i, p := range in {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.Name)
+		b.WriteByte('=')
+		if p.Sensitive {
+			b.WriteString("[sensitive]")
+			continue
+		}
+		fmt.Fprintf(&b, "%#v", p.Value)
+	}
+	return b.String()
+}
+
+// findPattern is the FindFirstFile pattern that lists the entries of dir.
+func findPattern(dir string) string {
+	if strings.HasSuffix(dir, `\`) || strings.HasSuffix(dir, "/") {
+		return dir + "*"
+	}
+	return dir + `\*`
+}
