@@ -48,7 +48,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) error {
 	if spec == nil {
 		return fmt.Errorf("volume %q has no disk spec: %w", r.VolumeID, host.ErrInvalid)
 	}
-	staged, err := b.checkStagingPath(ctx, r.StagingPath)
+	staged, err := b.CheckStagingPath(ctx, r.StagingPath)
 	if err != nil {
 		return err
 	}
@@ -62,10 +62,11 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) error {
 	return b.PrepareAndMount(ctx, d, r.StagingPath, r.Volume.FS)
 }
 
-// checkStagingPath returns the GUID path of the volume mounted at the
+// CheckStagingPath returns the GUID path of the volume mounted at the
 // staging path, "" when it is an empty directory ready for a mount (created
-// if missing), or an error when something else is there.
-func (b *Backend) checkStagingPath(ctx context.Context, staging string) (string, error) {
+// if missing), or an error when something else is there. The iSCSI backend
+// uses it too.
+func (b *Backend) CheckStagingPath(ctx context.Context, staging string) (string, error) {
 	info, err := b.h.Files.Stat(ctx, staging)
 	if err != nil {
 		return "", fmt.Errorf("inspect staging path %s: %w", staging, err)

@@ -97,7 +97,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	log := klog.FromContext(ctx).WithValues("iqn", spec.IQN, "lun", spec.LUN)
 	ctx = klog.NewContext(ctx, log)
 
-	staged, err := b.checkStagingPath(ctx, r.StagingPath)
+	staged, err := b.disks.CheckStagingPath(ctx, r.StagingPath)
 	if err != nil {
 		return err
 	}
@@ -128,31 +128,6 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	}
 	log.V(4).Info("Preparing the LUN's disk", "diskNumber", d.Number, "stagingTargetPath", r.StagingPath)
 	return b.disks.PrepareAndMount(ctx, d, r.StagingPath, r.Volume.FS)
-}
-
-// checkStagingPath returns the GUID path of the volume mounted at the
-// staging path, "" when it is an empty directory ready for a mount (created
-// when missing), or an error when something else is there.
-func (b *Backend) checkStagingPath(ctx context.Context, staging string) (string, error) {
-	info, err := b.h.Files.Stat(ctx, staging)
-	if err != nil {
-		return "", fmt.Errorf("inspect staging path %s: %w", staging, err)
-	}
-	switch info.Kind {
-	case host.PathMountPoint:
-		return info.Target, nil
-	case host.PathDir:
-		return "", nil
-	case host.PathMissing:
-		if err := b.h.Files.MakeDir(ctx, staging); err != nil {
-			return "", fmt.Errorf("create staging path %s: %w", staging, err)
-		}
-		return "", nil
-	case host.PathSymlink:
-		return "", fmt.Errorf("staging path %s is a link to %s, not a volume mount point: %w",
-			staging, info.Target, host.ErrAlreadyExists)
-	}
-	return "", fmt.Errorf("staging path %s is a %s, not a directory: %w", staging, info.Kind, host.ErrConflict)
 }
 
 // ensureSessions logs in to the target through the portals that need a
