@@ -1,0 +1,5 @@
+// Package docs holds tests that keep docs/metrics.md in step with the code:
+// every metric the plugin registers and every key it logs is documented,
+// and nothing documented is missing from the code. The flags reference is
+// checked next to the flags, in pkg/config. Nothing but tests belongs here.
+package docs
