@@ -5,5 +5,6 @@
 //
 // It also offers KeyMutex, a blocking, context-aware mutex per key, for the
 // shared resources several volumes use (an SMB share root, an iSCSI target,
-// one disk's partition table).
+// one disk's partition table); LockUntilIdle keeps such a key locked until
+// the host calls made under it have really ended.
 package inflight

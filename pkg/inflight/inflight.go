@@ -3,6 +3,8 @@ package inflight
 import (
 	"context"
 	"sync"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
 // Set is a set of keys with an operation in flight.
@@ -97,4 +99,19 @@ func (k *KeyMutex) drop(key string, e *entry) {
 		delete(k.m, key)
 	}
 	k.mu.Unlock()
+}
+
+// LockUntilIdle is Lock for a key that guards host state: it also returns
+// a context whose host calls keep the key locked. The key is released only
+// when unlock has been called AND every host call made under the returned
+// context has really ended, so work still running after a deadline (a hung
+// WMI provider) never overlaps the next operation on the same resource.
+func (k *KeyMutex) LockUntilIdle(ctx context.Context, key string) (context.Context, func(), error) {
+	release, err := k.Lock(ctx, key)
+	if err != nil {
+		return ctx, nil, err
+	}
+	tctx, tracker := host.Track(ctx)
+	var once sync.Once
+	return tctx, func() { once.Do(func() { tracker.WhenIdle(release) }) }, nil
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
 func TestSetTryAcquire(t *testing.T) {
@@ -120,4 +122,30 @@ func TestKeyMutexHonoursContext(t *testing.T) {
 	if len(k.m) != 0 {
 		t.Fatalf("entries leaked: %d", len(k.m))
 	}
+}
+
+func TestLockUntilIdleHoldsWhileHostCallRuns(t *testing.T) {
+	k := NewKeyMutex()
+	ctx, unlock, err := k.LockUntilIdle(context.Background(), "target")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := make(chan struct{})
+	cctx, cancel := context.WithCancel(ctx)
+	cancel() // the caller gives up at once…
+	end := host.BeginCall(cctx) // …while a host call it started is still running
+	go func() { <-stuck; end() }()
+	unlock()
+
+	short, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel2()
+	if _, err := k.Lock(short, "target"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("key free while a host call under it runs: %v", err)
+	}
+	close(stuck)
+	u2, err := k.Lock(context.Background(), "target")
+	if err != nil {
+		t.Fatalf("key not released after the host call ended: %v", err)
+	}
+	u2()
 }

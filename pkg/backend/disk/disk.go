@@ -133,7 +133,7 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, staging stri
 	if d.IsCritical() {
 		return fmt.Errorf("disk %d is the boot or system disk: %w", d.Number, host.ErrConflict)
 	}
-	unlock, err := b.disks.Lock(ctx, diskKey(d))
+	ctx, unlock, err := b.disks.LockUntilIdle(ctx, diskKey(d))
 	if err != nil {
 		return fmt.Errorf("wait for disk %d: %w", d.Number, err)
 	}

@@ -34,7 +34,7 @@ func (b *Backend) Expand(ctx context.Context, r backend.ExpandRequest) (int64, e
 		return 0, fmt.Errorf("disk %d is %d bytes, less than the requested %d: the expansion is not visible on this node yet: %w",
 			num, d.Size, r.RequiredBytes, host.ErrNotReady)
 	}
-	unlock, err := b.disks.Lock(ctx, diskKey(d))
+	ctx, unlock, err := b.disks.LockUntilIdle(ctx, diskKey(d))
 	if err != nil {
 		return 0, fmt.Errorf("wait for disk %d: %w", num, err)
 	}

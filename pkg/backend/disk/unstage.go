@@ -82,7 +82,7 @@ func (b *Backend) offline(ctx context.Context, number uint32) error {
 	if d.IsCritical() || d.IsOffline {
 		return nil
 	}
-	unlock, err := b.disks.Lock(ctx, diskKey(d))
+	ctx, unlock, err := b.disks.LockUntilIdle(ctx, diskKey(d))
 	if err != nil {
 		return fmt.Errorf("wait for disk %d: %w", number, err)
 	}

@@ -102,7 +102,10 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 		return err
 	}
 
-	unlock, err := b.locks.Lock(ctx, targetLock(spec.IQN))
+	// Held until the host calls made under it have really ended, so that a
+	// call hung past the deadline never overlaps the next operation on the
+	// target (inflight.LockUntilIdle).
+	ctx, unlock, err := b.locks.LockUntilIdle(ctx, targetLock(spec.IQN))
 	if err != nil {
 		return fmt.Errorf("wait for other operations on target %s: %w", spec.IQN, err)
 	}
@@ -161,7 +164,7 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 		return nil, nil, nil
 	}
 
-	unlockPortals, err := b.lockPortals(ctx, want)
+	ctx, unlockPortals, err := b.lockPortals(ctx, want)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,7 +179,8 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 		isRegistered[portalKey(p)] = true
 	}
 	if spec.SessionAuth == host.AuthMutual {
-		unlockSecret, err := b.locks.Lock(ctx, initiatorLock)
+		var unlockSecret func()
+		ctx, unlockSecret, err = b.locks.LockUntilIdle(ctx, initiatorLock)
 		if err != nil {
 			return nil, nil, fmt.Errorf("wait for the initiator CHAP secret: %w", err)
 		}
@@ -292,8 +296,10 @@ func (b *Backend) discovered(ctx context.Context, iqn string, p host.Portal) (bo
 	return false, nil
 }
 
-// lockPortals takes the locks of the portals in sorted order.
-func (b *Backend) lockPortals(ctx context.Context, ps []host.Portal) (func(), error) {
+// lockPortals takes the locks of the portals in sorted order; like the
+// target lock, they stay held until the host calls made under the returned
+// context have ended.
+func (b *Backend) lockPortals(ctx context.Context, ps []host.Portal) (context.Context, func(), error) {
 	keys := make([]string, 0, len(ps))
 	seen := map[string]bool{}
 	for _, p := range ps {
@@ -310,14 +316,15 @@ func (b *Backend) lockPortals(ctx context.Context, ps []host.Portal) (func(), er
 		}
 	}
 	for _, k := range keys {
-		u, err := b.locks.Lock(ctx, portalLock(k))
+		lctx, u, err := b.locks.LockUntilIdle(ctx, portalLock(k))
 		if err != nil {
 			release()
-			return nil, fmt.Errorf("wait for other operations on portal %s: %w", k, err)
+			return ctx, nil, fmt.Errorf("wait for other operations on portal %s: %w", k, err)
 		}
+		ctx = lctx
 		unlocks = append(unlocks, u)
 	}
-	return release, nil
+	return ctx, release, nil
 }
 
 // rollback undoes what a failed stage created: its sessions, when no other

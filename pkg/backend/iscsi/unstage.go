@@ -32,7 +32,7 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 		return nil
 	}
 	ctx = klog.NewContext(ctx, log.WithValues("iqn", iqn))
-	unlock, err := b.locks.Lock(ctx, targetLock(iqn))
+	ctx, unlock, err := b.locks.LockUntilIdle(ctx, targetLock(iqn))
 	if err != nil {
 		return fmt.Errorf("wait for other operations on target %s: %w", iqn, err)
 	}
@@ -147,7 +147,7 @@ func (b *Backend) removeUnusedPortals(ctx context.Context, volumeID string, port
 		return nil
 	}
 	log := klog.FromContext(ctx)
-	unlock, err := b.lockPortals(ctx, portals)
+	ctx, unlock, err := b.lockPortals(ctx, portals)
 	if err != nil {
 		return err
 	}

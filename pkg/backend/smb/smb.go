@@ -157,12 +157,11 @@ func (b *Backend) inspectStaging(ctx context.Context, staging, unc string) (stag
 // still running after a deadline never overlaps the next operation on the
 // share.
 func (b *Backend) lockShare(ctx context.Context, root string) (context.Context, func(), error) {
-	release, err := b.shares.Lock(ctx, root)
+	ctx, unlock, err := b.shares.LockUntilIdle(ctx, root)
 	if err != nil {
 		return ctx, nil, fmt.Errorf("wait for other operations on share %s: %w", root, err)
 	}
-	ctx, tracker := host.Track(ctx)
-	return ctx, func() { tracker.WhenIdle(release) }, nil
+	return ctx, unlock, nil
 }
 
 // ensureMapping makes sure one healthy global mapping of the share root
