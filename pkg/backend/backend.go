@@ -14,6 +14,10 @@ type StageRequest struct {
 	VolumeID    string
 	StagingPath string // resolved, confined to the kubelet directory
 	Volume      contract.Volume
+	// ReadOnly is set for the *_READER_ONLY access modes: the volume must
+	// be staged without writing to it (no initialise, partition, format or
+	// grow; the disk stays read-only).
+	ReadOnly bool
 }
 
 // UnstageRequest asks a backend to undo a stage. Entry is the journal's

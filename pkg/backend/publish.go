@@ -70,8 +70,9 @@ func (p Publisher) Publish(ctx context.Context, staging, target string) (created
 
 // Unpublish removes the link at target. A missing target succeeds; an
 // empty directory (a publish that never completed) is removed; anything
-// holding data is refused.
-func (p Publisher) Unpublish(ctx context.Context, target string) error {
+// holding data is refused. When staging is not empty, a link to any other
+// path is refused too: it belongs to another volume.
+func (p Publisher) Unpublish(ctx context.Context, target, staging string) error {
 	info, err := p.Files.Stat(ctx, target)
 	if err != nil {
 		return fmt.Errorf("inspect target path %s: %w", target, err)
@@ -80,6 +81,10 @@ func (p Publisher) Unpublish(ctx context.Context, target string) error {
 	case host.PathMissing:
 		return nil
 	case host.PathSymlink, host.PathDir:
+		if info.Kind == host.PathSymlink && staging != "" && !SameTarget(info.Target, staging) {
+			return fmt.Errorf("target path %s links to %s, not to this volume's staging path %s: %w",
+				target, info.Target, staging, host.ErrConflict)
+		}
 		if err := p.Files.Remove(ctx, target); err != nil && !errors.Is(err, host.ErrNotFound) {
 			return fmt.Errorf("remove target path %s: %w", target, err)
 		}

@@ -387,3 +387,54 @@ func TestRestageRepairsDiskThatCameBackOfflineOrReadOnly(t *testing.T) {
 		})
 	}
 }
+
+func TestIncompatibleRestageKeepsTheRecord(t *testing.T) {
+	e := newEnv(t)
+	staging := e.stagingDir("vol-k")
+	mustOK(t, "stage", e.stage("vol-k", staging, map[string]string{"diskSerial": "vol-k"}))
+	// A repeat naming other storage is incompatible (AlreadyExists)…
+	wantCode(t, "restage with another disk", e.stage("vol-k", staging, map[string]string{"diskSerial": "other"}), codes.AlreadyExists)
+	// …and leaves the completed stage's record alone: publish and stats work.
+	target := e.targetPath("p", "pv-k")
+	mustOK(t, "publish", e.publish("vol-k", staging, target, false))
+	_, err := e.srv.NodeGetVolumeStats(context.Background(), &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-k", VolumePath: target})
+	mustOK(t, "stats", err)
+
+	// A compatible repeat that fails (an injected host error) does not
+	// downgrade the record either.
+	mustOK(t, "fault", e.sim.Faults().Add(sim.Rule{Op: sim.OpDisksList, Nth: 1, Err: "unreachable"}))
+	wantCode(t, "failing repeat", e.stage("vol-k", staging, map[string]string{"diskSerial": "vol-k"}), codes.Unavailable)
+	target2 := e.targetPath("p2", "pv-k")
+	mustOK(t, "publish after a failed repeat", e.publish("vol-k", staging, target2, false))
+}
+
+func TestPublishAndUnpublishCheckTheHost(t *testing.T) {
+	e := newEnv(t)
+	stA, stB := e.stagingDir("vol-a1"), e.stagingDir("vol-b1")
+	mustOK(t, "stage a", e.stage("vol-a1", stA, nil))
+	mustOK(t, "stage b", e.stage("vol-b1", stB, nil))
+	tB := e.targetPath("pb", "pv-b1")
+	mustOK(t, "publish b", e.publish("vol-b1", stB, tB, false))
+	// Unpublishing volume a at b's target must not remove b's link.
+	wantCode(t, "unpublish of another volume's link", e.unpublish("vol-a1", tB), codes.FailedPrecondition)
+	if fi, err := os.Lstat(tB); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("b's link was touched: %v %v", fi, err)
+	}
+
+	// The journal says a is staged, but its mount point is gone from the
+	// host: publishing must refuse rather than link to an empty directory.
+	mustOK(t, "unmount behind the plugin's back", e.sim.Host().Volumes.Unmount(context.Background(), stA))
+	wantCode(t, "publish over a lost stage", e.publish("vol-a1", stA, e.targetPath("pa", "pv-a1"), false), codes.FailedPrecondition)
+}
+
+func TestLookupRPCsValidatePathsBeforeVolumes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	bad := e.kubelet + "/pods/../../etc"
+	_, err := e.srv.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: "unknown", VolumePath: e.path("x"), StagingTargetPath: bad})
+	wantCode(t, "expand: bad staging path, unknown volume", err, codes.InvalidArgument)
+	_, err = e.srv.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: "unknown", VolumePublishPath: `\\server\share`})
+	wantCode(t, "health: UNC publish path, unknown volume", err, codes.InvalidArgument)
+	_, err = e.srv.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: "unknown", StagingTargetPath: bad})
+	wantCode(t, "health: bad staging path, unknown volume", err, codes.InvalidArgument)
+}

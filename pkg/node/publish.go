@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -39,7 +40,7 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if samePath(target, staging) {
 		return nil, invalid("target_path and staging_target_path are the same path")
 	}
-	if req.GetVolumeContext()["csi.storage.k8s.io/ephemeral"] == "true" {
+	if eph, err := strconv.ParseBool(req.GetVolumeContext()["csi.storage.k8s.io/ephemeral"]); err == nil && eph {
 		return nil, invalid("volume_context: ephemeral inline volumes are not supported")
 	}
 
@@ -80,10 +81,18 @@ func (s *Server) checkStaged(ctx context.Context, volumeID, staging string) erro
 		if !samePath(e.StagingPath, staging) {
 			return status.Errorf(codes.FailedPrecondition, "volume %q is staged at %s, not at %s", volumeID, e.StagingPath, staging)
 		}
-		if e.Staged {
-			return nil
+		if !e.Staged {
+			return status.Errorf(codes.FailedPrecondition, "volume %q is not staged at %s: its stage did not complete", volumeID, staging)
 		}
-		return status.Errorf(codes.FailedPrecondition, "volume %q is not staged at %s: its stage did not complete", volumeID, staging)
+		// The journal is an index, the host is the truth: a link to an
+		// empty staging directory would put the pod's writes on the node's
+		// system disk.
+		if _, live, err := s.publisher.Staged(ctx, staging); err != nil {
+			return toStatus(err)
+		} else if !live {
+			return status.Errorf(codes.FailedPrecondition, "volume %q is recorded as staged at %s, but nothing is staged there", volumeID, staging)
+		}
+		return nil
 	}
 	if _, live, err := s.publisher.Staged(ctx, staging); err != nil {
 		return toStatus(err)
@@ -132,7 +141,13 @@ func (s *Server) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	}
 	defer unlock()
 
-	if err := s.publisher.Unpublish(ctx, target); err != nil {
+	// When the volume is known, only a link to its own staging path is
+	// removed: a link belonging to another volume stays (FailedPrecondition).
+	var staging string
+	if e, ok := s.cfg.Journal.Get(volumeID); ok {
+		staging = e.StagingPath
+	}
+	if err := s.publisher.Unpublish(ctx, target, staging); err != nil {
 		return nil, toStatus(err)
 	}
 	s.mu.Lock()

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"reflect"
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -65,25 +66,39 @@ func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 		AccessMode:  modeName(mode),
 		Attrs:       vol.Attrs(),
 	}
-	if prev, ok := s.cfg.Journal.Get(entry.VolumeID); ok {
+	prev, hadPrev := s.cfg.Journal.Get(entry.VolumeID)
+	// restage is a compatible repeat of a completed stage at the same path:
+	// its record is already right, and a failure of the repeat must not
+	// downgrade it.
+	restage := false
+	if hadPrev {
 		if err := s.checkRestage(ctx, prev, entry); err != nil {
 			return nil, err
 		}
+		restage = prev.Staged && samePath(prev.StagingPath, staging)
 	}
-	// Record the intent before touching the host, so a crash can never
-	// hide this volume from the count of a shared resource's users.
-	if err := s.cfg.Journal.Put(entry); err != nil {
-		return nil, status.Errorf(codes.Internal, "record stage of volume %q: %v", entry.VolumeID, err)
+	if !restage {
+		// Record the intent before touching the host, so a crash can never
+		// hide this volume from the count of a shared resource's users.
+		if err := s.cfg.Journal.Put(entry); err != nil {
+			return nil, status.Errorf(codes.Internal, "record stage of volume %q: %v", entry.VolumeID, err)
+		}
 	}
 
-	err = b.Stage(ctx, backend.StageRequest{VolumeID: entry.VolumeID, StagingPath: staging, Volume: vol})
+	err = b.Stage(ctx, backend.StageRequest{VolumeID: entry.VolumeID, StagingPath: staging, Volume: vol, ReadOnly: readerOnly(mode)})
 	if err != nil {
-		s.forgetFailedStage(ctx, entry)
+		if !restage {
+			s.forgetFailedStage(ctx, entry)
+		}
 		return nil, toStatus(err)
 	}
 	entry.Staged = true
-	if err := s.cfg.Journal.Put(entry); err != nil {
-		return nil, status.Errorf(codes.Internal, "record stage of volume %q: %v", entry.VolumeID, err)
+	if !restage || !reflect.DeepEqual(prev, entry) {
+		// A repeat may carry new facts (the user name after a credential
+		// rotation): keep the record current.
+		if err := s.cfg.Journal.Put(entry); err != nil {
+			return nil, status.Errorf(codes.Internal, "record stage of volume %q: %v", entry.VolumeID, err)
+		}
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
 }
@@ -114,8 +129,18 @@ func (s *Server) checkRestage(ctx context.Context, prev, next journal.Entry) err
 	case prev.AccessMode != next.AccessMode:
 		return status.Errorf(codes.AlreadyExists, "volume %q is staged with access mode %s, not %s", prev.VolumeID, prev.AccessMode, next.AccessMode)
 	}
+	for _, k := range identityAttrs {
+		if a, b := prev.Attrs[k], next.Attrs[k]; a != b && a != "" && b != "" {
+			return status.Errorf(codes.AlreadyExists, "volume %q is staged with %s %s, not %s", prev.VolumeID, k, a, b)
+		}
+	}
 	return nil
 }
+
+// identityAttrs are the journal attributes that say which storage a volume
+// is (contract.Volume.Attrs): a repeat naming other storage is incompatible.
+// Others, such as the SMB user name, may change between stages.
+var identityAttrs = []string{contract.AttrDiskSelector, "unc", "lun"}
 
 // forgetFailedStage drops the intent record of a stage that failed and left
 // nothing at the staging path; backends roll back their own partial work.

@@ -91,29 +91,31 @@ func (s *Server) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if required < 0 || limit < 0 || (limit > 0 && required > limit) {
 		return nil, invalid("capacity_range: required_bytes %d and limit_bytes %d are inconsistent", required, limit)
 	}
-	e, err := s.stagedEntry(volumeID)
-	if err != nil {
-		return nil, err
-	}
-	staging := e.StagingPath
+	var reqStaging string
 	if p := req.GetStagingTargetPath(); p != "" {
-		r, err := s.resolvePath("staging_target_path", p)
-		if err != nil {
+		if reqStaging, err = s.resolveLookupPath("staging_target_path", p); err != nil {
 			return nil, err
 		}
-		if !samePath(r, staging) {
-			return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, staging, r)
-		}
-	}
-	b, err := s.backendFor(contract.Kind(e.Backend))
-	if err != nil {
-		return nil, err
 	}
 	ctx, unlock, err := s.lockVolume(ctx, volumeID)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	// Read the record under the lock: a concurrent unstage cannot remove
+	// it between the lookup and the host work.
+	e, err := s.stagedEntry(volumeID)
+	if err != nil {
+		return nil, err
+	}
+	staging := e.StagingPath
+	if reqStaging != "" && !samePath(reqStaging, staging) {
+		return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, staging, reqStaging)
+	}
+	b, err := s.backendFor(contract.Kind(e.Backend))
+	if err != nil {
+		return nil, err
+	}
 	if err := s.checkVolumePath(ctx, e, path); err != nil {
 		return nil, err
 	}
@@ -132,33 +134,37 @@ func (s *Server) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolume
 	if err := requireVolumeID(volumeID); err != nil {
 		return nil, err
 	}
+	// Every path is checked before the volume is looked up (InvalidArgument
+	// before NotFound).
+	var reqStaging, publishPath string
+	var err error
+	if p := req.GetStagingTargetPath(); p != "" {
+		if reqStaging, err = s.resolveLookupPath("staging_target_path", p); err != nil {
+			return nil, err
+		}
+	}
+	if p := req.GetVolumePublishPath(); p != "" {
+		if publishPath, err = s.resolveLookupPath("volume_publish_path", p); err != nil {
+			return nil, err
+		}
+	}
 	e, err := s.stagedEntry(volumeID)
 	if err != nil {
 		return nil, err
 	}
 	ctx = host.WithVolume(ctx, volumeID)
-	if p := req.GetStagingTargetPath(); p != "" {
-		r, err := s.resolveLookupPath("staging_target_path", p)
-		if err != nil {
-			return nil, err
-		}
-		if !samePath(r, e.StagingPath) {
-			return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, e.StagingPath, r)
-		}
+	if reqStaging != "" && !samePath(reqStaging, e.StagingPath) {
+		return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, e.StagingPath, reqStaging)
 	}
 	health := &csi.VolumeHealth{VolumeId: volumeID}
-	if p := req.GetVolumePublishPath(); p != "" {
-		r, err := s.resolveLookupPath("volume_publish_path", p)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.checkVolumePath(ctx, e, r); err != nil {
+	if publishPath != "" {
+		if err := s.checkVolumePath(ctx, e, publishPath); err != nil {
 			if status.Code(err) != codes.NotFound {
 				return nil, err
 			}
 			health.HealthStatuses = append(health.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{
 				Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: "PublishLinkMissing",
-				Message: "the publish path " + r + " does not link to the staged volume",
+				Message: "the publish path " + publishPath + " does not link to the staged volume",
 			})
 		}
 	}

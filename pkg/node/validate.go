@@ -94,6 +94,12 @@ func multiNodeWriter(m csi.VolumeCapability_AccessMode_Mode) bool {
 		m == csi.VolumeCapability_AccessMode_MULTI_NODE_SINGLE_WRITER
 }
 
+// readerOnly reports whether the mode only reads.
+func readerOnly(m csi.VolumeCapability_AccessMode_Mode) bool {
+	return m == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY ||
+		m == csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
+}
+
 func modeName(m csi.VolumeCapability_AccessMode_Mode) string {
 	if n, ok := csi.VolumeCapability_AccessMode_Mode_name[int32(m)]; ok {
 		return n

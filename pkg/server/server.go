@@ -32,10 +32,13 @@ type Server struct {
 
 // New returns a server with the identity and node services registered.
 func New(cfg Config) *Server {
-	interceptors := []grpc.UnaryServerInterceptor{recoverPanics, logRPC}
+	// Outermost first: a panic is recovered innermost, so the RPC still
+	// gets its log line and its metrics sample.
+	interceptors := []grpc.UnaryServerInterceptor{logRPC}
 	if cfg.Metrics != nil {
 		interceptors = append(interceptors, recordMetrics(cfg.Metrics))
 	}
+	interceptors = append(interceptors, recoverPanics)
 	g := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
 	csi.RegisterIdentityServer(g, cfg.Identity)
 	csi.RegisterNodeServer(g, cfg.Node)

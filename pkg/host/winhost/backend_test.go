@@ -241,10 +241,10 @@ func TestBackendPublishUnpublishStats(t *testing.T) {
 	if err != nil || sp.Total != 10<<30 || sp.AvailableToUse != 6<<30 {
 		t.Fatalf("Stats = %+v, %v", sp, err)
 	}
-	if err := p.Unpublish(ctx, target); err != nil {
+	if err := p.Unpublish(ctx, target, staging); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Unpublish(ctx, target); err != nil {
+	if err := p.Unpublish(ctx, target, staging); err != nil {
 		t.Fatal(err)
 	}
 	if n := r.wmi(t); n != budgetPublish {
