@@ -23,6 +23,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/hostmetrics"
 	"github.com/wincsi/csi-windows-node/pkg/identity"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
@@ -39,6 +40,9 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("csi-windows-node", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	opts := config.Register(fs, runtime.GOOS)
+	// Registered here rather than in pkg/config: it is a debugging aid of
+	// the binary, not part of the plugin's configuration.
+	enablePprof := fs.Bool("enable-pprof", false, "also serve the Go profiler on --http-endpoint under /debug/pprof/ (keep that endpoint on localhost)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -50,7 +54,11 @@ func run(args []string) int {
 		return 0
 	}
 	hostname, _ := os.Hostname() // empty on error; Finish then requires --node-id
-	if err := opts.Finish(fs, runtime.GOOS, hostname); err != nil {
+	err := opts.Finish(fs, runtime.GOOS, hostname)
+	if *enablePprof && opts.HTTPEndpoint == "" {
+		err = errors.Join(err, errors.New("--enable-pprof needs --http-endpoint"))
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "csi-windows-node: invalid flags:\n%v\n", err)
 		return 2
 	}
@@ -59,7 +67,7 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(klog.NewContext(context.Background(), logger), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if err := serve(ctx, opts); err != nil {
+	if err := serve(ctx, opts, *enablePprof); err != nil {
 		logger.Error(err, "Plugin failed")
 		return 1
 	}
@@ -67,7 +75,7 @@ func run(args []string) int {
 	return 0
 }
 
-func serve(ctx context.Context, opts *config.Options) error {
+func serve(ctx context.Context, opts *config.Options, pprof bool) error {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
 	logger.Info("Starting", "version", version.Version, "commit", version.Commit, "nodeID", opts.NodeID,
@@ -101,13 +109,21 @@ func serve(ctx context.Context, opts *config.Options) error {
 		return err
 	}
 	defer closeHost()
+	// Every host call is counted on /metrics
+	// (csi_windows_node_host_calls_total, docs/performance.md).
+	mm := metrics.NewCSIMetricsManagerForPlugin(opts.DriverName)
+	hm, err := hostmetrics.New(mm.GetRegistry())
+	if err != nil {
+		_ = l.Close() // the registration error is the one to report
+		return err
+	}
+	h = hm.Wrap(h)
 
 	jr, err := journal.Open(opts.StateDir)
 	if err != nil {
 		_ = l.Close() // the journal error is the one to report
 		return fmt.Errorf("open the stage journal: %w", err)
 	}
-	mm := metrics.NewCSIMetricsManagerForPlugin(opts.DriverName)
 	ids := identity.New(opts.DriverName, version.Version, len(opts.Topology) > 0)
 	ns := node.New(node.Config{
 		NodeID:     opts.NodeID,
@@ -126,7 +142,7 @@ func serve(ctx context.Context, opts *config.Options) error {
 
 	var web *server.HTTP
 	if opts.HTTPEndpoint != "" {
-		web, err = server.ListenHTTP(opts.HTTPEndpoint, mm, ids.Ready)
+		web, err = server.ListenHTTP(server.HTTPConfig{Addr: opts.HTTPEndpoint, Metrics: mm, Ready: ids.Ready, Pprof: pprof})
 		if err != nil {
 			srv.Stop(0)
 			return err
@@ -174,7 +190,7 @@ func contractOptions(opts *config.Options) (contract.Options, error) {
 }
 
 func backends(h host.Host, opts *config.Options, jr *journal.Journal) map[contract.Kind]node.Backend {
-	disks := disk.New(h, disk.Options{OfflineOnUnstage: opts.OfflineDiskOnUnstage})
+	disks := disk.New(h, disk.Options{OfflineOnUnstage: opts.OfflineDiskOnUnstage, Notes: jr})
 	return map[contract.Kind]node.Backend{
 		contract.KindDisk:  disks,
 		contract.KindSMB:   smb.New(h, jr, smb.Options{Notes: jr, KeepMappings: opts.SMBKeepMappings}),

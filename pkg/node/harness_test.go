@@ -70,7 +70,7 @@ func (e *env) start() {
 		Journal:    jr,
 		Contract:   contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true},
 		Backends: map[contract.Kind]Backend{
-			contract.KindDisk: disk.New(h, disk.Options{OfflineOnUnstage: true, Backoff: fast}),
+			contract.KindDisk: disk.New(h, disk.Options{OfflineOnUnstage: true, Backoff: fast, Notes: jr}),
 		},
 	})
 }

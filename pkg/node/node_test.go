@@ -438,3 +438,63 @@ func TestLookupRPCsValidatePathsBeforeVolumes(t *testing.T) {
 	_, err = e.srv.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: "unknown", StagingTargetPath: bad})
 	wantCode(t, "health: bad staging path, unknown volume", err, codes.InvalidArgument)
 }
+
+func TestReadOnlyAccessModesNeverWrite(t *testing.T) {
+	roCap := mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY, "")
+	stage := func(e *env, vol string) error {
+		_, err := e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
+			VolumeId: vol, StagingTargetPath: e.stagingDir(vol), VolumeCapability: roCap})
+		return err
+	}
+	t.Run("formatted disk stays read-only", func(t *testing.T) {
+		e := newEnv(t)
+		n, err := e.sim.AttachDisk(sim.DiskSpec{Serial: "ro-1", Adapter: 1, LUN: 1, FileSystem: "NTFS", Offline: true})
+		mustOK(t, "attach", err)
+		mark := e.sim.Mark()
+		mustOK(t, "stage read-only", stage(e, "ro-1"))
+		for _, op := range e.sim.OpsSince(mark) {
+			switch op {
+			case sim.OpDisksInitialize, sim.OpDisksCreatePartition, sim.OpVolumesFormat, sim.OpDisksResizePartition:
+				t.Fatalf("read-only stage wrote to the disk: %v", e.sim.OpsSince(mark))
+			}
+		}
+		for _, d := range e.sim.Snapshot().Disks {
+			if d.Number == n && (!d.ReadOnly || d.Offline) {
+				t.Fatalf("disk after a read-only stage: read-only %v, offline %v", d.ReadOnly, d.Offline)
+			}
+		}
+	})
+	t.Run("blank disk is refused", func(t *testing.T) {
+		e := newEnv(t)
+		_, err := e.sim.AttachDisk(sim.DiskSpec{Serial: "ro-2", Adapter: 1, LUN: 2})
+		mustOK(t, "attach", err)
+		wantCode(t, "read-only stage of a blank disk", stage(e, "ro-2"), codes.FailedPrecondition)
+	})
+}
+
+func TestUnrecognisedVolumeIsNeverFormatted(t *testing.T) {
+	e := newEnv(t)
+	// A Basic Data partition whose volume Windows cannot read (ext4 made
+	// with a Basic Data type, a locked BitLocker volume): RAW to Windows.
+	_, err := e.sim.AttachDisk(sim.DiskSpec{Serial: "foreign", Adapter: 1, LUN: 4, PartitionStyle: host.PartitionStyleGPT,
+		Partitions: []sim.PartitionSpec{{}}})
+	mustOK(t, "attach", err)
+	wantCode(t, "stage", e.stage("vol-f", e.stagingDir("vol-f"), map[string]string{"diskSerial": "foreign"}), codes.FailedPrecondition)
+	if n := e.sim.Count(sim.OpVolumesFormat); n != 0 {
+		t.Fatalf("formatted %d times", n)
+	}
+}
+
+func TestStageCrashBetweenPartitionAndFormatConverges(t *testing.T) {
+	e := newEnv(t)
+	// The first attempt creates the partition and fails at Format; the
+	// retry must format the partition the plugin itself made.
+	mustOK(t, "fault", e.sim.Faults().Add(sim.Rule{Op: sim.OpVolumesFormat, Nth: 1, Err: "internal"}))
+	staging := e.stagingDir("vol-c2")
+	wantCode(t, "first attempt", e.stage("vol-c2", staging, nil), codes.Internal)
+	e.restart()
+	mustOK(t, "retry", e.stage("vol-c2", staging, nil))
+	if n := e.sim.Count(sim.OpVolumesFormat); n != 1 {
+		t.Fatalf("format calls after the restart = %d, want 1", n)
+	}
+}

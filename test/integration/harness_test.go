@@ -189,7 +189,7 @@ func newHarness(t *testing.T) *harness {
 		Journal:  jr,
 		Contract: copts,
 		Backends: map[contract.Kind]node.Backend{
-			contract.KindDisk: disk.New(h, disk.Options{OfflineOnUnstage: true}),
+			contract.KindDisk: disk.New(h, disk.Options{OfflineOnUnstage: true, Notes: jr}),
 		},
 	})
 	return &harness{t: t, exec: exec, node: ns, kubelet: kubelet}

@@ -153,7 +153,7 @@ Write-Output ("" + $target.TargetIqn + " " + $address)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := disk.New(h, disk.Options{OfflineOnUnstage: true})
+	db := disk.New(h, disk.Options{OfflineOnUnstage: true, Notes: jr})
 	ns := node.New(node.Config{
 		NodeID:  "iscsi-it",
 		Root:    root,

@@ -25,6 +25,29 @@ type Options struct {
 	OfflineOnUnstage bool
 	// Backoff paces the wait for a disk to appear after attach.
 	Backoff backend.Backoff
+	// Notes records, crash-safely, that the plugin is about to create a
+	// volume's partition, so that a stage interrupted between creating
+	// the partition and formatting it formats it on retry. The node passes
+	// its journal. Without notes, a partition whose volume Windows does
+	// not recognise is never formatted unless this very stage created it.
+	Notes Notes
+}
+
+// Notes is the crash-safe note store of the stage journal.
+type Notes interface {
+	GetNote(key string) (string, bool)
+	PutNote(key, value string) error
+	DeleteNote(key string) error
+}
+
+// PrepareRequest says how to prepare and mount a found disk.
+type PrepareRequest struct {
+	VolumeID    string
+	StagingPath string
+	FS          contract.FileSystem
+	// ReadOnly stages without writing: the disk is kept (or made)
+	// read-only and is never initialised, partitioned, formatted or grown.
+	ReadOnly bool
 }
 
 // Backend is the disk backend.
@@ -53,13 +76,13 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) error {
 		return err
 	}
 	if staged != "" {
-		return b.verifyStaged(ctx, spec.Selector, staged, r.StagingPath)
+		return b.verifyStaged(ctx, spec.Selector, staged, r.StagingPath, r.ReadOnly)
 	}
 	d, err := b.Find(ctx, spec.Selector)
 	if err != nil {
 		return err
 	}
-	return b.PrepareAndMount(ctx, d, r.StagingPath, r.Volume.FS)
+	return b.PrepareAndMount(ctx, d, PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS, ReadOnly: r.ReadOnly})
 }
 
 // CheckStagingPath returns the GUID path of the volume mounted at the
@@ -89,16 +112,14 @@ func (b *Backend) CheckStagingPath(ctx context.Context, staging string) (string,
 }
 
 // verifyStaged answers a repeated stage: the staging path already holds a
-// volume, which must be on the selected disk. It costs one disk listing.
-func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, guid, staging string) error {
-	disks, err := b.h.Disks.List(ctx)
-	if err != nil {
-		return fmt.Errorf("list disks: %w", err)
-	}
-	d, err := b.match(ctx, disks, sel)
-	if errors.Is(err, backend.ErrRetry) {
+// volume, which must be on the selected disk. It normally costs one disk
+// listing; a disk that shows up late (after a reboot) is waited for like a
+// first stage.
+func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, guid, staging string, readOnly bool) error {
+	d, err := b.Find(ctx, sel)
+	if errors.Is(err, host.ErrNotFound) {
 		return fmt.Errorf("staging path %s holds volume %s, but no attached disk matches %s: %w",
-			staging, guid, describe(sel), host.ErrAlreadyExists)
+			staging, guid, describe(sel), err)
 	}
 	if err != nil {
 		return err
@@ -108,7 +129,12 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 	// over a volume that cannot be written. This comes first because an
 	// offline disk's volume device is gone, so its disk number cannot be
 	// read until the disk is back online.
-	if d.IsReadOnly || d.IsOffline {
+	switch {
+	case readOnly && d.IsOffline:
+		if err := b.online(ctx, d); err != nil {
+			return err
+		}
+	case !readOnly && (d.IsReadOnly || d.IsOffline):
 		if err := b.BringUp(ctx, d); err != nil {
 			return err
 		}
@@ -125,11 +151,18 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 	return nil
 }
 
-// PrepareAndMount makes disk d usable and mounts its volume at staging, an
-// existing empty directory: it clears read-only, brings the disk online,
-// initialises it as GPT when RAW, creates its data partition when there is
-// none, formats the volume when it has no file system and mounts it.
-func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, staging string, fs contract.FileSystem) error {
+// PrepareAndMount makes disk d usable and mounts its volume at the staging
+// path, an existing empty directory: it clears read-only, brings the disk
+// online, initialises it as GPT when RAW, creates its data partition when
+// there is none, formats the volume when it has no file system and mounts
+// it. A read-only request only brings the disk online and mounts an
+// existing file system.
+//
+// It formats a volume only when the partition is the plugin's own: made by
+// this stage, or recorded in a note before an earlier, interrupted stage
+// made it. A partition whose volume Windows does not recognise (ext4 on a
+// Basic Data partition, a BitLocker-locked or damaged NTFS) is refused.
+func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareRequest) error {
 	if d.IsCritical() {
 		return fmt.Errorf("disk %d is the boot or system disk: %w", d.Number, host.ErrConflict)
 	}
@@ -140,11 +173,15 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, staging stri
 	defer unlock()
 
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
-	if err := b.BringUp(ctx, d); err != nil {
+	if r.ReadOnly {
+		if err := b.readOnlyUp(ctx, d); err != nil {
+			return err
+		}
+	} else if err := b.BringUp(ctx, d); err != nil {
 		return err
 	}
 
-	part, fresh, err := b.dataPartition(ctx, d)
+	part, ours, err := b.dataPartition(ctx, d, r)
 	if err != nil {
 		return err
 	}
@@ -153,68 +190,151 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, staging stri
 		return err
 	}
 	switch {
+	case vol.FileSystem == "" && r.ReadOnly:
+		return fmt.Errorf("disk %d has no file system, and a read-only volume is never formatted: %w", d.Number, host.ErrConflict)
+	case vol.FileSystem == "" && !ours:
+		return fmt.Errorf("partition %d of disk %d holds a volume with no file system Windows recognises "+
+			"(another operating system's file system, a locked BitLocker volume or a damaged NTFS); "+
+			"the plugin only formats partitions it created and never erases data: %w", part.Number, d.Number, host.ErrConflict)
 	case vol.FileSystem == "":
-		log.V(4).Info("Formatting volume", "volumeGUID", vol.GUIDPath, "fsType", fs.Type, "freshPartition", fresh)
+		log.V(4).Info("Formatting volume", "volumeGUID", vol.GUIDPath, "fsType", r.FS.Type)
 		vol, err = b.h.Volumes.Format(ctx, vol, host.FormatOptions{
-			FileSystem:         fsOrDefault(fs.Type),
-			Label:              fs.Label,
-			AllocationUnitSize: fs.AllocationUnitSize,
+			FileSystem:         fsOrDefault(r.FS.Type),
+			Label:              r.FS.Label,
+			AllocationUnitSize: r.FS.AllocationUnitSize,
 		})
 		if err != nil {
 			return fmt.Errorf("format volume %s on disk %d: %w", vol.GUIDPath, d.Number, err)
 		}
-	case !fsCompatible(vol.FileSystem, fs):
+		b.forgetPartitioning(ctx, r.VolumeID)
+	case !fsCompatible(vol.FileSystem, r.FS):
 		return fmt.Errorf("disk %d holds a %s file system, not the requested %s: %w",
-			d.Number, vol.FileSystem, fs.Type, host.ErrAlreadyExists)
-	case !fresh:
+			d.Number, vol.FileSystem, r.FS.Type, host.ErrAlreadyExists)
+	case !r.ReadOnly && !ours:
 		if err := b.growToDisk(ctx, d, part); err != nil {
 			return err
 		}
 	}
 
-	log.V(4).Info("Mounting volume", "volumeGUID", vol.GUIDPath, "stagingTargetPath", staging)
-	if err := b.h.Volumes.Mount(ctx, vol.GUIDPath, staging); err != nil {
+	log.V(4).Info("Mounting volume", "volumeGUID", vol.GUIDPath, "stagingTargetPath", r.StagingPath)
+	if err := b.h.Volumes.Mount(ctx, vol.GUIDPath, r.StagingPath); err != nil {
 		if errors.Is(err, host.ErrDirNotEmpty) {
 			// A concurrent or crashed earlier attempt may have mounted it.
-			if info, serr := b.h.Files.Stat(ctx, staging); serr == nil && info.Kind == host.PathMountPoint &&
+			if info, serr := b.h.Files.Stat(ctx, r.StagingPath); serr == nil && info.Kind == host.PathMountPoint &&
 				winpath.CanonicalTarget(info.Target) == winpath.CanonicalTarget(vol.GUIDPath) {
 				return nil
 			}
 		}
-		return fmt.Errorf("mount volume %s at %s: %w", vol.GUIDPath, staging, err)
+		return fmt.Errorf("mount volume %s at %s: %w", vol.GUIDPath, r.StagingPath, err)
 	}
 	return nil
 }
 
+// readOnlyUp brings a disk up for a read-only stage: it stays (or is made)
+// read-only on this node before it comes online, so nothing this node does
+// writes to it, and NTFS mounts it read-only.
+func (b *Backend) readOnlyUp(ctx context.Context, d host.Disk) error {
+	if !d.IsReadOnly {
+		klog.FromContext(ctx).V(4).Info("Setting disk read-only for a read-only volume", "diskNumber", d.Number)
+		if err := b.h.Disks.SetReadOnly(ctx, d, true); err != nil {
+			return fmt.Errorf("set read-only on disk %d: %w", d.Number, err)
+		}
+	}
+	if d.IsOffline {
+		return b.online(ctx, d)
+	}
+	return nil
+}
+
+func (b *Backend) online(ctx context.Context, d host.Disk) error {
+	klog.FromContext(ctx).V(4).Info("Bringing disk online", "diskNumber", d.Number, "offlineReason", int(d.OfflineReason))
+	if err := b.h.Disks.SetOnline(ctx, d, true); err != nil {
+		if d.OfflineReason == host.OfflineReasonCollision {
+			return fmt.Errorf("disk %d is offline because its signature collides with another disk "+
+				"(a clone of a disk attached to this node) and could not be brought online: %w", d.Number, err)
+		}
+		return fmt.Errorf("bring disk %d online: %w", d.Number, err)
+	}
+	return nil
+}
+
+// notePartitioning records that the plugin is about to create the volume's
+// partition.
+func (b *Backend) notePartitioning(volumeID string, d host.Disk) error {
+	if b.opts.Notes == nil || volumeID == "" {
+		return nil
+	}
+	if err := b.opts.Notes.PutNote(partitionNote(volumeID), fmt.Sprintf("disk %d serial %q", d.Number, d.SerialNumber)); err != nil {
+		return fmt.Errorf("record the partitioning of disk %d: %w", d.Number, err)
+	}
+	return nil
+}
+
+// partitionedByUs reports whether an earlier stage of the volume recorded
+// that it was creating the partition.
+func (b *Backend) partitionedByUs(volumeID string) bool {
+	if b.opts.Notes == nil || volumeID == "" {
+		return false
+	}
+	_, ok := b.opts.Notes.GetNote(partitionNote(volumeID))
+	return ok
+}
+
+func (b *Backend) forgetPartitioning(ctx context.Context, volumeID string) {
+	if b.opts.Notes == nil || volumeID == "" {
+		return
+	}
+	if err := b.opts.Notes.DeleteNote(partitionNote(volumeID)); err != nil {
+		// Harmless: the note only allows formatting a RAW volume of this
+		// plugin's own partition, which now has a file system.
+		klog.FromContext(ctx).V(2).Info("Cannot drop the partitioning note", "err", err)
+	}
+}
+
+func partitionNote(volumeID string) string { return "disk/partitioning/" + volumeID }
+
 // BringUp clears read-only and brings the disk online, in that order: a
 // cloned disk whose signature collides with an online disk only comes
-// online once read-only is cleared (csi-proxy#287, azuredisk#1909).
+// online once read-only is cleared (csi-proxy#287, azuredisk#1909). When
+// the provider refuses to change an offline disk's attributes (MSFT_Disk
+// 41003 "the disk is offline"), the disk is brought online first, as
+// azuredisk does (windows-drivers.md §2.3).
 func (b *Backend) BringUp(ctx context.Context, d host.Disk) error {
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
 	if d.IsReadOnly {
 		log.V(4).Info("Clearing disk read-only attribute")
-		if err := b.h.Disks.SetReadOnly(ctx, d, false); err != nil {
+		err := b.h.Disks.SetReadOnly(ctx, d, false)
+		if err != nil && d.IsOffline && d.OfflineReason != host.OfflineReasonCollision && errors.Is(err, host.ErrNotReady) {
+			log.V(4).Info("The disk must be online to clear read-only; bringing it online first")
+			if err := b.online(ctx, d); err != nil {
+				return err
+			}
+			d.IsOffline = false
+			err = b.h.Disks.SetReadOnly(ctx, d, false)
+		}
+		if err != nil {
 			return fmt.Errorf("clear read-only on disk %d: %w", d.Number, err)
 		}
 	}
 	if d.IsOffline {
-		log.V(4).Info("Bringing disk online", "offlineReason", int(d.OfflineReason))
-		if err := b.h.Disks.SetOnline(ctx, d, true); err != nil {
-			if d.OfflineReason == host.OfflineReasonCollision {
-				return fmt.Errorf("disk %d is offline because its signature collides with another disk "+
-					"(a clone of a disk attached to this node) and could not be brought online: %w", d.Number, err)
-			}
-			return fmt.Errorf("bring disk %d online: %w", d.Number, err)
-		}
+		return b.online(ctx, d)
 	}
 	return nil
 }
 
 // dataPartition returns the disk's one data partition, initialising the disk
-// and creating the partition when needed; fresh reports that it was created.
-func (b *Backend) dataPartition(ctx context.Context, d host.Disk) (host.Partition, bool, error) {
+// and creating the partition when needed. ours reports that the partition
+// is the plugin's own for this volume (created now, or noted before an
+// interrupted earlier stage created it), so its volume may be formatted.
+func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareRequest) (host.Partition, bool, error) {
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
 	if d.PartitionStyle == host.PartitionStyleRAW {
+		if r.ReadOnly {
+			return host.Partition{}, false, fmt.Errorf("disk %d is blank, and a read-only volume is never initialised: %w", d.Number, host.ErrConflict)
+		}
+		if err := b.notePartitioning(r.VolumeID, d); err != nil {
+			return host.Partition{}, false, err
+		}
 		log.V(4).Info("Initialising disk", "partitionStyle", "GPT")
 		if err := b.h.Disks.Initialize(ctx, d, host.PartitionStyleGPT); err != nil {
 			return host.Partition{}, false, fmt.Errorf("initialise disk %d: %w", d.Number, err)
@@ -237,6 +357,12 @@ func (b *Backend) dataPartition(ctx context.Context, d host.Disk) (host.Partitio
 	}
 	switch len(data) {
 	case 0:
+		if r.ReadOnly {
+			return host.Partition{}, false, fmt.Errorf("disk %d has no data partition, and a read-only volume is never partitioned: %w", d.Number, host.ErrConflict)
+		}
+		if err := b.notePartitioning(r.VolumeID, d); err != nil {
+			return host.Partition{}, false, err
+		}
 		return b.createPartition(ctx, d)
 	case 1:
 		p := data[0]
@@ -244,7 +370,7 @@ func (b *Backend) dataPartition(ctx context.Context, d host.Disk) (host.Partitio
 			return host.Partition{}, false, fmt.Errorf("partition %d of disk %d has type %s, which this plugin does not create; "+
 				"refusing to touch a disk holding other data: %w", p.Number, d.Number, partType(p), host.ErrConflict)
 		}
-		return p, false, nil
+		return p, b.partitionedByUs(r.VolumeID), nil
 	default:
 		return host.Partition{}, false, fmt.Errorf("disk %d holds %d data partitions; the plugin only uses disks with one: %w",
 			d.Number, len(data), host.ErrConflict)

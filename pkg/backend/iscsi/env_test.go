@@ -135,7 +135,7 @@ func (e *env) open() {
 	if e.wrap != nil {
 		h = e.wrap(h)
 	}
-	db := disk.New(h, disk.Options{OfflineOnUnstage: true, Backoff: fast})
+	db := disk.New(h, disk.Options{OfflineOnUnstage: true, Backoff: fast, Notes: jr})
 	e.sim, e.jr = s, jr
 	e.srv = node.New(node.Config{
 		NodeID:  "node-1",

@@ -130,7 +130,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 		return b.verifyStaged(ctx, d, staged, r.StagingPath, spec)
 	}
 	log.V(4).Info("Preparing the LUN's disk", "diskNumber", d.Number, "stagingTargetPath", r.StagingPath)
-	return b.disks.PrepareAndMount(ctx, d, r.StagingPath, r.Volume.FS)
+	return b.disks.PrepareAndMount(ctx, d, disk.PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS, ReadOnly: r.ReadOnly})
 }
 
 // ensureSessions logs in to the target through the portals that need a

@@ -54,7 +54,7 @@ func NewLibrary(t *testing.T, copts contract.Options) *Library {
 	}
 	h := s.Host()
 	fast := backend.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Bound: time.Second}
-	disks := disk.New(h, disk.Options{OfflineOnUnstage: true, Backoff: fast})
+	disks := disk.New(h, disk.Options{OfflineOnUnstage: true, Backoff: fast, Notes: jr})
 	ns := node.New(node.Config{
 		NodeID: "sanity-node", Root: root, Host: h, Journal: jr, Contract: copts,
 		Backends: map[contract.Kind]node.Backend{
