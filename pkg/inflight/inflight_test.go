@@ -132,7 +132,7 @@ func TestLockUntilIdleHoldsWhileHostCallRuns(t *testing.T) {
 	}
 	stuck := make(chan struct{})
 	cctx, cancel := context.WithCancel(ctx)
-	cancel() // the caller gives up at once…
+	cancel()                    // the caller gives up at once…
 	end := host.BeginCall(cctx) // …while a host call it started is still running
 	go func() { <-stuck; end() }()
 	unlock()
