@@ -52,9 +52,17 @@ func TestParseDiskPresets(t *testing.T) {
 			wantKey: "LUN",
 		},
 		{
-			name:    "LUN without the preset is the iscsi lun",
+			// Azure's publish_context LUN folds to the iscsi key lun: a
+			// controller's key of another backend is ignored, so the
+			// error names the missing selector, not the vendor's key.
+			name:    "LUN without the preset is ignored in publish_context",
 			req:     Request{PublishContext: m("LUN", "3")},
-			wantKey: "LUN",
+			wantKey: "diskSerial",
+		},
+		{
+			name:    "an iscsi key in volume_context of a disk volume is an error",
+			req:     Request{VolumeContext: m("diskSerial", "a", "lun", "3")},
+			wantKey: "lun",
 		},
 		{
 			name: "vsphere diskUUID",

@@ -109,6 +109,7 @@ func mergeContexts(vc, pc map[string]string) (params, *Error) {
 		return nil, e
 	}
 	for k, v := range pp {
+		v.published = true
 		p[k] = v
 	}
 	return p, nil
@@ -168,6 +169,14 @@ func checkKeys(p params, kind Kind, how kindChoice) ([]string, *Error) {
 		e := p[f]
 		if k, ok := contextKeys[f]; ok {
 			if !appliesTo(k.Backends, kind) {
+				if e.published {
+					// A controller's publish_context may carry a key that
+					// means something else here (Azure Disk's "LUN" folds
+					// to iscsi's "lun"): ignore it rather than fail a
+					// volume the user cannot change.
+					ignored = append(ignored, e.key)
+					continue
+				}
 				return nil, errorf(e.key, "belongs to %s, %s", backendsText(k.Backends), kindReason(p, kind, how))
 			}
 			continue

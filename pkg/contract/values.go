@@ -12,6 +12,9 @@ import (
 type entry struct {
 	key string // original spelling (the vendor key when aliased)
 	val string
+	// published is true for an entry read from publish_context, which the
+	// vendor's controller writes, not the user.
+	published bool
 }
 
 // params holds one map's entries by folded key.
