@@ -144,10 +144,12 @@ func (j *Journal) Delete(volumeID string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove journal entry of volume %q: %w", volumeID, err)
 	}
+	// The file is gone: the in-memory copy follows even if the directory
+	// sync fails, so the two never disagree.
+	delete(j.m, volumeID)
 	if err := syncDir(j.dir); err != nil {
 		return fmt.Errorf("sync journal directory: %w", err)
 	}
-	delete(j.m, volumeID)
 	return nil
 }
 

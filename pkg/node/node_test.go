@@ -248,10 +248,18 @@ func TestHungHostCallHoldsOnlyThatVolume(t *testing.T) {
 	mustOK(t, "fault", e.sim.Faults().Add(sim.Rule{Op: sim.OpVolumesFormat, Nth: 1, Hang: true}))
 	stA, stB := e.stagingDir("vol-h"), e.stagingDir("vol-ok")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	// Cancel the RPC once the format is really hung, whatever the speed of
+	// the machine (no timing assumption).
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		for e.sim.Faults().Hung(sim.OpVolumesFormat) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
 	_, err := e.srv.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-h", StagingTargetPath: stA, VolumeCapability: snw})
-	wantCode(t, "stage with hung format", err, codes.DeadlineExceeded)
+	wantCode(t, "stage with hung format", err, codes.Canceled)
 
 	// While the format hangs, a retry on the same volume is refused…
 	wantCode(t, "retry during hang", e.stage("vol-h", stA, nil), codes.Aborted)
@@ -309,7 +317,7 @@ func TestDiskErrorsMapToCodes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, vctx: map[string]string{"diskSerial": "linux-disk"}, want: codes.FailedPrecondition},
-		{name: "injected unreachable", setup: func(e *env) {
+		{name: "host answers not implemented", setup: func(e *env) {
 			if err := e.sim.Faults().Add(sim.Rule{Op: sim.OpDisksInitialize, Err: "notimplemented"}); err != nil {
 				t.Fatal(err)
 			}

@@ -53,6 +53,8 @@ type Server struct {
 
 	mu        sync.Mutex
 	published map[string]map[string]publication // volume ID -> target path -> publication
+
+	ignored sync.Map // parameter names already logged as unknown
 }
 
 // publication is what the node remembers of a NodePublishVolume, to answer a

@@ -39,9 +39,7 @@ func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if len(vol.Ignored) > 0 {
-		klog.FromContext(ctx).V(4).Info("Ignoring unknown volume parameters", "keys", vol.Ignored)
-	}
+	s.logIgnored(ctx, vol.Ignored)
 	if vol.Kind != contract.KindSMB && multiNodeWriter(mode) {
 		return nil, invalid("volume_capability: access mode %s is not supported for %s volumes: NTFS and ReFS are not cluster file systems",
 			modeName(mode), vol.Kind)
@@ -231,4 +229,18 @@ func (s *Server) inferKind(ctx context.Context, staging string) (contract.Kind, 
 // samePath compares resolved paths the way the host would.
 func samePath(a, b string) bool {
 	return backend.SameTarget(a, b)
+}
+
+// logIgnored logs, once per key and process, the volume parameters the
+// contract does not use (names only, never values).
+func (s *Server) logIgnored(ctx context.Context, keys []string) {
+	var fresh []string
+	for _, k := range keys {
+		if _, seen := s.ignored.LoadOrStore(k, struct{}{}); !seen {
+			fresh = append(fresh, k)
+		}
+	}
+	if len(fresh) > 0 {
+		klog.FromContext(ctx).V(4).Info("Ignoring unknown volume parameters", "keys", fresh)
+	}
 }
