@@ -1,4 +1,4 @@
-# csi-windows-node — see docs/makefile.md for every target.
+# csi-windows-node — `make help` lists the targets; README.md explains them.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -21,7 +21,10 @@ RUN_ARGS    ?=
 
 CSC := $(BIN)/csc
 
-.PHONY: all build build-windows run demo csc test test-unit verify fmt vet lint bench bench-smoke clean help
+# make image: the Windows image (Dockerfile.windows), pushed to $(IMAGE).
+IMAGE ?= registry.example.com/csi-windows-node
+
+.PHONY: all build build-windows run demo csc image test test-unit test-deploy verify fmt vet lint bench bench-smoke clean help
 
 all: build build-windows
 
@@ -41,6 +44,11 @@ run: build ## run the plugin on the simulated Windows host (socket: _output/run/
 		--driver-name=$(DRIVER_NAME) --node-id=sim-node --endpoint=unix://$(RUN_DIR)/csi.sock \
 		--http-endpoint=127.0.0.1:29650 --v=2 $(RUN_ARGS)
 
+image: ## build and push the Windows image with docker buildx (needs a registry; see docs/install.md)
+	docker buildx build --platform windows/amd64 -f Dockerfile.windows \
+		--build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg BUILD_DATE=$(BUILDDATE) \
+		-t $(IMAGE):$(VERSION) --push .
+
 $(CSC):
 	cd test/tools && GOBIN=$(BIN) go install github.com/dell/gocsi/csc
 
@@ -55,8 +63,12 @@ demo: build $(CSC) ## start the plugin on the sim and drive stage→publish→wr
 	@CSC=$(CSC) test/demo/demo.sh $(OUTPUT)/demo; rc=$$?; kill $$(cat $(OUTPUT)/demo/pid); \
 		if [ $$rc -ne 0 ]; then cat $(OUTPUT)/demo/plugin.log; fi; exit $$rc
 
-test: ## unit tests and csi-sanity, with -race (the README's test command)
+test: ## unit tests and csi-sanity, with -race (the README's test command), then test-deploy
 	go test -race -count=1 ./...
+	$(MAKE) --no-print-directory test-deploy
+
+test-deploy: ## render and validate deploy/ (kustomize, Helm chart, examples) and Dockerfile.windows
+	cd test/deploy && go test -count=1 ./...
 
 test-unit: ## unit tests only (no sanity, no binary-level tests)
 	go test -race -count=1 $$(go list ./... | grep -v /test/)
@@ -88,11 +100,49 @@ lint: $(GOLANGCI_LINT)
 	GOOS=windows $(GOLANGCI_LINT) run ./...
 	GOOS=windows $(GOLANGCI_LINT) run --build-tags integration ./test/integration/...
 
-bench: ## benchmarks of the hot pure functions (the end-to-end bench arrives with docs/performance.md)
-	go test -run=NONE -bench=. -benchmem ./pkg/...
+# The end-to-end bench (test/bench, docs/performance.md) builds the plugin and
+# drives it on the simulated host over its socket; its numbers also go to
+# _output/bench*.json. BENCH_ARGS passes flags to it (see go run ./test/bench -h).
+BENCH_ARGS ?=
 
-bench-smoke:
-	go test -run=NONE -bench=. -benchtime=100x ./pkg/...
+bench: ## end-to-end bench of docs/performance.md, then the testing.B benchmarks
+	@mkdir -p $(OUTPUT)
+	go run ./test/bench -json $(OUTPUT)/bench.json $(BENCH_ARGS)
+	go test -run=NONE -bench=. -benchmem ./pkg/... ./test/bench/...
+
+bench-smoke: ## quick bench for CI: -short, no thresholds; testing.B benchmarks at 100 iterations
+	@mkdir -p $(OUTPUT)
+	go run ./test/bench -short -json $(OUTPUT)/bench-smoke.json $(BENCH_ARGS)
+	go test -run=NONE -bench=. -benchtime=100x ./pkg/... ./test/bench/...
+
+# Reliability suites (docs/reliability.md). make test runs the crash matrix,
+# the short soak, the hang, confinement, secrets and no-process tests; these
+# targets run the long variants.
+CRASH_COUNT  ?= 1
+SOAK_VOLUMES ?= 1000
+SOAK_TIME    ?= 60s
+SOAK_SEED    ?= 1
+FUZZTIME     ?= 10s
+
+.PHONY: test-crash test-soak fuzz
+
+test-crash: ## the full crash matrix, verbose (CRASH_COUNT repeats it)
+	go test -race -count=$(CRASH_COUNT) -v -run 'TestCrashMatrix' ./test/crash/ | grep -E '^(=== RUN|--- FAIL|FAIL|ok)|crash_test.go' | grep -v '=== RUN'
+
+test-soak: ## the long soak: SOAK_VOLUMES volumes for SOAK_TIME, with -race
+	CSI_SOAK_VOLUMES=$(SOAK_VOLUMES) CSI_SOAK_DURATION=$(SOAK_TIME) CSI_SOAK_SEED=$(SOAK_SEED) \
+		go test -race -count=1 -v -timeout 30m -run 'TestSoak' ./test/soak/ | grep -E '^(--- |FAIL|ok)|soak_test.go'
+
+fuzz: ## run every fuzz target (go test -fuzz) for FUZZTIME each
+	@set -e; \
+	for f in $$(grep -rl --include='*_test.go' '^func Fuzz' pkg test cmd | sort); do \
+		dir=./$$(dirname $$f); \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== $$dir $$t ($(FUZZTIME))"; \
+			go test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) $$dir 2>&1 | \
+				grep -E '^fuzz: elapsed|^(ok|FAIL|---)|Failing input|panic:|_test.go:' | tail -3; \
+		done; \
+	done
 
 clean: ## remove build and run output
 	rm -rf $(OUTPUT)

@@ -40,9 +40,6 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("csi-windows-node", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	opts := config.Register(fs, runtime.GOOS)
-	// Registered here rather than in pkg/config: it is a debugging aid of
-	// the binary, not part of the plugin's configuration.
-	enablePprof := fs.Bool("enable-pprof", false, "also serve the Go profiler on --http-endpoint under /debug/pprof/ (keep that endpoint on localhost)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -54,11 +51,7 @@ func run(args []string) int {
 		return 0
 	}
 	hostname, _ := os.Hostname() // empty on error; Finish then requires --node-id
-	err := opts.Finish(fs, runtime.GOOS, hostname)
-	if *enablePprof && opts.HTTPEndpoint == "" {
-		err = errors.Join(err, errors.New("--enable-pprof needs --http-endpoint"))
-	}
-	if err != nil {
+	if err := opts.Finish(fs, runtime.GOOS, hostname); err != nil {
 		fmt.Fprintf(os.Stderr, "csi-windows-node: invalid flags:\n%v\n", err)
 		return 2
 	}
@@ -67,7 +60,7 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(klog.NewContext(context.Background(), logger), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if err := serve(ctx, opts, *enablePprof); err != nil {
+	if err := serve(ctx, opts); err != nil {
 		logger.Error(err, "Plugin failed")
 		return 1
 	}
@@ -75,7 +68,7 @@ func run(args []string) int {
 	return 0
 }
 
-func serve(ctx context.Context, opts *config.Options, pprof bool) error {
+func serve(ctx context.Context, opts *config.Options) error {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
 	logger.Info("Starting", "version", version.Version, "commit", version.Commit, "nodeID", opts.NodeID,
@@ -109,8 +102,9 @@ func serve(ctx context.Context, opts *config.Options, pprof bool) error {
 		return err
 	}
 	defer closeHost()
-	// Every host call is counted on /metrics
-	// (csi_windows_node_host_calls_total, docs/performance.md).
+	// Every host call is counted and timed on /metrics
+	// (csi_windows_node_host_calls_total and
+	// csi_windows_node_host_call_duration_seconds, docs/performance.md).
 	mm := metrics.NewCSIMetricsManagerForPlugin(opts.DriverName)
 	hm, err := hostmetrics.New(mm.GetRegistry())
 	if err != nil {
@@ -142,7 +136,7 @@ func serve(ctx context.Context, opts *config.Options, pprof bool) error {
 
 	var web *server.HTTP
 	if opts.HTTPEndpoint != "" {
-		web, err = server.ListenHTTP(server.HTTPConfig{Addr: opts.HTTPEndpoint, Metrics: mm, Ready: ids.Ready, Pprof: pprof})
+		web, err = server.ListenHTTP(server.HTTPConfig{Addr: opts.HTTPEndpoint, Metrics: mm, Ready: ids.Ready, Pprof: opts.EnablePprof})
 		if err != nil {
 			srv.Stop(0)
 			return err

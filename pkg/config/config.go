@@ -32,6 +32,7 @@ type Options struct {
 	SimDiskSize       Size
 	SimLatency        time.Duration
 	HTTPEndpoint      string
+	EnablePprof       bool
 	Version           bool
 	ShutdownGrace     time.Duration
 
@@ -131,6 +132,7 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.Var(&o.SimDiskSize, "sim-disk-size", "with --host=sim: size of auto-attached disks (bytes, or with a Ki/Mi/Gi/Ti suffix)")
 	fs.DurationVar(&o.SimLatency, "sim-latency", 0, "with --host=sim: latency injected before every simulated host call")
 	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port serving /metrics and /healthz; empty disables it")
+	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "also serve the Go profiler on --http-endpoint under /debug/pprof/ (keep that endpoint on localhost)")
 	fs.BoolVar(&o.Version, "version", false, "print the version and exit")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", 30*time.Second, "how long in-flight RPCs may run after SIGTERM before they are cancelled")
 	fs.StringVar(&o.DefaultBackend, "default-backend", "", "backend when volume_context sets none and names no source or iqn: disk, smb or iscsi")
@@ -214,6 +216,9 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 	case "", "disk", "smb", "iscsi":
 	default:
 		errs = append(errs, fmt.Errorf("--default-backend=%s: want disk, smb or iscsi", o.DefaultBackend))
+	}
+	if o.EnablePprof && o.HTTPEndpoint == "" {
+		errs = append(errs, errors.New("--enable-pprof needs --http-endpoint"))
 	}
 	if o.ShutdownGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-grace=%s: must be positive", o.ShutdownGrace))

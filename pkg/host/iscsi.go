@@ -112,6 +112,12 @@ type ISCSI interface {
 	// because the target's disks are in use.
 	Disconnect(ctx context.Context, s ISCSISession) error
 
+	// Register makes an existing session persistent, so that Windows logs
+	// in again at boot, with the multipath setting and the CHAP
+	// credentials (nil for none) that login needs
+	// (MSFT_iSCSISession.Register, Register-IscsiSession).
+	Register(ctx context.Context, s ISCSISession, multipath bool, chap *CHAP) error
+
 	// Unregister removes the persistent login of the session's target, so
 	// that it is not restored at boot.
 	Unregister(ctx context.Context, s ISCSISession) error

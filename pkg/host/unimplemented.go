@@ -144,3 +144,7 @@ var (
 	_ SMB     = unimplementedSMB{}
 	_ ISCSI   = unimplementedISCSI{}
 )
+
+func (unimplementedISCSI) Register(context.Context, ISCSISession, bool, *CHAP) error {
+	return notImpl("iscsi.Register")
+}

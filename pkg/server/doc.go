@@ -4,7 +4,8 @@
 // contextual logger with the method and volume ID, one V(2) line per
 // mutating RPC, request bodies at V(5) through protosanitizer, CSI
 // operation metrics), serves the optional HTTP endpoint (/metrics,
-// /healthz) and stops gracefully within a bound.
+// /healthz, and /debug/pprof/ when asked for) and stops gracefully within
+// a bound.
 //
 // It knows nothing of volumes or hosts.
 package server

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/kubernetes-csi/csi-lib-utils/metrics"
@@ -17,14 +18,37 @@ type HTTP struct {
 	l   net.Listener
 }
 
-// ListenHTTP binds addr (host:port) and prepares /metrics (when mm is not
-// nil) and /healthz, which answers 200 "ok" while ready() is true and 503
-// otherwise, like the livenessprobe sidecar does from Probe.
-func ListenHTTP(addr string, mm metrics.CSIMetricsManager, ready func() bool) (*HTTP, error) {
+// HTTPConfig configures the HTTP endpoint.
+type HTTPConfig struct {
+	// Addr is host:port to bind.
+	Addr string
+	// Metrics is served on /metrics; nil serves no /metrics.
+	Metrics metrics.CSIMetricsManager
+	// Ready backs /healthz.
+	Ready func() bool
+	// Pprof also serves the Go profiler under /debug/pprof/ (the CSI
+	// sidecars' --enable-pprof). Anyone who can reach the endpoint can
+	// then profile the process: keep the endpoint on localhost.
+	Pprof bool
+}
+
+// ListenHTTP binds c.Addr and prepares /metrics (when c.Metrics is not
+// nil), /healthz, which answers 200 "ok" while c.Ready() is true and 503
+// otherwise, like the livenessprobe sidecar does from Probe, and with
+// c.Pprof /debug/pprof/.
+func ListenHTTP(c HTTPConfig) (*HTTP, error) {
 	mux := http.NewServeMux()
-	if mm != nil {
-		mm.RegisterToServer(mux, "/metrics")
+	if c.Metrics != nil {
+		c.Metrics.RegisterToServer(mux, "/metrics")
 	}
+	if c.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	ready := c.Ready
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
@@ -32,9 +56,9 @@ func ListenHTTP(addr string, mm metrics.CSIMetricsManager, ready func() bool) (*
 		}
 		_, _ = w.Write([]byte("ok")) // a failed write means the client left
 	})
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", c.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on http endpoint %s: %w", addr, err)
+		return nil, fmt.Errorf("listen on http endpoint %s: %w", c.Addr, err)
 	}
 	return &HTTP{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, l: l}, nil
 }

@@ -32,17 +32,21 @@ type Server struct {
 
 // New returns a server with the identity and node services registered.
 func New(cfg Config) *Server {
-	// Outermost first: a panic is recovered innermost, so the RPC still
-	// gets its log line and its metrics sample.
-	interceptors := []grpc.UnaryServerInterceptor{logRPC}
-	if cfg.Metrics != nil {
-		interceptors = append(interceptors, recordMetrics(cfg.Metrics))
-	}
-	interceptors = append(interceptors, recoverPanics)
-	g := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
+	g := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors(cfg.Metrics)...))
 	csi.RegisterIdentityServer(g, cfg.Identity)
 	csi.RegisterNodeServer(g, cfg.Node)
 	return &Server{grpc: g}
+}
+
+// interceptors returns the chain every RPC goes through, outermost first:
+// a panic is recovered innermost, so the RPC still gets its log line and
+// its metrics sample. mm may be nil.
+func interceptors(mm metrics.CSIMetricsManager) []grpc.UnaryServerInterceptor {
+	ics := []grpc.UnaryServerInterceptor{logRPC}
+	if mm != nil {
+		ics = append(ics, recordMetrics(mm))
+	}
+	return append(ics, recoverPanics)
 }
 
 // Serve serves l until Stop.

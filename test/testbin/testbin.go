@@ -18,11 +18,15 @@ import (
 	"time"
 )
 
-var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
-)
+// build is one compilation of the plugin, shared by the tests of a process.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// builds holds the plugin built with and without -race.
+var builds [2]build
 
 // ModuleRoot returns the directory holding go.mod.
 func ModuleRoot() (string, error) {
@@ -41,33 +45,51 @@ func ModuleRoot() (string, error) {
 // when the test binary has it) and returns the binary's path.
 func Build(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	return buildWith(t, raceEnabled)
+}
+
+// BuildNoRace is Build without -race, for suites that start the binary
+// hundreds of times to test crash behaviour rather than data races (the
+// race detector multiplies a start's cost several times over).
+func BuildNoRace(t testing.TB) string {
+	t.Helper()
+	return buildWith(t, false)
+}
+
+func buildWith(t testing.TB, race bool) string {
+	t.Helper()
+	i := 0
+	if race {
+		i = 1
+	}
+	b := &builds[i]
+	b.once.Do(func() {
 		root, err := ModuleRoot()
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
 		dir, err := os.MkdirTemp("", "csi-windows-node-bin-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		buildPath = filepath.Join(dir, "csi-windows-node")
-		args := []string{"build", "-o", buildPath}
-		if raceEnabled {
+		b.path = filepath.Join(dir, "csi-windows-node")
+		args := []string{"build", "-o", b.path}
+		if race {
 			args = append(args, "-race")
 		}
 		args = append(args, "./cmd/csi-windows-node")
 		cmd := exec.Command("go", args...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+			b.err = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return buildPath
+	return b.path
 }
 
 // Plugin is a running plugin process.

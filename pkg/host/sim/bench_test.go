@@ -75,3 +75,38 @@ func BenchmarkStat(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMountUnmountManyDisks shows how the cost of a mutating call
+// grows with the size of the model the sim persists: the same Mount plus
+// Unmount as BenchmarkMountUnmount, on a host with more attached disks.
+func BenchmarkMountUnmountManyDisks(b *testing.B) {
+	for _, n := range []int{1, 100, 500} {
+		b.Run(fmt.Sprintf("disks=%d", n), func(b *testing.B) {
+			s := newSim(b)
+			_, guid := formattedDisk(b, s, "bench")
+			// One durable write for all the others.
+			if err := s.control(func(st *State) error {
+				for i := 1; i < n; i++ {
+					if _, err := s.attachDisk(st, DiskSpec{Serial: fmt.Sprintf("other-%04d", i), FileSystem: "NTFS"}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			dir := emptyDir(b, "stage")
+			vols := s.Host().Volumes
+			ctx := context.Background()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := vols.Mount(ctx, guid, dir); err != nil {
+					b.Fatal(err)
+				}
+				if err := vols.Unmount(ctx, dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

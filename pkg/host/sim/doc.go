@@ -50,8 +50,8 @@
 // generation number, the persister writes the newest model (temporary
 // file, fsync, rename, fsync of the directory) and wakes every call whose
 // generation it covers, so concurrent mutations share writes (group
-// commit). It is indented JSON with these fields (enums are the numeric
-// values of the host package types):
+// commit). It is compact JSON on one line (jq . indents it) with these
+// fields (enums are the numeric values of the host package types):
 //
 //	version                 1
 //	salt                    random; secrets are kept as hex SHA-256 of salt, 0x00, secret

@@ -440,6 +440,34 @@ func (h iscsiHost) Unregister(ctx context.Context, sess host.ISCSISession) error
 	return err
 }
 
+// Register makes the target's sessions persistent, recording the login
+// Reboot replays (Register-IscsiSession: "once an iSCSI session is
+// registered, it automatically attempts to reconnect on restart").
+func (h iscsiHost) Register(ctx context.Context, sess host.ISCSISession, multipath bool, chap *host.CHAP) error {
+	_, err := call(ctx, h.s, OpISCSIRegister, true, func(st *State) (struct{}, error) {
+		i := st.sessionIndex(sess)
+		if i < 0 {
+			return struct{}{}, fmt.Errorf("session %s of target %s: %w", sess.SessionID, sess.TargetNodeAddress, host.ErrNotFound)
+		}
+		s := &st.Sessions[i]
+		var user, hash string
+		if chap != nil {
+			if n := chap.Secret.Len(); n < minCHAPSecret || n > maxCHAPSecret {
+				return struct{}{}, fmt.Errorf("target %s: CHAP secret of %d bytes (want %d to %d): %w", s.Target, n, minCHAPSecret, maxCHAPSecret, host.ErrInvalid)
+			}
+			user, hash = chap.User, st.hash(chap.Secret.Reveal())
+		}
+		s.Persistent, s.Multipath = true, s.Multipath || multipath
+		st.PersistentLogins = slices.DeleteFunc(st.PersistentLogins, func(l LoginState) bool {
+			return strings.EqualFold(l.Target, s.Target) && l.Portal == s.Portal
+		})
+		st.PersistentLogins = append(st.PersistentLogins, LoginState{Target: s.Target, Portal: s.Portal,
+			InitiatorPortal: s.InitiatorPortal, Auth: s.Auth, CHAPUser: user, CHAPSecretSHA256: hash, Multipath: s.Multipath})
+		return struct{}{}, nil
+	})
+	return err
+}
+
 func (h iscsiHost) SetInitiatorSecret(ctx context.Context, secret host.Secret) error {
 	_, err := call(ctx, h.s, OpISCSISetInitiatorSecret, true, func(st *State) (struct{}, error) {
 		if n := secret.Len(); n < minCHAPSecret || n > maxCHAPSecret {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +61,7 @@ const (
 	OpISCSISessions           = "iscsi.Sessions"
 	OpISCSIDisconnect         = "iscsi.Disconnect"
 	OpISCSIUnregister         = "iscsi.Unregister"
+	OpISCSIRegister           = "iscsi.Register"
 	OpISCSISetInitiatorSecret = "iscsi.SetInitiatorSecret"
 	OpISCSISessionDisks       = "iscsi.SessionDisks"
 )
@@ -74,7 +76,7 @@ var AllOps = []string{
 	OpFilesStat, OpFilesMakeDir, OpFilesRemove, OpFilesSymlink, OpFilesIsEmptyDir,
 	OpSMBMapping, OpSMBMap, OpSMBUnmap, OpSMBCheck,
 	OpISCSIPortals, OpISCSIAddPortal, OpISCSIRefreshPortal, OpISCSIRemovePortal,
-	OpISCSITargets, OpISCSIConnect, OpISCSISessions, OpISCSIDisconnect, OpISCSIUnregister,
+	OpISCSITargets, OpISCSIConnect, OpISCSISessions, OpISCSIDisconnect, OpISCSIUnregister, OpISCSIRegister,
 	OpISCSISetInitiatorSecret, OpISCSISessionDisks,
 }
 
@@ -188,7 +190,8 @@ func New(cfg Config) (*Sim, error) {
 	if fresh {
 		// Write the initial state synchronously so that a crash before the
 		// first mutation still leaves a loadable state.json.
-		data, err := encodeState(st)
+		var buf bytes.Buffer
+		data, err := encodeState(&buf, st)
 		if err == nil {
 			err = writeAtomic(dir, data)
 		}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -222,12 +223,18 @@ func loadState(dir string) (st *State, fresh bool, err error) {
 	return st, false, nil
 }
 
-func encodeState(st *State) ([]byte, error) {
-	data, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
+// encodeState writes st into buf as compact JSON ending in a newline and
+// returns buf's bytes. Compact rather than indented: the persister encodes
+// the whole model under the sim's mutex for every group commit, and
+// indenting costs four times as much (2 ms against 0.5 ms for a model of
+// 500 disks; BenchmarkMountUnmountManyDisks shows what that does to a
+// mutating call). jq . shows the file indented.
+func encodeState(buf *bytes.Buffer, st *State) ([]byte, error) {
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(st); err != nil { // Encode appends the newline
 		return nil, err
 	}
-	return append(data, '\n'), nil
+	return buf.Bytes(), nil
 }
 
 func cloneState(st *State) State {
@@ -306,6 +313,9 @@ func (p *persister) init() {
 func (s *Sim) persistLoop() {
 	p := &s.p
 	defer close(p.done)
+	// One buffer for every write: the model is encoded in full each time,
+	// and reusing the buffer keeps that from turning into garbage.
+	var buf bytes.Buffer
 	for {
 		p.mu.Lock()
 		for p.durable >= p.requested && !p.stop {
@@ -322,7 +332,7 @@ func (s *Sim) persistLoop() {
 		}
 
 		s.mu.Lock()
-		data, err := encodeState(s.st)
+		data, err := encodeState(&buf, s.st)
 		g := s.gen
 		s.mu.Unlock()
 		if err == nil {

@@ -32,7 +32,7 @@ import (
 // (normally 1); Targets 1 + 1 per registration; Connect 1 when the method
 // returns the created session, else 1 + Sessions; Sessions 1 + 1 per
 // session of the target (its connection, for the portal); Disconnect 2
-// (the session's target, Disconnect); Unregister 1; SetInitiatorSecret 1;
+// (the session's target, Disconnect); Unregister 1; Register 1; SetInitiatorSecret 1;
 // SessionDisks 1. A session without Ref (not from Sessions) costs one more
 // query in Disconnect, Unregister and SessionDisks.
 type ISCSI struct{ s storage }
@@ -408,6 +408,29 @@ func (x *ISCSI) Unregister(ctx context.Context, s host.ISCSISession) error {
 	}
 	if _, err := x.call(ctx, Method{Class: classSession, Path: path, Name: "Unregister"}); err != nil {
 		return fmt.Errorf("remove the persistent login of iSCSI session %s of target %s: %w", s.SessionID, s.TargetNodeAddress, err)
+	}
+	return nil
+}
+
+// Register makes the session persistent with
+// MSFT_iSCSISession.Register(IsMultipathEnabled, ChapUsername, ChapSecret)
+// — the parameters of Register-IscsiSession, which wraps it
+// (learn.microsoft.com/powershell/module/iscsi/register-iscsisession). The
+// CHAP credentials are the ones the login at boot presents; the secret is a
+// sensitive parameter.
+func (x *ISCSI) Register(ctx context.Context, s host.ISCSISession, multipath bool, chap *host.CHAP) error {
+	path, err := x.sessionPath(ctx, s)
+	if err != nil {
+		return err
+	}
+	in := []Param{{Name: "IsMultipathEnabled", Value: multipath}}
+	if chap != nil {
+		in = append(in,
+			Param{Name: "ChapUsername", Value: chap.User},
+			Param{Name: "ChapSecret", Value: chap.Secret.Reveal(), Sensitive: true})
+	}
+	if _, err := x.call(ctx, Method{Class: classSession, Path: path, Name: "Register", In: in}); err != nil {
+		return fmt.Errorf("make iSCSI session %s of target %s persistent: %w", s.SessionID, s.TargetNodeAddress, err)
 	}
 	return nil
 }

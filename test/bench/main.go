@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// config holds the flags.
+type config struct {
+	Bin          string        `json:"-"`
+	Iterations   int           `json:"iterations"`
+	Floor        int           `json:"floorCalls"`
+	Cycles       int           `json:"cycles"`
+	Concurrency  int           `json:"concurrency"`
+	Latency      time.Duration `json:"-"`
+	LatencyText  string        `json:"latency"`
+	ScaleLatency time.Duration `json:"-"`
+	ScaleText    string        `json:"scaleLatency"`
+	ScaleN       []int         `json:"scaleN"`
+	SMBScale     []int         `json:"smbScaleN"`
+	SMBShares    int           `json:"smbScaleShares"`
+	ScaleRuns    int           `json:"scaleRuns"`
+	RSSVolumes   int           `json:"rssVolumes"`
+	Short        bool          `json:"short"`
+	Backends     []string      `json:"backends"`
+	Phases       []string      `json:"phases"`
+	Verbosity    int           `json:"verbosity"`
+	JSON         string        `json:"-"`
+	Work         string        `json:"-"`
+	Keep         bool          `json:"-"`
+	Pprof        string        `json:"-"`
+}
+
+func main() {
+	if err := mainErr(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	c := &config{}
+	var backendsFlag, phasesFlag string
+	fs.StringVar(&c.Bin, "bin", "", "plugin binary to run; empty builds cmd/csi-windows-node")
+	fs.IntVar(&c.Iterations, "iterations", 0, "volumes per backend for the per-RPC latencies and for throughput (default 200, -short 20)")
+	fs.IntVar(&c.Concurrency, "concurrency", 8, "concurrent clients in the throughput pass and while staging the RSS volumes")
+	fs.DurationVar(&c.Latency, "latency", 0, "latency injected before every simulated host call in the per-RPC passes (--sim-latency)")
+	fs.DurationVar(&c.ScaleLatency, "scale-latency", 50*time.Millisecond, "latency per host call in the scaling runs")
+	fs.IntVar(&c.ScaleRuns, "scale-runs", 0, "scaling runs on fresh hosts, of which the median counts (default 3, -short 1)")
+	fs.BoolVar(&c.Short, "short", false, "quick smoke mode: few iterations, N up to 10, 50 volumes for RSS")
+	fs.StringVar(&backendsFlag, "backends", "disk,smb,iscsi", "backends to measure (comma-separated: disk, smb, iscsi)")
+	fs.StringVar(&phasesFlag, "phases", "rpc,scale,memory", "what to measure (comma-separated: rpc for the floor, RPC latencies and host calls per backend; scale; memory)")
+	fs.IntVar(&c.Verbosity, "v", 2, "plugin log verbosity (--v), as deployed")
+	fs.StringVar(&c.JSON, "json", "", "also write the results as JSON to this file")
+	fs.StringVar(&c.Work, "work", "", "work directory (default: a new temporary directory)")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the work directory (plugin logs, sim state)")
+	fs.StringVar(&c.Pprof, "pprof", "", "write CPU profiles of the plugin (floor loop, publish/unpublish loop) per backend into this directory")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for _, b := range strings.Split(backendsFlag, ",") {
+		b = strings.TrimSpace(b)
+		if _, ok := backends[b]; !ok {
+			return nil, fmt.Errorf("-backends: unknown backend %q (want disk, smb, iscsi)", b)
+		}
+		c.Backends = append(c.Backends, b)
+	}
+	for _, ph := range strings.Split(phasesFlag, ",") {
+		ph = strings.TrimSpace(ph)
+		if ph != "rpc" && ph != "scale" && ph != "memory" {
+			return nil, fmt.Errorf("-phases: unknown phase %q (want rpc, scale, memory)", ph)
+		}
+		c.Phases = append(c.Phases, ph)
+	}
+	if c.Short {
+		c.Floor, c.Cycles, c.ScaleN, c.SMBScale, c.RSSVolumes = 200, 50, []int{1, 10}, []int{1, 10}, 50
+		if c.Iterations == 0 {
+			c.Iterations = 20
+		}
+		if c.ScaleRuns == 0 {
+			c.ScaleRuns = 1
+		}
+	} else {
+		c.Floor, c.Cycles, c.ScaleN, c.SMBScale, c.RSSVolumes = 2000, 500, []int{1, 10, 100}, []int{1, 10, 100}, 500
+		if c.Iterations == 0 {
+			c.Iterations = 200
+		}
+		if c.ScaleRuns == 0 {
+			c.ScaleRuns = 3
+		}
+	}
+	c.SMBShares = 10
+	if c.Iterations < 1 || c.Concurrency < 1 || c.ScaleRuns < 1 || c.Latency < 0 || c.ScaleLatency < 0 {
+		return nil, errors.New("-iterations, -concurrency and -scale-runs must be positive, latencies not negative")
+	}
+	c.LatencyText, c.ScaleText = c.Latency.String(), c.ScaleLatency.String()
+	return c, nil
+}
+
+func mainErr() error {
+	c, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("the bench runs the plugin on the simulated host, which runs on Linux only (this is %s)", runtime.GOOS)
+	}
+	ctx := context.Background()
+	if c.Work == "" {
+		if c.Work, err = os.MkdirTemp("", "csi-bench-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(c.Work, 0o750); err != nil {
+		return err
+	}
+	if !c.Keep {
+		defer os.RemoveAll(c.Work)
+	}
+	if c.Bin == "" {
+		fmt.Fprintln(os.Stderr, "bench: building cmd/csi-windows-node")
+		if c.Bin, err = buildPlugin(ctx, c.Work); err != nil {
+			return err
+		}
+	}
+	rep := &report{Command: "go run ./test/bench " + strings.Join(os.Args[1:], " "), Machine: machine(), Config: *c,
+		Started: time.Now().UTC().Format(time.RFC3339)}
+	dw, err := durableWrite(c.Work, 50)
+	if err != nil {
+		return fmt.Errorf("durable write probe: %w", err)
+	}
+	rep.Machine.DurableWriteMs = ms(dw)
+	if err := measureAll(ctx, c, rep); err != nil {
+		if c.Keep {
+			err = fmt.Errorf("%w (work directory kept: %s)", err, c.Work)
+		}
+		return err
+	}
+	rep.Machine.LoadEnd = loadAverage()
+	rep.evaluate()
+	rep.print(os.Stdout)
+	if c.JSON != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.JSON, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if c.Keep {
+		fmt.Fprintln(os.Stderr, "bench: work directory kept:", c.Work)
+	}
+	return nil
+}
+
+func measureAll(ctx context.Context, c *config, rep *report) error {
+	if contains(c.Phases, "rpc") {
+		if err := measureRPCs(ctx, c, rep); err != nil {
+			return err
+		}
+	}
+	if contains(c.Phases, "scale") {
+		if err := measureScale(ctx, c, rep); err != nil {
+			return err
+		}
+	}
+	if contains(c.Phases, "memory") {
+		fmt.Fprintln(os.Stderr, "bench: memory")
+		mem, err := measureMemory(ctx, c, filepath.Join(c.Work, "memory"), rep)
+		if err != nil {
+			return fmt.Errorf("memory: %w", err)
+		}
+		rep.Memory = mem
+	}
+	return nil
+}
+
+func measureRPCs(ctx context.Context, c *config, rep *report) error {
+	for _, name := range c.Backends {
+		fmt.Fprintf(os.Stderr, "bench: %s backend\n", name)
+		br, err := measureBackend(ctx, c, backends[name], filepath.Join(c.Work, name), rep)
+		if err != nil {
+			return fmt.Errorf("%s backend: %w", name, err)
+		}
+		rep.Backends = append(rep.Backends, br)
+	}
+	return nil
+}
+
+func measureScale(ctx context.Context, c *config, rep *report) error {
+	fmt.Fprintln(os.Stderr, "bench: scaling")
+	for _, sc := range []struct {
+		b      backend
+		ns     []int
+		shares int
+		run    bool
+	}{
+		{backends["disk"], c.ScaleN, 0, true},
+		{backends["smb"], c.SMBScale, c.SMBShares, contains(c.Backends, "smb")},
+	} {
+		if !sc.run {
+			continue
+		}
+		rows, err := measureScaling(ctx, c, sc.b, sc.ns, sc.shares, filepath.Join(c.Work, "scale-"+sc.b.name), rep)
+		if err != nil {
+			return fmt.Errorf("%s scaling: %w", sc.b.name, err)
+		}
+		rep.Scaling = append(rep.Scaling, rows...)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
