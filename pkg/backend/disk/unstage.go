@@ -4,18 +4,67 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
 // Unstage unmounts the volume from the staging path and, when configured,
-// takes its disk offline. An already unstaged path succeeds.
+// takes its disk offline. An already unstaged path succeeds; when the
+// journal still records the volume (the node drops the record only once
+// Unstage succeeded), its disk is taken offline then too, so that a crash
+// between the unmount and the offline converges on the retry.
 func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
-	_, err := b.Unmount(ctx, r.StagingPath)
-	return err
+	num, err := b.Unmount(ctx, r.StagingPath)
+	if err != nil || num != nil || !b.opts.OfflineOnUnstage {
+		return err
+	}
+	sel, ok := contract.DecodeDiskSelector(r.Entry.Attrs)
+	if !ok {
+		return nil
+	}
+	disks, err := b.h.Disks.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list disks: %w", err)
+	}
+	d, err := b.match(ctx, disks, sel)
+	switch {
+	case errors.Is(err, backend.ErrRetry):
+		return nil // detached: nothing to take offline
+	case err != nil:
+		// Ambiguous or critical: never guess which disk to take offline.
+		klog.FromContext(ctx).V(2).Info("Not taking a disk offline after an earlier unstage", "err", err)
+		return nil
+	}
+	return b.OfflineUnused(ctx, d)
+}
+
+// OfflineUnused takes disk d offline, when the backend is configured to
+// (Options.OfflineOnUnstage), unless it is critical, already offline, or
+// one of its volumes is still mounted somewhere (a drive letter or a mount
+// folder among its partitions' access paths). It finishes the offline step
+// of an unstage that crashed after the unmount.
+func (b *Backend) OfflineUnused(ctx context.Context, d host.Disk) error {
+	if !b.opts.OfflineOnUnstage || d.IsOffline || d.IsCritical() {
+		return nil
+	}
+	parts, err := b.h.Disks.Partitions(ctx, d)
+	if err != nil {
+		return fmt.Errorf("list partitions of disk %d: %w", d.Number, err)
+	}
+	for _, p := range parts {
+		for _, ap := range p.AccessPaths {
+			if !strings.HasPrefix(strings.ToLower(ap), `\\?\volume{`) {
+				klog.FromContext(ctx).V(4).Info("Keeping disk online: a volume of it is mounted", "diskNumber", d.Number, "path", ap)
+				return nil
+			}
+		}
+	}
+	return b.offlineDisk(ctx, d)
 }
 
 // Unmount flushes and removes the volume mount point at staging, leaving
@@ -71,6 +120,11 @@ func (b *Backend) Unmount(ctx context.Context, staging string) (*uint32, error) 
 	return diskNumber, nil
 }
 
+// offline takes the disk with this number offline. The caller makes sure
+// the number still names the disk it unmounted a volume of: the iSCSI
+// backend holds the target's lock across the unmount and the offline, so
+// that no other volume's unstage logs out of the target (making the disk,
+// and its number, go away) in between.
 func (b *Backend) offline(ctx context.Context, number uint32) error {
 	d, err := b.h.Disks.Get(ctx, number)
 	if errors.Is(err, host.ErrNotFound) {
@@ -79,17 +133,28 @@ func (b *Backend) offline(ctx context.Context, number uint32) error {
 	if err != nil {
 		return fmt.Errorf("read disk %d: %w", number, err)
 	}
+	return b.offlineDisk(ctx, d)
+}
+
+// offlineDisk takes disk d offline unless it is critical or offline
+// already. A disk that went away meanwhile needs nothing.
+func (b *Backend) offlineDisk(ctx context.Context, d host.Disk) error {
 	if d.IsCritical() || d.IsOffline {
 		return nil
 	}
 	ctx, unlock, err := b.disks.LockUntilIdle(ctx, diskKey(d))
 	if err != nil {
-		return fmt.Errorf("wait for disk %d: %w", number, err)
+		return fmt.Errorf("wait for disk %d: %w", d.Number, err)
 	}
 	defer unlock()
-	klog.FromContext(ctx).V(4).Info("Taking disk offline", "diskNumber", number)
+	klog.FromContext(ctx).V(4).Info("Taking disk offline", "diskNumber", d.Number)
 	if err := b.h.Disks.SetOnline(ctx, d, false); err != nil {
-		return fmt.Errorf("take disk %d offline: %w", number, err)
+		if errors.Is(err, host.ErrNotFound) {
+			// Gone (detached, or an iSCSI disk whose target's last
+			// session ended): nothing left to take offline.
+			return nil
+		}
+		return fmt.Errorf("take disk %d offline: %w", d.Number, err)
 	}
 	return nil
 }
