@@ -11,9 +11,17 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 )
 
+// hostHandle is a started host: the interfaces, how to stop it, and a
+// cheap health check (nil when the host has none) that Probe consults.
+type hostHandle struct {
+	host.Host
+	Close   func()
+	Healthy func() error
+}
+
 // newHost builds the host backend the flags name. Only this package chooses
 // between the real and the simulated host.
-func newHost(ctx context.Context, opts *config.Options) (host.Host, func(), error) {
+func newHost(ctx context.Context, opts *config.Options) (hostHandle, error) {
 	logger := klog.FromContext(ctx)
 	switch opts.Host {
 	case config.HostSim:
@@ -27,15 +35,15 @@ func newHost(ctx context.Context, opts *config.Options) (host.Host, func(), erro
 			Logger:         logger.WithName("sim"),
 		})
 		if err != nil {
-			return host.Host{}, nil, fmt.Errorf("start the simulated host: %w", err)
+			return hostHandle{}, fmt.Errorf("start the simulated host: %w", err)
 		}
-		return s.Host(), func() {
+		return hostHandle{Host: s.Host(), Close: func() {
 			if err := s.Close(); err != nil {
 				logger.Error(err, "Closing the simulated host")
 			}
-		}, nil
+		}}, nil
 	case config.HostWindows:
 		return windowsHost(ctx, opts)
 	}
-	return host.Host{}, nil, fmt.Errorf("unknown host %q", opts.Host)
+	return hostHandle{}, fmt.Errorf("unknown host %q", opts.Host)
 }

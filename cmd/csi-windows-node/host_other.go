@@ -7,11 +7,10 @@ import (
 	"errors"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
-	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
 // windowsHost is unavailable off Windows; config.Finish already refuses
 // --host=windows there, so this is only reached by a programming error.
-func windowsHost(context.Context, *config.Options) (host.Host, func(), error) {
-	return host.Host{}, nil, errors.New("the Windows host only runs on Windows; use --host=sim")
+func windowsHost(context.Context, *config.Options) (hostHandle, error) {
+	return hostHandle{}, errors.New("the Windows host only runs on Windows; use --host=sim")
 }

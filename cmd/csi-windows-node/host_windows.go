@@ -8,7 +8,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
-	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wmiexec"
 )
@@ -20,19 +19,21 @@ const executorCloseTimeout = 10 * time.Second
 
 // windowsHost returns the Windows host: winhost over the WMI/Win32
 // executor. Start-up fails when COM cannot be initialised, since no host
-// call could work. The returned function stops the executor's workers.
-func windowsHost(ctx context.Context, _ *config.Options) (host.Host, func(), error) {
+// call could work. Close stops the executor's workers; Healthy reports a
+// wedged executor (too many workers stuck in calls that never returned) so
+// that Probe turns not ready and livenessprobe restarts the plugin.
+func windowsHost(ctx context.Context, _ *config.Options) (hostHandle, error) {
 	logger := klog.FromContext(ctx)
 	exec, err := wmiexec.New(wmiexec.Options{Logger: logger.WithName("wmiexec")})
 	if err != nil {
-		return host.Host{}, nil, fmt.Errorf("start the Windows host (COM and WMI initialisation): %w", err)
+		return hostHandle{}, fmt.Errorf("start the Windows host (COM and WMI initialisation): %w", err)
 	}
 	logger.Info("Windows host ready: WMI and Win32 executor started")
-	return winhost.New(exec), func() {
+	return hostHandle{Host: winhost.New(exec), Healthy: exec.Healthy, Close: func() {
 		cctx, cancel := context.WithTimeout(context.Background(), executorCloseTimeout)
 		defer cancel()
 		if err := exec.Close(cctx); err != nil {
 			logger.Error(err, "Stopping the WMI/Win32 executor")
 		}
-	}, nil
+	}}, nil
 }

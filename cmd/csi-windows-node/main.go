@@ -96,12 +96,13 @@ func serve(ctx context.Context, opts *config.Options) error {
 	if err != nil {
 		return err
 	}
-	h, closeHost, err := newHost(ctx, opts)
+	hh, err := newHost(ctx, opts)
 	if err != nil {
 		_ = l.Close() // the host error is the one to report
 		return err
 	}
-	defer closeHost()
+	defer hh.Close()
+	h := hh.Host
 	// Every host call is counted and timed on /metrics
 	// (csi_windows_node_host_calls_total and
 	// csi_windows_node_host_call_duration_seconds, docs/performance.md).
@@ -119,6 +120,9 @@ func serve(ctx context.Context, opts *config.Options) error {
 		return fmt.Errorf("open the stage journal: %w", err)
 	}
 	ids := identity.New(opts.DriverName, version.Version, len(opts.Topology) > 0)
+	if hh.Healthy != nil {
+		ids.SetHealthCheck(hh.Healthy)
+	}
 	ns := node.New(node.Config{
 		NodeID:     opts.NodeID,
 		MaxVolumes: opts.MaxVolumesPerNode,

@@ -134,7 +134,7 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port serving /metrics and /healthz; empty disables it")
 	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "also serve the Go profiler on --http-endpoint under /debug/pprof/ (keep that endpoint on localhost)")
 	fs.BoolVar(&o.Version, "version", false, "print the version and exit")
-	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", 30*time.Second, "how long in-flight RPCs may run after SIGTERM before they are cancelled")
+	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", 25*time.Second, "how long in-flight RPCs may run after SIGTERM before they are cancelled")
 	fs.StringVar(&o.DefaultBackend, "default-backend", "", "backend when volume_context sets none and names no source or iqn: disk, smb or iscsi")
 	fs.Var(mapFlag{m: &o.ContextAliases, name: "context-alias"}, "context-alias", "VENDORKEY=ourKey: read a vendor's volume_context/publish_context key as one of ours (repeatable)")
 	fs.Var(listFlag{l: &o.DiskPresets}, "disk-preset", "cloud preset for finding disks: azure-disk, aws-ebs, gce-pd, vsphere (repeatable)")

@@ -20,7 +20,14 @@ type Server struct {
 	version  string
 	topology bool
 	ready    atomic.Bool
+	health   atomic.Pointer[func() error]
 }
+
+// SetHealthCheck installs a check Probe consults once the plugin is ready:
+// a non-nil error (a wedged host executor) makes Probe report not ready,
+// so that livenessprobe restarts the plugin. The check must be cheap and
+// must not call the host.
+func (s *Server) SetHealthCheck(check func() error) { s.health.Store(&check) }
 
 var _ csi.IdentityServer = (*Server)(nil)
 
@@ -35,7 +42,15 @@ func New(name, version string, topology bool) *Server {
 func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 
 // Ready reports what Probe reports.
-func (s *Server) Ready() bool { return s.ready.Load() }
+func (s *Server) Ready() bool {
+	if !s.ready.Load() {
+		return false
+	}
+	if check := s.health.Load(); check != nil && *check != nil {
+		return (*check)() == nil
+	}
+	return true
+}
 
 // GetPluginInfo returns the driver name the plugin registers under.
 func (s *Server) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
@@ -58,5 +73,5 @@ func (s *Server) GetPluginCapabilities(context.Context, *csi.GetPluginCapabiliti
 
 // Probe reports readiness: ready once the host backend has initialised.
 func (s *Server) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
-	return &csi.ProbeResponse{Ready: wrapperspb.Bool(s.ready.Load())}, nil
+	return &csi.ProbeResponse{Ready: wrapperspb.Bool(s.Ready())}, nil
 }

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -38,5 +39,21 @@ func TestIdentity(t *testing.T) {
 		if err != nil || !p.GetReady().GetValue() {
 			t.Fatalf("Probe after ready = %v, %v", p, err)
 		}
+	}
+}
+
+func TestProbeFollowsHealthCheck(t *testing.T) {
+	s := New("a.b", "v", false)
+	s.SetReady(true)
+	var err error
+	s.SetHealthCheck(func() error { return err })
+	p, _ := s.Probe(context.Background(), &csi.ProbeRequest{})
+	if !p.GetReady().GetValue() {
+		t.Fatal("healthy host reported not ready")
+	}
+	err = errors.New("4 wmi workers are stuck")
+	p, _ = s.Probe(context.Background(), &csi.ProbeRequest{})
+	if p.GetReady().GetValue() || s.Ready() {
+		t.Fatal("wedged host reported ready")
 	}
 }

@@ -200,6 +200,25 @@ func (p *Pool[T]) Note(op Op) {
 	p.mu.Unlock()
 }
 
+// Healthy returns nil while the pool can take calls, and the reason
+// otherwise: closed, too many workers stuck in calls that never returned
+// (a wedged provider), or no worker running. Readiness probes use it, so
+// that a wedged host makes the plugin report not ready instead of failing
+// every call while claiming to be fine.
+func (p *Pool[T]) Healthy() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed:
+		return fmt.Errorf("%s pool: %w", p.cfg.Name, ErrClosed)
+	case p.stuck >= p.cfg.MaxStuck:
+		return fmt.Errorf("%d %s workers are stuck in host calls that have not returned: %w", p.stuck, p.cfg.Name, host.ErrBusy)
+	case p.live == 0:
+		return fmt.Errorf("no %s worker is running: %w", p.cfg.Name, host.ErrBusy)
+	}
+	return nil
+}
+
 func (p *Pool[T]) admitLocked(op Op) error {
 	switch {
 	case p.closed:

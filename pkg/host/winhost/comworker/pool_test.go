@@ -345,9 +345,15 @@ func TestStuckCap(t *testing.T) {
 	if !errors.Is(err, host.ErrBusy) || ran {
 		t.Fatalf("Do with the stuck cap reached = %v (ran=%v), want host.ErrBusy without running", err, ran)
 	}
+	if err := p.Healthy(); !errors.Is(err, host.ErrBusy) {
+		t.Fatalf("Healthy with the stuck cap reached = %v, want host.ErrBusy", err)
+	}
 
 	close(release) // both hung calls return; their workers exit
 	eventually(t, "stuck workers exit", func() bool { return p.Stats().Stuck == 0 })
+	if err := p.Healthy(); err != nil {
+		t.Fatalf("Healthy after the stuck calls returned: %v", err)
+	}
 	if err := p.Do(context.Background(), opTest, func(*thread) error { return nil }); err != nil {
 		t.Fatalf("Do after the stuck calls returned: %v", err)
 	}

@@ -50,6 +50,12 @@ func (e *Executor) Stats() Stats {
 	return Stats{WMI: e.wmi.Stats(), Win32: e.win32.Stats()}
 }
 
+// Healthy returns nil while both pools can take calls (see
+// comworker.Pool.Healthy).
+func (e *Executor) Healthy() error {
+	return errors.Join(e.wmi.Healthy(), e.win32.Healthy())
+}
+
 // Close stops both pools: queued calls fail, running ones finish, and every
 // worker releases its COM objects and uninitialises COM on its own thread.
 // It returns early with an error wrapping ctx.Err() if a call is stuck.
