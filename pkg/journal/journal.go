@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/wincsi/csi-windows-node/pkg/inflight"
 )
 
 // Entry is what the journal keeps about one staged volume.
@@ -35,9 +38,10 @@ type Entry struct {
 
 // Journal is a directory of entries with an in-memory copy.
 type Journal struct {
-	dir string
-	mu  sync.RWMutex
-	m   map[string]Entry
+	dir   string
+	files *inflight.KeyMutex // one writer per file
+	mu    sync.RWMutex       // guards the in-memory copies only
+	m     map[string]Entry
 
 	notes      map[string]string // key -> value (notes.go)
 	notesReady bool              // <dir>/notes exists
@@ -54,7 +58,7 @@ func Open(dir string) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read journal directory %s: %w", dir, err)
 	}
-	j := &Journal{dir: dir, m: make(map[string]Entry)}
+	j := &Journal{dir: dir, files: inflight.NewKeyMutex(), m: make(map[string]Entry)}
 	if j.notes, j.notesReady, err = loadNotes(dir); err != nil {
 		return nil, err
 	}
@@ -127,26 +131,40 @@ func (j *Journal) Put(e Entry) error {
 	if err != nil {
 		return fmt.Errorf("encode journal entry of volume %q: %w", e.VolumeID, err)
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	// The file is written under a lock of its own, not the journal's: the
+	// fsyncs of different volumes run in parallel (a stage writes twice,
+	// and one lock for all made concurrent stages queue behind each
+	// other's disk flushes).
+	unlock := j.lockFile(fileName(e.VolumeID))
+	defer unlock()
 	if err := writeFileAtomic(j.dir, fileName(e.VolumeID), b); err != nil {
 		return fmt.Errorf("write journal entry of volume %q: %w", e.VolumeID, err)
 	}
+	j.mu.Lock()
 	j.m[e.VolumeID] = e.clone()
+	j.mu.Unlock()
 	return nil
+}
+
+// lockFile serialises the writers of one file of the journal.
+func (j *Journal) lockFile(name string) func() {
+	unlock, _ := j.files.Lock(context.Background(), name) // never fails without a deadline
+	return unlock
 }
 
 // Delete removes the entry of volumeID durably; a missing entry is not an error.
 func (j *Journal) Delete(volumeID string) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	unlock := j.lockFile(fileName(volumeID))
+	defer unlock()
 	p := filepath.Join(j.dir, fileName(volumeID))
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove journal entry of volume %q: %w", volumeID, err)
 	}
 	// The file is gone: the in-memory copy follows even if the directory
 	// sync fails, so the two never disagree.
+	j.mu.Lock()
 	delete(j.m, volumeID)
+	j.mu.Unlock()
 	if err := syncDir(j.dir); err != nil {
 		return fmt.Errorf("sync journal directory: %w", err)
 	}

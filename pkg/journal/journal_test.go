@@ -1,9 +1,11 @@
 package journal
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -97,5 +99,53 @@ func TestOpenRemovesLeftoversAndRejectsCorruption(t *testing.T) {
 	}
 	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Fatalf("mismatched entry: err = %v", err)
+	}
+}
+
+func TestConcurrentPutsAndDeletes(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			id := fmt.Sprintf("vol-%d", i)
+			for k := 0; k < 5; k++ {
+				if err := j.Put(Entry{VolumeID: id, Attrs: map[string]string{"k": fmt.Sprint(k)}}); err != nil {
+					t.Error(err)
+				}
+				if err := j.PutNote("n/"+id, fmt.Sprint(k)); err != nil {
+					t.Error(err)
+				}
+			}
+			if i%2 == 0 {
+				if err := j.Delete(id); err != nil {
+					t.Error(err)
+				}
+				if err := j.DeleteNote("n/" + id); err != nil {
+					t.Error(err)
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	re, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(re.List()); got != 16 || len(j.List()) != 16 {
+		t.Fatalf("entries on disk %d, in memory %d; want 16", got, len(j.List()))
+	}
+	for _, e := range re.List() {
+		if e.Attrs["k"] != "4" {
+			t.Fatalf("entry %s holds %v, want the last write", e.VolumeID, e.Attrs)
+		}
+		if v, ok := re.GetNote("n/" + e.VolumeID); !ok || v != "4" {
+			t.Fatalf("note of %s = %q %v", e.VolumeID, v, ok)
+		}
 	}
 }

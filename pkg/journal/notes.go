@@ -35,45 +35,51 @@ func (j *Journal) PutNote(key, value string) error {
 	if err != nil {
 		return fmt.Errorf("encode journal note %q: %w", key, err)
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
 	dir := filepath.Join(j.dir, notesDir)
 	if err := j.ensureNotesDir(dir); err != nil {
 		return err
 	}
+	unlock := j.lockFile(notesDir + "/" + fileName(key))
+	defer unlock()
 	if err := writeFileAtomic(dir, fileName(key), b); err != nil {
 		return fmt.Errorf("write journal note %q: %w", key, err)
 	}
+	j.mu.Lock()
 	if j.notes == nil {
 		j.notes = make(map[string]string)
 	}
 	j.notes[key] = value
+	j.mu.Unlock()
 	return nil
 }
 
 // DeleteNote removes the note under key durably; a missing note is not an
 // error.
 func (j *Journal) DeleteNote(key string) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	unlock := j.lockFile(notesDir + "/" + fileName(key))
+	defer unlock()
 	dir := filepath.Join(j.dir, notesDir)
-	if err := os.Remove(filepath.Join(dir, fileName(key))); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			delete(j.notes, key)
-			return nil
-		}
+	err := os.Remove(filepath.Join(dir, fileName(key)))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove journal note %q: %w", key, err)
+	}
+	j.mu.Lock()
+	delete(j.notes, key)
+	j.mu.Unlock()
+	if err != nil {
+		return nil // it was not there
 	}
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("sync journal notes directory: %w", err)
 	}
-	delete(j.notes, key)
 	return nil
 }
 
 // ensureNotesDir creates the notes directory on first use and makes its
 // creation durable. The caller holds j.mu.
 func (j *Journal) ensureNotesDir(dir string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.notesReady {
 		return nil
 	}
