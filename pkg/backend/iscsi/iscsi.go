@@ -111,12 +111,27 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	}
 	defer unlock()
 
+	// calls counts this stage's host calls, to tell whether one of them
+	// outlived the deadline and still runs when the stage fails.
+	ctx, calls := host.Track(ctx)
 	var created []host.ISCSISession
 	var added []host.Portal
 	defer func() {
-		if err != nil && (len(created) > 0 || len(added) > 0) {
-			b.rollback(ctx, r.VolumeID, spec.IQN, created, added)
+		if err == nil || (len(created) == 0 && len(added) == 0) {
+			return
 		}
+		if calls.Outstanding() > 0 {
+			// A call hung past the deadline (a login) still runs and may
+			// yet create a session through the portals this stage added;
+			// removing them now would race it, and the portal locks it
+			// holds would keep the rollback waiting long past the
+			// deadline. The node keeps the volume's journal record (its
+			// check of the staging path fails on the ended context), so
+			// the retry reuses what is there and an unstage releases it.
+			log.Info("A host call of the failed stage is still running; leaving its sessions and portals to the retry or the unstage")
+			return
+		}
+		b.rollback(ctx, r.VolumeID, spec.IQN, created, added)
 	}()
 	created, added, err = b.ensureSessions(ctx, spec)
 	if err != nil {

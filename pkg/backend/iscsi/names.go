@@ -59,6 +59,13 @@ func portalsOf(e journal.Entry) []host.Portal {
 	return out
 }
 
+// lunOf returns the LUN a journal entry records (contract.Volume.Attrs
+// "lun").
+func lunOf(e journal.Entry) (uint32, bool) {
+	n, err := strconv.ParseUint(e.Attrs["lun"], 10, 32)
+	return uint32(n), err == nil
+}
+
 // multipathOf returns the multipath setting a journal entry records.
 func multipathOf(e journal.Entry) bool {
 	v, err := strconv.ParseBool(e.Attrs["multipath"])

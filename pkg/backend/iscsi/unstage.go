@@ -20,24 +20,65 @@ import (
 // crash between unmount and logout finishes the work.
 func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	log := klog.FromContext(ctx)
-	if _, err := b.disks.Unmount(ctx, r.StagingPath); err != nil {
-		return err
-	}
 	iqn := iqnOf(r.Entry)
 	if iqn == "" {
 		// The journal does not know the volume at this path: nothing says
 		// which target it used, so its session is left alone.
+		if _, err := b.disks.Unmount(ctx, r.StagingPath); err != nil {
+			return err
+		}
 		log.V(2).Info("Unstaged a volume the journal does not know; its iSCSI session, if any, is kept",
 			"stagingTargetPath", r.StagingPath)
 		return nil
 	}
 	ctx = klog.NewContext(ctx, log.WithValues("iqn", iqn))
+	// The target's lock is taken before the unmount: once the mount point
+	// is gone, another volume's unstage would no longer count this one and
+	// could log out of the target, taking the disk away (and freeing its
+	// number for another disk) before this unstage takes it offline.
 	ctx, unlock, err := b.locks.LockUntilIdle(ctx, targetLock(iqn))
 	if err != nil {
 		return fmt.Errorf("wait for other operations on target %s: %w", iqn, err)
 	}
 	defer unlock()
+	num, err := b.disks.Unmount(ctx, r.StagingPath)
+	if err != nil {
+		return err
+	}
+	if num == nil {
+		// Nothing was mounted: an earlier unstage may have crashed between
+		// the unmount and the offline. Finish it before the release.
+		if err := b.offlineLUN(ctx, iqn, r.Entry); err != nil {
+			return err
+		}
+	}
 	return b.release(ctx, r.VolumeID, iqn, portalsOf(r.Entry))
+}
+
+// offlineLUN takes the disk of the entry's LUN offline when it is online
+// and none of its volumes is mounted (disk.Backend.OfflineUnused). A LUN
+// without a disk (no session, or not reported yet) needs nothing.
+func (b *Backend) offlineLUN(ctx context.Context, iqn string, e journal.Entry) error {
+	lun, ok := lunOf(e)
+	if !ok {
+		return nil
+	}
+	nums, err := b.targetDisks(ctx, iqn)
+	if err != nil || len(nums) == 0 {
+		return err
+	}
+	disks, err := b.h.Disks.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list disks: %w", err)
+	}
+	for _, d := range disks {
+		if loc, ok := host.ParseLocation(d.Location); ok && nums[d.Number] && *loc.LUN == lun {
+			if err := b.disks.OfflineUnused(ctx, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // release logs out of the target unless another volume uses it, then

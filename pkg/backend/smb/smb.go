@@ -296,6 +296,12 @@ func (b *Backend) mapShare(ctx context.Context, spec *contract.SMBSpec) error {
 		klog.FromContext(ctx).V(2).Info("Mapped share", "remotePath", root, "user", user, "requirePrivacy", spec.RequirePrivacy)
 		return nil
 	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// The call may still be running and make the mapping (a hung WMI
+		// provider): keep the note, which only ever describes a mapping
+		// that exists, so that the mapping is not left of unknown origin.
+		return mapError(spec, err)
+	}
 	b.forgetMaker(ctx, root)
 	return mapError(spec, err)
 }
