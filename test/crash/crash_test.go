@@ -1,0 +1,514 @@
+package crash
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+	"github.com/wincsi/csi-windows-node/test/simnode"
+	"github.com/wincsi/csi-windows-node/test/testbin"
+)
+
+// matrixEnv set to "subset" runs only the crashes before every step and
+// after the steps with an effect (readOnlyOps), for quick local runs. By
+// default the full matrix runs: every step of every scenario, with a crash
+// before and after it (it takes seconds: the plugin starts in
+// milliseconds without the race detector).
+const matrixEnv = "CSI_CRASH_MATRIX"
+
+// Bounds of one case. They bound waiting, they assert nothing about speed.
+const (
+	rpcTimeout   = 30 * time.Second
+	exitTimeout  = 30 * time.Second
+	maxRetries   = 10
+	retryBackoff = 100 * time.Millisecond
+)
+
+// readOnlyOps are host calls without effect: a crash after one is the same
+// as a crash before the next step, so the subset leaves out the crash
+// after them (the full matrix keeps every case).
+var readOnlyOps = map[string]bool{
+	sim.OpDisksList: true, sim.OpDisksGet: true, sim.OpDisksPage83: true, sim.OpDisksPartitions: true,
+	sim.OpDisksMaxPartitionSize: true, sim.OpVolumesOfPartition: true, sim.OpVolumesGet: true,
+	sim.OpVolumesDiskNumber: true, sim.OpVolumesFreeSpace: true, sim.OpFilesStat: true,
+	sim.OpFilesIsEmptyDir: true, sim.OpSMBMapping: true, sim.OpSMBCheck: true, sim.OpISCSIPortals: true,
+	sim.OpISCSITargets: true, sim.OpISCSISessions: true, sim.OpISCSISessionDisks: true,
+}
+
+// crashCase is one crash point: the nth call of op, which is step k of the
+// RPC's host-call sequence.
+type crashCase struct {
+	step  int // 1-based
+	op    string
+	nth   int
+	after bool
+}
+
+func (c crashCase) String() string {
+	when := "before"
+	if c.after {
+		when = "after"
+	}
+	return fmt.Sprintf("%02d-%s-%s-%d", c.step, when, c.op, c.nth)
+}
+
+func (c crashCase) rule() sim.Rule {
+	return sim.Rule{Op: c.op, Nth: c.nth, CrashBefore: !c.after, CrashAfter: c.after}
+}
+
+// cases lists the crash points of a sequence: every step before and
+// after, or for the subset every step before and the mutating steps after.
+func cases(seq []string, full bool) []crashCase {
+	var out []crashCase
+	seen := map[string]int{}
+	for i, op := range seq {
+		seen[op]++
+		out = append(out, crashCase{step: i + 1, op: op, nth: seen[op]})
+		if full || !readOnlyOps[op] {
+			out = append(out, crashCase{step: i + 1, op: op, nth: seen[op], after: true})
+		}
+	}
+	return out
+}
+
+// TestCrashMatrix crashes the plugin binary at every host step of
+// NodeStageVolume and NodeUnstageVolume of every backend, restarts it and
+// retries the RPC as kubelet would; each case must converge (see check).
+func TestCrashMatrix(t *testing.T) {
+	full := os.Getenv(matrixEnv) != "subset"
+	bin := testbin.BuildNoRace(t) // crash safety, not races: the soak runs under -race
+	total, steps := 0, 0
+	start := time.Now()
+	for _, sc := range scenarios {
+		seq := sequence(t, sc)
+		cs := cases(seq, full)
+		total += len(cs)
+		steps += len(seq)
+		t.Run(sc.name, func(t *testing.T) {
+			t.Logf("host calls of %s: %s", sc.name, strings.Join(seq, " "))
+			t.Run("binary-matches-library", func(t *testing.T) {
+				t.Parallel()
+				checkBinaryCalls(t, bin, sc, seq)
+			})
+			for _, c := range cs {
+				t.Run(c.String(), func(t *testing.T) {
+					t.Parallel()
+					runCase(t, bin, sc, c)
+				})
+			}
+		})
+	}
+	mode := "subset"
+	if full {
+		mode = "full"
+	}
+	t.Logf("crash matrix (%s): %d scenarios, %d host steps, %d crash cases, %d converged on the first retry, %s",
+		mode, len(scenarios), steps, total, firstRetry.Load(), time.Since(start).Round(time.Second))
+}
+
+// firstRetry counts the cases whose first retry succeeded.
+var firstRetry atomic.Int64
+
+// runCase runs one crash case: prepare, crash, restart, retry, check.
+func runCase(t *testing.T, bin string, sc scenario, c crashCase) {
+	base := shortTempDir(t)
+	files := prepare(t, base, sc)
+	prepareRPC(t, base, sc)
+	kubelet, simDir, _ := simnode.Dirs(base)
+	if err := sim.WriteFaultsFile(simDir, c.rule()); err != nil {
+		t.Fatal(err)
+	}
+
+	// The RPC meets the crash: the connection drops and the process exits
+	// with the sim's crash code, saying where it crashed.
+	p := testbin.Start(t, bin, testbin.Options{Dir: base, Args: []string{"--v=2"}})
+	err := callOnce(t, p, sc, kubelet)
+	if err == nil {
+		t.Fatalf("%s succeeded although the plugin should have crashed at %s\n%s", sc.name, c, p.Log.String())
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(exitTimeout):
+		t.Fatalf("plugin still running after the injected crash (RPC error %v)\n%s", err, p.Log.String())
+	}
+	var xe *exec.ExitError
+	if !errors.As(p.ExitErr(), &xe) || xe.ExitCode() != sim.DefaultExitCode {
+		t.Fatalf("plugin exit = %v, want exit code %d\n%s", p.ExitErr(), sim.DefaultExitCode, p.Log.String())
+	}
+	if !crashLogged(p.Log.String(), c) {
+		t.Fatalf("the plugin did not crash at %s\n%s", c, p.Log.String())
+	}
+
+	// kubelet retries the same RPC against the restarted plugin.
+	if err := os.Remove(filepath.Join(simDir, "faults.json")); err != nil {
+		t.Fatal(err)
+	}
+	p = testbin.Start(t, bin, testbin.Options{Dir: base, Args: []string{"--v=2"}})
+	var errs []string
+	for attempt := 1; ; attempt++ {
+		err := callOnce(t, p, sc, kubelet)
+		if err == nil {
+			if attempt == 1 {
+				firstRetry.Add(1)
+			} else {
+				t.Logf("converged after %d retries: %s", attempt, strings.Join(errs, "; "))
+			}
+			break
+		}
+		errs = append(errs, err.Error())
+		if attempt == maxRetries {
+			t.Fatalf("%s did not converge in %d retries: %s\n%s", sc.name, maxRetries, strings.Join(errs, "; "), p.Log.String())
+		}
+		time.Sleep(retryBackoff)
+	}
+	if err := p.Stop(exitTimeout); err != nil {
+		t.Fatalf("plugin did not stop cleanly: %v\n%s", err, p.Log.String())
+	}
+	check(t, base, sc, files)
+}
+
+// callOnce sends the scenario's RPC to the running plugin.
+func callOnce(t *testing.T, p *testbin.Plugin, sc scenario, kubelet string) error {
+	conn, err := grpc.NewClient(p.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+	defer cancel()
+	return sc.rpc(ctx, nodeClient{csi.NewNodeClient(conn)}, kubelet)
+}
+
+// crashLogged reports whether the plugin's log has the sim's crash line
+// for the case's op and moment.
+func crashLogged(log string, c crashCase) bool {
+	when := "before"
+	if c.after {
+		when = "after"
+	}
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, `"injected crash"`) && strings.Contains(line, `method="`+c.op+`"`) &&
+			strings.Contains(line, `when="`+when+`"`) {
+			return true
+		}
+	}
+	return false
+}
+
+// check asserts, offline (the plugin stopped), that the scenario converged.
+func check(t *testing.T, base string, sc scenario, files map[string]string) {
+	t.Helper()
+	kubelet, simDir, jdir := simnode.Dirs(base)
+	s, err := sim.New(sim.Config{Dir: simDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st := s.Snapshot()
+	h := s.Host()
+	ctx := context.Background()
+	final := sc.final()
+
+	// The journal records exactly the staged volumes, as staged.
+	jr, err := journal.Open(jdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, e := range jr.List() {
+		got = append(got, fmt.Sprintf("%s staged=%t", e.VolumeID, e.Staged))
+	}
+	for _, v := range final {
+		want = append(want, v.id+" staged=true")
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("journal = %v, want %v", got, want)
+	}
+
+	// Staging paths: a mount point or share link for each staged volume;
+	// the unstaged volume's path holds nothing.
+	var mounts []string
+	smbUsers, iscsiUsers := 0, 0
+	for _, v := range final {
+		staging := simnode.StagingPath(kubelet, v.id)
+		info, err := h.Files.Stat(ctx, staging)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch v.kind {
+		case kindSMB:
+			smbUsers++
+			unc := `\\` + smbServer + `\` + smbShare + `\` + v.shareDir
+			if info.Kind != host.PathSymlink || !backend.SameTarget(info.Target, unc) {
+				t.Errorf("staging path of %s is a %s to %q, want a link to %s", v.id, info.Kind, info.Target, unc)
+			}
+		default:
+			if v.kind == kindISCSI {
+				iscsiUsers++
+			}
+			mounts = append(mounts, staging)
+			if info.Kind != host.PathMountPoint {
+				t.Errorf("staging path of %s is a %s, want a mount point", v.id, info.Kind)
+			}
+		}
+	}
+	if sc.unstage {
+		info, err := h.Files.Stat(ctx, simnode.StagingPath(kubelet, sc.vol.id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Kind != host.PathDir && info.Kind != host.PathMissing {
+			t.Errorf("staging path of unstaged %s is a %s (%q)", sc.vol.id, info.Kind, info.Target)
+		}
+	}
+
+	// Mount points: exactly those of the staged disks; none leaked.
+	var gotMounts []string
+	for _, m := range st.Mounts {
+		gotMounts = append(gotMounts, m.Dir)
+	}
+	slices.Sort(gotMounts)
+	slices.Sort(mounts)
+	if !slices.Equal(gotMounts, mounts) {
+		t.Errorf("mount points = %v, want %v", gotMounts, mounts)
+	}
+
+	// SMB: one mapping of the share root while a volume uses it, none after.
+	var mappings []string
+	for _, m := range st.Mappings {
+		mappings = append(mappings, fmt.Sprintf("%s status=%d", strings.ToLower(m.RemotePath), m.Status))
+	}
+	wantMappings := []string(nil)
+	if smbUsers > 0 {
+		wantMappings = []string{`\\` + smbServer + `\` + smbShare + " status=0"}
+	}
+	if !slices.Equal(mappings, wantMappings) {
+		t.Errorf("SMB mappings = %v, want %v", mappings, wantMappings)
+	}
+
+	// iSCSI: one session per portal (multipath), registered portals and
+	// persistent logins while a volume uses the target; nothing after.
+	wantPaths := []string(nil)
+	if iscsiUsers > 0 {
+		for _, p := range portals {
+			wantPaths = append(wantPaths, iqn+"@"+p.String())
+		}
+	}
+	var sessions, logins, regPortals []string
+	for _, x := range st.Sessions {
+		sessions = append(sessions, x.Target+"@"+x.Portal)
+	}
+	for _, x := range st.PersistentLogins {
+		logins = append(logins, x.Target+"@"+x.Portal)
+	}
+	for _, x := range st.Portals {
+		regPortals = append(regPortals, iqn+"@"+x.Portal)
+	}
+	for _, l := range [][]string{sessions, logins, regPortals} {
+		slices.Sort(l)
+	}
+	if !slices.Equal(sessions, wantPaths) {
+		t.Errorf("iSCSI sessions = %v, want %v", sessions, wantPaths)
+	}
+	if !slices.Equal(logins, wantPaths) {
+		t.Errorf("iSCSI persistent logins = %v, want %v", logins, wantPaths)
+	}
+	if !slices.Equal(regPortals, wantPaths) {
+		t.Errorf("iSCSI target portals = %v, want %v", regPortals, wantPaths)
+	}
+
+	// Disks: a staged volume's disk is online with one formatted data
+	// partition (never formatted twice); an unstaged one is offline.
+	all := append([]volume(nil), sc.staged...)
+	if !sc.unstage {
+		all = append(all, sc.vol)
+	}
+	for _, v := range all {
+		d, ok := diskOf(st, v)
+		staged := slices.ContainsFunc(final, func(f volume) bool { return f.id == v.id })
+		switch {
+		case v.kind == kindSMB:
+		case !ok && staged:
+			t.Errorf("disk of staged %s not found", v.id)
+		case !ok:
+			// an iSCSI LUN disk goes away with the target's sessions
+			if v.kind != kindISCSI || iscsiUsers > 0 {
+				t.Errorf("disk of %s not found", v.id)
+			}
+		case staged && d.Offline:
+			t.Errorf("disk of staged %s is offline", v.id)
+		case !staged && !d.Offline:
+			t.Errorf("disk of unstaged %s is online", v.id)
+		}
+		if ok && staged {
+			if n := dataPartitions(d); n != 1 {
+				t.Errorf("disk of %s has %d formatted data partitions, want 1: %+v", v.id, n, d.Partitions)
+			}
+		}
+	}
+
+	// Data written before the crash is intact.
+	for _, v := range sc.staged {
+		b, err := os.ReadFile(files[v.id])
+		if err != nil || string(b) != fileContent(v) {
+			t.Errorf("file of %s: %q, %v; want it intact", v.id, b, err)
+		}
+	}
+}
+
+// diskOf finds a volume's disk in the host state: by serial for the disk
+// backend, by target and LUN for iSCSI.
+func diskOf(st sim.State, v volume) (sim.DiskState, bool) {
+	for _, d := range st.Disks {
+		switch v.kind {
+		case kindDisk:
+			if d.Serial == v.id {
+				return d, true
+			}
+		case kindISCSI:
+			if strings.EqualFold(d.Target, iqn) && fmt.Sprint(d.LUN) == v.vctx["lun"] {
+				return d, true
+			}
+		}
+	}
+	return sim.DiskState{}, false
+}
+
+func dataPartitions(d sim.DiskState) int {
+	n := 0
+	for _, p := range d.Partitions {
+		if p.GptType == host.GptTypeBasicData && p.Volume != nil && p.Volume.FileSystem != "" {
+			n++
+		} else if p.GptType != host.GptTypeMSR {
+			n += 100 // anything else is a leak
+		}
+	}
+	return n
+}
+
+// checkBinaryCalls asserts that the plugin binary makes the host calls the
+// in-process sequence lists, by running the RPC once on the binary and
+// reading its host-call counters from /metrics.
+func checkBinaryCalls(t *testing.T, bin string, sc scenario, seq []string) {
+	base := shortTempDir(t)
+	prepare(t, base, sc)
+	prepareRPC(t, base, sc)
+	kubelet, _, _ := simnode.Dirs(base)
+	addr := freeAddr(t)
+	p := testbin.Start(t, bin, testbin.Options{Dir: base, Args: []string{"--v=2", "--http-endpoint=" + addr}})
+	if err := callOnce(t, p, sc, kubelet); err != nil {
+		t.Fatalf("%s on the binary: %v\n%s", sc.name, err, p.Log.String())
+	}
+	got, err := hostCalls("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(exitTimeout); err != nil {
+		t.Fatalf("plugin did not stop cleanly: %v", err)
+	}
+	want := map[string]int{}
+	for _, op := range seq {
+		want[op]++
+	}
+	for op := range want {
+		if got[op] != want[op] {
+			t.Errorf("binary made %d %s calls, the library sequence %d", got[op], op, want[op])
+		}
+	}
+	for op, n := range got {
+		if want[op] == 0 {
+			t.Errorf("binary made %d %s calls, the library sequence none", n, op)
+		}
+	}
+}
+
+var metricLine = regexp.MustCompile(`^csi_windows_node_host_calls_total\{area="([a-z]+)",operation="([A-Za-z0-9]+)",result="[a-z]+"\} ([0-9.e+]+)$`)
+
+// hostCalls reads the per-op host-call counts from a /metrics page.
+func hostCalls(url string) (map[string]int, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body) // for the message only
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	out := map[string]int{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		m := metricLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		n, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			return nil, err
+		}
+		out[m[1]+"."+m[2]] += int(n)
+	}
+	return out, sc.Err()
+}
+
+// freeAddr returns a loopback address with a port nobody listens on now.
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// nodeClient adapts a csi.NodeClient to the two methods rpc uses.
+type nodeClient struct{ c csi.NodeClient }
+
+func (n nodeClient) NodeStageVolume(ctx context.Context, r *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	return n.c.NodeStageVolume(ctx, r)
+}
+
+func (n nodeClient) NodeUnstageVolume(ctx context.Context, r *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	return n.c.NodeUnstageVolume(ctx, r)
+}
+
+// shortTempDir is a temporary directory with a short name: the plugin's
+// unix socket lives below it, and socket paths are limited to 108 bytes.
+func shortTempDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "crash-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	return dir
+}
