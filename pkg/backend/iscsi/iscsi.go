@@ -163,6 +163,9 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 	for _, s := range existing {
 		have[portalKey(s.TargetPortal)] = true
 	}
+	if err := b.makePersistent(ctx, spec, existing); err != nil {
+		return nil, nil, err
+	}
 	var want []host.Portal
 	switch {
 	case spec.Multipath:
@@ -309,6 +312,30 @@ func (b *Backend) discovered(ctx context.Context, iqn string, p host.Portal) (bo
 		}
 	}
 	return false, nil
+}
+
+// makePersistent registers the sessions a persistent volume reuses that
+// are not persistent yet (made by a volume with persistent=false, or left
+// unregistered by an interrupted unstage), so that they come back after a
+// reboot as the contract promises.
+func (b *Backend) makePersistent(ctx context.Context, spec *contract.ISCSISpec, sessions []host.ISCSISession) error {
+	if !spec.Persistent {
+		return nil
+	}
+	var chap *host.CHAP
+	if spec.SessionAuth != host.AuthNone {
+		chap = &spec.SessionCHAP
+	}
+	for _, s := range sessions {
+		if s.IsPersistent || !s.IsConnected {
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Making a reused session persistent", "sessionID", s.SessionID, "portal", s.TargetPortal.String())
+		if err := b.h.ISCSI.Register(ctx, s, spec.Multipath, chap); err != nil {
+			return fmt.Errorf("make the session of target %s through %s persistent: %w", spec.IQN, s.TargetPortal, err)
+		}
+	}
+	return nil
 }
 
 // lockPortals takes the locks of the portals in sorted order; like the

@@ -373,3 +373,24 @@ func reasons(hs []*csi.VolumeHealth_VolumeHealthEntry) []string {
 	}
 	return out
 }
+
+// A persistent volume that reuses sessions another volume made without
+// persistence registers them, so that they come back after a reboot as the
+// contract promises.
+func TestReusedSessionsBecomePersistent(t *testing.T) {
+	e := newEnv(t, iscsi.Options{})
+	transient := vol("transient", "10.0.0.1", iqnOpen, 0, "persistent", "false", "portals", "10.0.1.1")
+	durable := vol("durable", "10.0.0.1", iqnOpen, 1, "persistent", "true", "portals", "10.0.1.1")
+	must(t, "stage the transient volume", e.stage(transient))
+	if n := e.logins(iqnOpen); n != 0 {
+		t.Fatalf("persistent logins after a non-persistent stage: %d", n)
+	}
+	must(t, "stage the persistent volume", e.stage(durable))
+	if n := e.logins(iqnOpen); n != 2 {
+		t.Fatalf("persistent logins after the persistent stage: %d, want 2 (one per portal)", n)
+	}
+	e.reboot()
+	if n := len(e.sessions(iqnOpen)); n != 2 {
+		t.Fatalf("after reboot: %d sessions, want 2", n)
+	}
+}

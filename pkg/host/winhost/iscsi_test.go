@@ -402,6 +402,24 @@ func TestISCSIUnregisterSecretAndDisks(t *testing.T) {
 		e.ExpectCall(iscNS, winhost.Method{Class: "MSFT_iSCSISession", Path: iscSessionPath, Name: "Unregister"}, iscRV(isdscNotPersistent))
 		iscWant(t, "Unregister", winhost.NewISCSI(e).Unregister(ctx, sess), host.ErrNotFound)
 	})
+	t.Run("register with CHAP", func(t *testing.T) {
+		// Register-IscsiSession -IsMultipathEnabled -ChapUsername -ChapSecret
+		// wraps MSFT_iSCSISession.Register with these parameters
+		// (learn.microsoft.com/powershell/module/iscsi/register-iscsisession).
+		e := scripted.New(t)
+		e.ExpectCall(iscNS, winhost.Method{Class: "MSFT_iSCSISession", Path: iscSessionPath, Name: "Register", In: []winhost.Param{
+			{Name: "IsMultipathEnabled", Value: true}, {Name: "ChapUsername", Value: "node1"},
+			{Name: "ChapSecret", Value: iscSecret, Sensitive: true}}}, iscRV(0))
+		err := winhost.NewISCSI(e).Register(ctx, sess, true, &host.CHAP{User: "node1", Secret: host.NewSecret(iscSecret)})
+		iscWant(t, "Register", err, nil)
+	})
+	t.Run("register without CHAP, refused", func(t *testing.T) {
+		e := scripted.New(t)
+		e.ExpectCall(iscNS, winhost.Method{Class: "MSFT_iSCSISession", Path: iscSessionPath, Name: "Register", In: []winhost.Param{
+			{Name: "IsMultipathEnabled", Value: false}}}, iscRV(storageInvalidParameter))
+		err := winhost.NewISCSI(e).Register(ctx, sess, false, nil)
+		iscWant(t, "Register", err, host.ErrInvalid)
+	})
 	t.Run("set initiator secret", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectCall(iscNS, winhost.Method{Class: "MSFT_iSCSISession", Name: "SetCHAPSecret",
