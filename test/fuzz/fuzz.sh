@@ -24,14 +24,25 @@ done < <(grep -rl --include='*_test.go' '^func Fuzz' pkg cmd test | sort)
 echo "fuzzing ${#targets[@]} targets for $FUZZTIME each, $FUZZJOBS at a time"
 run() {
 	local dir=$1 t=$2 log=$logs/$(echo "$1-$2" | tr '/.' '__').log
-	if go test -run='^$' -fuzz="^$t\$" -fuzztime="$FUZZTIME" -parallel=1 "$dir" >"$log" 2>&1; then
-		execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-		printf 'ok    %-28s %-32s %10s execs\n' "$dir" "$t" "${execs:-?}"
-	else
-		printf 'FAIL  %-28s %-32s\n' "$dir" "$t"
-		grep -E 'Failing input|--- FAIL|_test.go:|panic:' "$log" | head -20
-		return 1
-	fi
+	local attempt
+	for attempt in 1 2; do
+		if go test -run='^$' -fuzz="^$t\$" -fuzztime="$FUZZTIME" -parallel=1 "$dir" >"$log" 2>&1; then
+			execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+			printf 'ok    %-28s %-32s %10s execs%s\n' "$dir" "$t" "${execs:-?}" \
+				"$([ "$attempt" = 2 ] && echo ' (second attempt: the first failed without a failing input)')"
+			return 0
+		fi
+		if grep -q 'Failing input written' "$log"; then
+			break # a real finding: never retried
+		fi
+		# No failing input: the fuzzing engine itself failed (a worker
+		# that hung or died under load). Show why, then try once more.
+		printf 'RETRY %-28s %-32s (no failing input was written; engine output follows)\n' "$dir" "$t"
+		grep -v '^fuzz: elapsed' "$log" | tail -15
+	done
+	printf 'FAIL  %-28s %-32s\n' "$dir" "$t"
+	grep -E 'Failing input|--- FAIL|_test.go:|panic:' "$log" | head -20
+	return 1
 }
 export -f run
 export FUZZTIME logs
