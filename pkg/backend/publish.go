@@ -54,15 +54,21 @@ func (p Publisher) Publish(ctx context.Context, staging, target string) (created
 			return false, fmt.Errorf("remove the directory at target path %s before linking: %w", target, err)
 		}
 	case host.PathMissing:
-		parent := parentDir(target)
-		if err := p.Files.MakeDir(ctx, parent); err != nil {
-			return false, fmt.Errorf("create parent of target path %s: %w", target, err)
-		}
 	default:
 		return false, fmt.Errorf("target path %s is a %s: %w", target, info.Kind, host.ErrConflict)
 	}
 	log.V(4).Info("Linking target path to staging path", "targetPath", target, "stagingTargetPath", staging)
-	if err := p.Files.Symlink(ctx, target, staging); err != nil {
+	err = p.Files.Symlink(ctx, target, staging)
+	if errors.Is(err, host.ErrNotFound) {
+		// kubelet creates the target's parent; csi-sanity and other COs
+		// may not. Create it only then, which saves a host call on the
+		// common path.
+		if err := p.Files.MakeDir(ctx, parentDir(target)); err != nil {
+			return false, fmt.Errorf("create parent of target path %s: %w", target, err)
+		}
+		err = p.Files.Symlink(ctx, target, staging)
+	}
+	if err != nil {
 		return false, fmt.Errorf("link target path %s to %s: %w", target, staging, err)
 	}
 	return true, nil

@@ -29,7 +29,7 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if req.GetStagingTargetPath() == "" {
 		return nil, invalid("staging_target_path is required: this plugin stages volumes (STAGE_UNSTAGE_VOLUME)")
 	}
-	staging, err := s.resolvePath("staging_target_path", req.GetStagingTargetPath())
+	staging, err := s.resolveStagingForPublish(req.GetVolumeId(), req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -161,4 +161,26 @@ func (s *Server) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	}
 	s.mu.Unlock()
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// resolveStagingForPublish resolves the staging path of a publish. When it
+// is the path the journal records for the volume, its ancestors were
+// checked for escaping links when the volume was staged, and the check is
+// not repeated on this hot path (kubelet publishes every pod's volumes);
+// any other path gets the full check.
+func (s *Server) resolveStagingForPublish(volumeID, p string) (string, error) {
+	if p == "" {
+		return "", invalid("staging_target_path is required")
+	}
+	r, err := s.cfg.Root.Resolve(p)
+	if err != nil {
+		return "", invalid("staging_target_path: %v", err)
+	}
+	if e, ok := s.cfg.Journal.Get(volumeID); ok && e.Staged && e.StagingPath == r {
+		return r, nil
+	}
+	if err := s.cfg.Root.CheckLinks(r, s.fs); err != nil {
+		return "", invalid("staging_target_path: %v", err)
+	}
+	return r, nil
 }

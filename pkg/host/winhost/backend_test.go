@@ -253,18 +253,31 @@ func TestBackendPublishUnpublishStats(t *testing.T) {
 }
 
 func TestBackendPublishMissingTarget(t *testing.T) {
-	r := newRig(t)
-	parent := target[:strings.LastIndex(target, `\`)]
-	r.e.ExpectWin32("GetFileAttributes", []any{lTarget}, scripted.Reply{Err: w32("GetFileAttributesW", winhost.ErrorPathNotFound)})
-	r.e.ExpectWin32("CreateDirectory", []any{`\\?\` + parent}, scripted.Reply{Err: w32("CreateDirectoryW", winhost.ErrorAlreadyExists)})
-	r.e.ExpectWin32("GetFileAttributes", []any{`\\?\` + parent}, scripted.Reply{Uint32: attrDir})
-	r.e.ExpectWin32("CreateSymbolicLink", []any{lTarget, staging, uint32(3)}, ok())
-	if created, err := (backend.Publisher{Files: r.h.Files}).Publish(context.Background(), staging, target); err != nil || !created {
-		t.Fatalf("Publish = %t, %v", created, err)
-	}
-	if n := r.wmi(t); n != 0 {
-		t.Fatalf("%d WMI round trips", n)
-	}
+	t.Run("parent exists, as kubelet makes it", func(t *testing.T) {
+		r := newRig(t)
+		r.e.ExpectWin32("GetFileAttributes", []any{lTarget}, scripted.Reply{Err: w32("GetFileAttributesW", winhost.ErrorFileNotFound)})
+		r.e.ExpectWin32("CreateSymbolicLink", []any{lTarget, staging, uint32(3)}, ok())
+		if created, err := (backend.Publisher{Files: r.h.Files}).Publish(context.Background(), staging, target); err != nil || !created {
+			t.Fatalf("Publish = %t, %v", created, err)
+		}
+		if n := r.wmi(t); n != 0 {
+			t.Fatalf("%d WMI round trips", n)
+		}
+	})
+	t.Run("parent missing", func(t *testing.T) {
+		// CreateSymbolicLinkW fails with ERROR_PATH_NOT_FOUND when the
+		// link's directory does not exist; the parent is made, then the
+		// link.
+		r := newRig(t)
+		parent := target[:strings.LastIndex(target, `\`)]
+		r.e.ExpectWin32("GetFileAttributes", []any{lTarget}, scripted.Reply{Err: w32("GetFileAttributesW", winhost.ErrorPathNotFound)})
+		r.e.ExpectWin32("CreateSymbolicLink", []any{lTarget, staging, uint32(3)}, scripted.Reply{Err: w32("CreateSymbolicLinkW", winhost.ErrorPathNotFound)})
+		r.e.ExpectWin32("CreateDirectory", []any{`\\?\` + parent}, ok())
+		r.e.ExpectWin32("CreateSymbolicLink", []any{lTarget, staging, uint32(3)}, ok())
+		if created, err := (backend.Publisher{Files: r.h.Files}).Publish(context.Background(), staging, target); err != nil || !created {
+			t.Fatalf("Publish = %t, %v", created, err)
+		}
+	})
 }
 
 // (d) Unstage: flush, remove the mount point, take the disk offline.
