@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/wincsi/csi-windows-node/pkg/durable"
 	"github.com/wincsi/csi-windows-node/pkg/inflight"
 )
 
@@ -137,7 +138,7 @@ func (j *Journal) Put(e Entry) error {
 	// other's disk flushes).
 	unlock := j.lockFile(fileName(e.VolumeID))
 	defer unlock()
-	if err := writeFileAtomic(j.dir, fileName(e.VolumeID), b); err != nil {
+	if err := durable.WriteFile(j.dir, fileName(e.VolumeID), b); err != nil {
 		return fmt.Errorf("write journal entry of volume %q: %w", e.VolumeID, err)
 	}
 	j.mu.Lock()
@@ -165,7 +166,7 @@ func (j *Journal) Delete(volumeID string) error {
 	j.mu.Lock()
 	delete(j.m, volumeID)
 	j.mu.Unlock()
-	if err := syncDir(j.dir); err != nil {
+	if err := durable.SyncDir(j.dir); err != nil {
 		return fmt.Errorf("sync journal directory: %w", err)
 	}
 	return nil
@@ -187,32 +188,4 @@ func (e Entry) clone() Entry {
 func fileName(volumeID string) string {
 	sum := sha256.Sum256([]byte(volumeID))
 	return hex.EncodeToString(sum[:16]) + ".json"
-}
-
-func writeFileAtomic(dir, name string, data []byte) (err error) {
-	f, err := os.CreateTemp(dir, name+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp) // best effort; Open removes leftovers too
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		_ = f.Close() // the write error is the one to report
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		_ = f.Close() // the sync error is the one to report
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
 }

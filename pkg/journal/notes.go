@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/wincsi/csi-windows-node/pkg/durable"
 )
 
 // notesDir is the sub-directory of the journal that holds notes.
@@ -41,7 +43,7 @@ func (j *Journal) PutNote(key, value string) error {
 	}
 	unlock := j.lockFile(notesDir + "/" + fileName(key))
 	defer unlock()
-	if err := writeFileAtomic(dir, fileName(key), b); err != nil {
+	if err := durable.WriteFile(dir, fileName(key), b); err != nil {
 		return fmt.Errorf("write journal note %q: %w", key, err)
 	}
 	j.mu.Lock()
@@ -69,7 +71,7 @@ func (j *Journal) DeleteNote(key string) error {
 	if err != nil {
 		return nil // it was not there
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync journal notes directory: %w", err)
 	}
 	return nil
@@ -86,7 +88,7 @@ func (j *Journal) ensureNotesDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create journal notes directory %s: %w", dir, err)
 	}
-	if err := syncDir(j.dir); err != nil {
+	if err := durable.SyncDir(j.dir); err != nil {
 		return fmt.Errorf("sync journal directory: %w", err)
 	}
 	j.notesReady = true

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/wincsi/csi-windows-node/pkg/durable"
 )
 
 // rpcTimeout bounds every RPC, like kubelet's operation timeouts.
@@ -407,7 +409,7 @@ func durableWrite(dir string, n int) (time.Duration, error) {
 			err = os.Rename(tmp, filepath.Join(dir, "probe.json"))
 		}
 		if err == nil {
-			err = syncDir(dir)
+			err = durable.SyncDir(dir)
 		}
 		if err != nil {
 			return 0, err
@@ -416,16 +418,4 @@ func durableWrite(dir string, n int) (time.Duration, error) {
 	}
 	slices.Sort(samples)
 	return percentile(samples, 50), os.Remove(filepath.Join(dir, "probe.json"))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -35,7 +35,7 @@
 // # Files in Config.Dir
 //
 //	state.json        the model (below), replaced atomically
-//	state.json.tmp    transient
+//	state.json.*.tmp  transient (removed at open after a crash)
 //	faults.json       optional fault rules, read by New
 //	volumes/<guid>/   contents of the volume {guid}, created by Format (or a
 //	                  pre-formatted AttachDisk, or Mount of a RAW volume)

@@ -11,9 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 
+	"github.com/wincsi/csi-windows-node/pkg/durable"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
@@ -206,6 +206,12 @@ type LoginState struct {
 }
 
 func loadState(dir string) (st *State, fresh bool, err error) {
+	// A crash during a write can leave its temporary file behind.
+	if tmps, _ := filepath.Glob(filepath.Join(dir, stateFile+".*.tmp")); len(tmps) > 0 {
+		for _, t := range tmps {
+			_ = os.Remove(t) // best effort: a leftover is harmless, only untidy
+		}
+	}
 	data, err := os.ReadFile(filepath.Join(dir, stateFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return initialState(), true, nil
@@ -249,46 +255,10 @@ func cloneState(st *State) State {
 	return out
 }
 
-// writeAtomic replaces <dir>/state.json: write a temporary file, fsync it,
-// rename it over the old one, fsync the directory.
+// writeAtomic replaces <dir>/state.json durably (pkg/durable: temporary
+// file, fsync, rename, directory fsync).
 func writeAtomic(dir string, data []byte) error {
-	tmp := filepath.Join(dir, stateFile+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close() // the write error is the one to report
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close() // the sync error is the one to report
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		// Directories cannot be opened for fsync on Windows; the sim is
-		// only run on Linux (doc.go), it merely compiles for Windows.
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return durable.WriteFile(dir, stateFile, data)
 }
 
 // persister writes the latest state for every generation requested, one
