@@ -4,7 +4,9 @@
 # (each with one fuzzing worker, so the jobs share the CPUs), and prints
 # each target's executions. Fails when a target finds a failing input (go
 # test writes it to the package's testdata/fuzz/<target>/; check it in as
-# a regression seed once the bug is fixed). Used by make fuzz.
+# a regression seed once the bug is fixed). An engine failure with no
+# failing input is retried once, and tolerated (reported as FLAKE) when it
+# is the known -fuzztime deadline report of golang/go#75804. Used by make fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -40,6 +42,15 @@ run() {
 		printf 'RETRY %-28s %-32s (no failing input was written; engine output follows)\n' "$dir" "$t"
 		grep -v '^fuzz: elapsed' "$log" | tail -15
 	done
+	if ! grep -q 'Failing input written' "$log" && grep -q 'context deadline exceeded' "$log" &&
+		! grep -qE 'panic:|_test\.go:[0-9]+:' "$log"; then
+		# The Go 1.26 fuzzing engine can report "context deadline
+		# exceeded" as a failure at the -fuzztime boundary without any
+		# input having failed (golang/go#75804, fixed in Go 1.27). There
+		# is nothing to reproduce, so it is reported, not failed on.
+		printf 'FLAKE %-28s %-32s (engine deadline at -fuzztime end, no failing input; golang/go#75804)\n' "$dir" "$t"
+		return 0
+	fi
 	printf 'FAIL  %-28s %-32s\n' "$dir" "$t"
 	grep -E 'Failing input|--- FAIL|_test.go:|panic:' "$log" | head -20
 	return 1
