@@ -3,7 +3,10 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,6 +23,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wmiexec"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
@@ -63,8 +67,38 @@ func powershell(ctx context.Context, script string, env map[string]string) (stri
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, "CSI_IT_"+k+"="+v)
 	}
-	out, err := cmd.CombinedOutput()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		err = fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
 	return string(out), err
+}
+
+// runScript runs a constant setup, inspection or cleanup script with a
+// deadline and returns its trimmed output; a failure is logged and
+// returned, for the caller to decide whether it is fatal.
+func runScript(t *testing.T, env map[string]string, text string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := powershell(ctx, text, env)
+	if err != nil {
+		t.Logf("PowerShell failed: %v", err)
+	}
+	return strings.TrimSpace(out), err
+}
+
+// randomHex returns n random bytes in hex, for names and passwords that no
+// earlier run left behind.
+func randomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
 }
 
 func mustPowershell(t *testing.T, script string, env map[string]string) string {
@@ -131,20 +165,20 @@ func diskState(t *testing.T, v *vhd) (offline, readOnly bool) {
 	return f[0] == "True", f[1] == "True"
 }
 
-// harness is the node service over the real Windows host, as the plugin
-// wires it: pkg/node over winhost over the WMI/Win32 executor, the disk
-// backend, a journal in a temporary directory and a kubelet directory
-// under C:\.
-type harness struct {
-	t       *testing.T
+// winNode is the real Windows host as the plugin wires it: winhost over
+// the WMI/Win32 executor, a journal in a temporary directory and a kubelet
+// directory under C:\. Cleanup closes the executor and removes the
+// directory, which a failed test keeps for inspection.
+type winNode struct {
 	exec    *wmiexec.Executor
-	node    *node.Server
+	host    host.Host
+	journal *journal.Journal
+	root    *winpath.Root
 	kubelet string
 }
 
-func newHarness(t *testing.T) *harness {
+func newWinNode(t *testing.T) *winNode {
 	t.Helper()
-	requireHost(t)
 	exec, err := wmiexec.New(wmiexec.Options{})
 	if err != nil {
 		t.Fatalf("start the executor: %v", err)
@@ -177,22 +211,39 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copts := contract.Options{}
-	if err := copts.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h := winhost.New(exec)
-	ns := node.New(node.Config{
-		NodeID:   "integration",
-		Root:     root,
-		Host:     h,
-		Journal:  jr,
+	return &winNode{exec: exec, host: winhost.New(exec), journal: jr, root: root, kubelet: kubelet}
+}
+
+// server is the node service over w with the given contract options and
+// backends.
+func (w *winNode) server(nodeID string, copts contract.Options, backends map[contract.Kind]node.Backend) *node.Server {
+	return node.New(node.Config{
+		NodeID:   nodeID,
+		Root:     w.root,
+		Host:     w.host,
+		Journal:  w.journal,
 		Contract: copts,
-		Backends: map[contract.Kind]node.Backend{
-			contract.KindDisk: disk.New(h, disk.Options{OfflineOnUnstage: true, Notes: jr}),
-		},
+		Backends: backends,
 	})
-	return &harness{t: t, exec: exec, node: ns, kubelet: kubelet}
+}
+
+// harness is the node service with the disk backend over a winNode, whose
+// RPCs record their timings.
+type harness struct {
+	t       *testing.T
+	exec    *wmiexec.Executor
+	node    *node.Server
+	kubelet string
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	requireHost(t)
+	w := newWinNode(t)
+	ns := w.server("integration", contract.Options{}, map[contract.Kind]node.Backend{
+		contract.KindDisk: disk.New(w.host, disk.Options{OfflineOnUnstage: true, Notes: w.journal}),
+	})
+	return &harness{t: t, exec: w.exec, node: ns, kubelet: w.kubelet}
 }
 
 // volume is one CSI volume of a test: its ID, context and the paths

@@ -5,10 +5,7 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,11 +19,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
 	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wmiexec"
-	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
-	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
 // iscsiOptIn enables TestISCSILoopbackLifecycle. The test installs the
@@ -34,29 +27,6 @@ import (
 // FS-iSCSITarget-Server, Windows Server only), allows loopback logins and
 // starts the initiator service, none of which it undoes.
 const iscsiOptIn = "CSI_WINDOWS_NODE_ISCSI_TESTS"
-
-// iscsiPowerShell runs a setup, inspection or cleanup script (PowerShell in
-// tests only; the plugin never runs it). Values reach the script only
-// through environment variables, never in its text or command line, so the
-// CHAP secret shows in no process listing. It returns trimmed stdout.
-func iscsiPowerShell(t *testing.T, env map[string]string, script string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "powershell.exe", "-NoProfile", "-NonInteractive", "-Command",
-		"$ErrorActionPreference = 'Stop'; $ProgressPreference = 'SilentlyContinue'; "+script)
-	cmd.Env = os.Environ()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err != nil {
-		t.Logf("powershell failed: %v\n%s", err, stderr.String())
-	}
-	return strings.TrimSpace(stdout.String()), err
-}
 
 // TestISCSILoopbackLifecycle serves two LUNs from an iSCSI target on the
 // runner itself (with one-way CHAP) and drives the node service over
@@ -75,13 +45,13 @@ func TestISCSILoopbackLifecycle(t *testing.T) {
 	if os.Getenv(iscsiOptIn) != "1" {
 		t.Skipf("set %s=1 to run: the test installs the iSCSI Target Server role", iscsiOptIn)
 	}
-	suffix := iscsiRandomHex(t, 4)
+	suffix := randomHex(t, 4)
 	env := map[string]string{
-		"CSI_IT_TARGET":      "csiit-" + suffix,
-		"CSI_IT_VHD0":        "ramdisk:csiit-" + suffix + "-0.vhdx",
-		"CSI_IT_VHD1":        "ramdisk:csiit-" + suffix + "-1.vhdx",
-		"CSI_IT_CHAP_USER":   "csiit-" + suffix,
-		"CSI_IT_CHAP_SECRET": "Cs" + iscsiRandomHex(t, 6), // 14 bytes: the initiator needs 12 to 16
+		"TARGET":      "csiit-" + suffix,
+		"VHD0":        "ramdisk:csiit-" + suffix + "-0.vhdx",
+		"VHD1":        "ramdisk:csiit-" + suffix + "-1.vhdx",
+		"CHAP_USER":   "csiit-" + suffix,
+		"CHAP_SECRET": "Cs" + randomHex(t, 6), // 14 bytes: the initiator needs 12 to 16
 	}
 
 	install := `
@@ -91,7 +61,7 @@ Restart-Service -Name WinTarget
 Set-Service -Name MSiSCSI -StartupType Automatic
 Start-Service -Name MSiSCSI
 `
-	if _, err := iscsiPowerShell(t, env, install); err != nil {
+	if _, err := runScript(t, env, install); err != nil {
 		t.Fatalf("install the iSCSI Target Server and start the initiator: %v", err)
 	}
 	t.Cleanup(func() {
@@ -104,7 +74,7 @@ Start-Service -Name MSiSCSI
 			`Remove-IscsiVirtualDisk -Path $Env:CSI_IT_VHD0 -ErrorAction SilentlyContinue`,
 			`Remove-IscsiVirtualDisk -Path $Env:CSI_IT_VHD1 -ErrorAction SilentlyContinue`,
 		} {
-			if _, err := iscsiPowerShell(t, env, s); err != nil {
+			if _, err := runScript(t, env, s); err != nil {
 				t.Logf("cleanup %q: %v", s, err)
 			}
 		}
@@ -121,7 +91,7 @@ $chap = New-Object -TypeName System.Management.Automation.PSCredential -Argument
 Set-IscsiServerTarget -TargetName $Env:CSI_IT_TARGET -EnableChap $true -Chap $chap
 Write-Output ("" + $target.TargetIqn + " " + $address)
 `
-	out, err := iscsiPowerShell(t, env, setup)
+	out, err := runScript(t, env, setup)
 	if err != nil {
 		t.Fatalf("set up the target: %v", err)
 	}
@@ -129,40 +99,16 @@ Write-Output ("" + $target.TargetIqn + " " + $address)
 	if !ok || iqn == "" || portal == "" {
 		t.Fatalf("setup printed %q, want \"<iqn> <address>\"", out)
 	}
-	env["CSI_IT_IQN"], env["CSI_IT_PORTAL"] = iqn, portal
+	env["IQN"], env["PORTAL"] = iqn, portal
 	t.Logf("target %s on portal %s", iqn, portal)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	exe, err := wmiexec.New(wmiexec.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := exe.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	h := winhost.New(exe)
-	jr, err := journal.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubelet := t.TempDir()
-	root, err := winpath.NewRoot(kubelet, winpath.Windows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := disk.New(h, disk.Options{OfflineOnUnstage: true, Notes: jr})
-	ns := node.New(node.Config{
-		NodeID:  "iscsi-it",
-		Root:    root,
-		Host:    h,
-		Journal: jr,
-		Backends: map[contract.Kind]node.Backend{
-			contract.KindDisk:  db,
-			contract.KindISCSI: iscsi.New(h, db, jr, iscsi.Options{}),
-		},
+	w := newWinNode(t)
+	db := disk.New(w.host, disk.Options{OfflineOnUnstage: true, Notes: w.journal})
+	ns := w.server("iscsi-it", contract.Options{}, map[contract.Kind]node.Backend{
+		contract.KindDisk:  db,
+		contract.KindISCSI: iscsi.New(w.host, db, w.journal, iscsi.Options{}),
 	})
 
 	capability := &csi.VolumeCapability{
@@ -170,14 +116,14 @@ Write-Output ("" + $target.TargetIqn + " " + $address)
 		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
 	}
 	staging := func(id string) string {
-		return filepath.Join(kubelet, `plugins\kubernetes.io\csi\iscsi.example.com`, id, "globalmount")
+		return filepath.Join(w.kubelet, `plugins\kubernetes.io\csi\iscsi.example.com`, id, "globalmount")
 	}
 	target := func(id string) string {
-		return filepath.Join(kubelet, `pods\pod-1\volumes\kubernetes.io~csi`, id, "mount")
+		return filepath.Join(w.kubelet, `pods\pod-1\volumes\kubernetes.io~csi`, id, "mount")
 	}
 	secrets := map[string]string{
-		"node.session.auth.username": env["CSI_IT_CHAP_USER"],
-		"node.session.auth.password": env["CSI_IT_CHAP_SECRET"],
+		"node.session.auth.username": env["CHAP_USER"],
+		"node.session.auth.password": env["CHAP_SECRET"],
 	}
 	volumeContext := func(lun int) map[string]string {
 		return map[string]string{"targetPortal": portal, "iqn": iqn, "lun": strconv.Itoa(lun), "sessionCHAPAuth": "true"}
@@ -188,7 +134,7 @@ Write-Output ("" + $target.TargetIqn + " " + $address)
 		}
 		_, err := ns.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: staging(id),
 			VolumeCapability: capability, VolumeContext: volumeContext(lun), Secrets: sec})
-		if err != nil && strings.Contains(err.Error(), env["CSI_IT_CHAP_SECRET"]) {
+		if err != nil && strings.Contains(err.Error(), env["CHAP_SECRET"]) {
 			t.Fatalf("stage %s: the error reveals the CHAP secret", id)
 		}
 		return err
@@ -214,7 +160,7 @@ Write-Output ("" + $target.TargetIqn + " " + $address)
 	}
 	count := func(script string) string {
 		t.Helper()
-		out, err := iscsiPowerShell(t, env, script)
+		out, err := runScript(t, env, script)
 		if err != nil {
 			t.Fatalf("inspect: %v", err)
 		}
@@ -227,7 +173,7 @@ Write-Output ("" + $target.TargetIqn + " " + $address)
 		return count(`@(Get-IscsiTargetPortal -ErrorAction SilentlyContinue | Where-Object { $_.TargetPortalAddress -eq $Env:CSI_IT_PORTAL }).Count`)
 	}
 
-	wrong := map[string]string{"node.session.auth.username": env["CSI_IT_CHAP_USER"], "node.session.auth.password": "Wrong-secret-1"}
+	wrong := map[string]string{"node.session.auth.username": env["CHAP_USER"], "node.session.auth.password": "Wrong-secret-1"}
 	if err := stage("iscsi-it-wrong", 0, wrong); status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("stage with a wrong CHAP secret: %v, want Unauthenticated", err)
 	}
@@ -275,13 +221,4 @@ Write-Output ("" + $target.TargetIqn + " " + $address)
 	if n := sessions(); n != "0" {
 		t.Fatalf("%s sessions at the end, want 0", n)
 	}
-}
-
-func iscsiRandomHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
 }

@@ -5,8 +5,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,36 +16,8 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wmiexec"
-	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
-	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
-
-// smbRandomHex returns n random bytes in hex.
-func smbRandomHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-// smbPowershell runs a constant setup or inspection script through the
-// harness's powershell (values only through $Env:CSI_IT_* variables, never
-// in the script text or the command line) and returns its trimmed output.
-func smbPowershell(t *testing.T, env map[string]string, script string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := powershell(ctx, script, env)
-	if err != nil {
-		t.Logf("PowerShell failed: %v\n%s", err, out)
-	}
-	return strings.TrimSpace(out), err
-}
 
 // TestSMBGlobalMappingLifecycle creates a local user and an SMB share on
 // the runner itself, stages and publishes a directory of the share through
@@ -62,11 +32,11 @@ func TestSMBGlobalMappingLifecycle(t *testing.T) {
 		t.Skip("COMPUTERNAME is not set")
 	}
 	computer := strings.ToLower(os.Getenv("COMPUTERNAME"))
-	suffix := smbRandomHex(t, 4)
+	suffix := randomHex(t, 4)
 	// Read by the scripts as $Env:CSI_IT_<key>.
 	env := map[string]string{
 		"USER":     "csiit" + suffix,
-		"PASSWORD": "Aa1!" + smbRandomHex(t, 16), // meets the default complexity policy
+		"PASSWORD": "Aa1!" + randomHex(t, 16), // meets the default complexity policy
 		"SHARE":    "csiit" + suffix,
 		"DIR":      t.TempDir(),
 	}
@@ -81,7 +51,7 @@ func TestSMBGlobalMappingLifecycle(t *testing.T) {
 			`Remove-SmbShare -Name $Env:CSI_IT_SHARE -Force -ErrorAction SilentlyContinue`,
 			`Remove-LocalUser -Name $Env:CSI_IT_USER -ErrorAction SilentlyContinue`,
 		} {
-			if _, err := smbPowershell(t, env, s); err != nil {
+			if _, err := runScript(t, env, s); err != nil {
 				t.Logf("cleanup %q: %v", s, err)
 			}
 		}
@@ -96,12 +66,12 @@ $acl.AddAccessRule($rule)
 Set-Acl -Path $Env:CSI_IT_DIR -AclObject $acl
 New-SmbShare -Name $Env:CSI_IT_SHARE -Path $Env:CSI_IT_DIR -FullAccess $Env:CSI_IT_USER | Out-Null
 `
-	if _, err := smbPowershell(t, env, setup); err != nil {
+	if _, err := runScript(t, env, setup); err != nil {
 		t.Fatalf("set up the user and the share: %v", err)
 	}
 	mappings := func() string {
 		t.Helper()
-		out, err := smbPowershell(t, env, `@(Get-SmbGlobalMapping -RemotePath $Env:CSI_IT_REMOTE -ErrorAction SilentlyContinue).Count`)
+		out, err := runScript(t, env, `@(Get-SmbGlobalMapping -RemotePath $Env:CSI_IT_REMOTE -ErrorAction SilentlyContinue).Count`)
 		if err != nil {
 			t.Fatalf("Get-SmbGlobalMapping: %v", err)
 		}
@@ -113,37 +83,14 @@ New-SmbShare -Name $Env:CSI_IT_SHARE -Path $Env:CSI_IT_DIR -FullAccess $Env:CSI_
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	exe, err := wmiexec.New(wmiexec.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := exe.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	h := winhost.New(exe)
-	jr, err := journal.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubelet := t.TempDir()
-	root, err := winpath.NewRoot(kubelet, winpath.Windows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := node.New(node.Config{
-		NodeID:   computer,
-		Root:     root,
-		Host:     h,
-		Journal:  jr,
-		Contract: contract.Options{RequirePrivacy: true},
-		Backends: map[contract.Kind]node.Backend{contract.KindSMB: smb.New(h, jr, smb.Options{Notes: jr})},
+	w := newWinNode(t)
+	ns := w.server(computer, contract.Options{RequirePrivacy: true}, map[contract.Kind]node.Backend{
+		contract.KindSMB: smb.New(w.host, w.journal, smb.Options{Notes: w.journal}),
 	})
 
 	const volumeID = "smb-it-v1"
-	staging := filepath.Join(kubelet, `plugins\kubernetes.io\csi\smb.example.com`, volumeID, "globalmount")
-	target := filepath.Join(kubelet, `pods\pod-1\volumes\kubernetes.io~csi`, volumeID, "mount")
+	staging := filepath.Join(w.kubelet, `plugins\kubernetes.io\csi\smb.example.com`, volumeID, "globalmount")
+	target := filepath.Join(w.kubelet, `pods\pod-1\volumes\kubernetes.io~csi`, volumeID, "mount")
 	if err := os.MkdirAll(staging, 0o750); err != nil { // as kubelet does
 		t.Fatal(err)
 	}
@@ -161,7 +108,7 @@ New-SmbShare -Name $Env:CSI_IT_SHARE -Path $Env:CSI_IT_DIR -FullAccess $Env:CSI_
 		}
 	}
 
-	_, err = ns.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
+	_, err := ns.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
 		VolumeId:          volumeID,
 		StagingTargetPath: staging,
 		VolumeCapability:  smbCap,
