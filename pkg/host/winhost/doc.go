@@ -16,8 +16,7 @@
 // raw (STORAGE_DEVICE_ID_DESCRIPTOR, VOLUME_DISK_EXTENTS,
 // REPARSE_DATA_BUFFER) are parsed here, bounds-checked and fuzzed.
 // returncodes.go maps the Storage Management API return values onto host
-// sentinels; Counting wraps an Executor to count calls for metrics and
-// budget tests.
+// sentinels.
 //
 // The executor itself — the only code that touches COM or Win32 — lives in
 // pkg/host/winhost/wmiexec (the one package that imports
