@@ -50,9 +50,6 @@ func (p *Props) fail(prop string, got any) {
 	}
 }
 
-// Has reports whether the property is present and not null.
-func (p *Props) Has(prop string) bool { return p.m[prop] != nil }
-
 // String reads a string property; a null property reads as "".
 func (p *Props) String(prop string) string {
 	switch v := p.m[prop].(type) {
@@ -90,7 +87,8 @@ func (p *Props) Bool(prop string) bool {
 
 // Uint64 reads an unsigned integer. CIM uint64 values arrive as decimal
 // strings through IDispatch (csi-proxy.md §2.1); smaller integers arrive as
-// integers. Null reads as 0.
+// int64, the one integer type the executor produces (Instance). Null reads
+// as 0.
 func (p *Props) Uint64(prop string) uint64 {
 	switch v := p.m[prop].(type) {
 	case nil:
@@ -107,26 +105,6 @@ func (p *Props) Uint64(prop string) uint64 {
 			p.fail(prop, v)
 			return 0
 		}
-		return uint64(v)
-	case uint64:
-		return v
-	case int:
-		if v < 0 {
-			p.fail(prop, v)
-			return 0
-		}
-		return uint64(v)
-	case int32:
-		if v < 0 {
-			p.fail(prop, v)
-			return 0
-		}
-		return uint64(v)
-	case uint32:
-		return uint64(v)
-	case uint16:
-		return uint64(v)
-	case uint8:
 		return uint64(v)
 	default:
 		p.fail(prop, v)
@@ -154,13 +132,11 @@ func (p *Props) Uint16(prop string) uint16 {
 	return uint16(n)
 }
 
-// Strings reads a string array; null reads as nil.
+// Strings reads a string array (arrays arrive as []any); null reads as nil.
 func (p *Props) Strings(prop string) []string {
 	switch v := p.m[prop].(type) {
 	case nil:
 		return nil
-	case []string:
-		return v
 	case []any:
 		out := make([]string, 0, len(v))
 		for _, e := range v {
@@ -176,20 +152,6 @@ func (p *Props) Strings(prop string) []string {
 		p.fail(prop, v)
 		return nil
 	}
-}
-
-// Instance reads an embedded object (such as CreatedPartition).
-func (p *Props) Instance(prop string) Instance {
-	switch v := p.m[prop].(type) {
-	case Instance:
-		return v
-	case *Instance:
-		if v != nil {
-			return *v
-		}
-	}
-	p.fail(prop, p.m[prop])
-	return Instance{}
 }
 
 // RequiredBool reads a boolean property that must be present.
@@ -228,16 +190,10 @@ func (p *Props) RequiredUint16(prop string) uint16 {
 	return p.Uint16(prop)
 }
 
-// TryInstance reads an optional embedded object: ok is false when the
-// property is missing, null or not an object (no error is recorded).
+// TryInstance reads an optional embedded object (such as
+// CreatediSCSISession): ok is false when the property is missing, null or
+// not an object (no error is recorded).
 func (p *Props) TryInstance(prop string) (Instance, bool) {
-	switch v := p.m[prop].(type) {
-	case Instance:
-		return v, true
-	case *Instance:
-		if v != nil {
-			return *v, true
-		}
-	}
-	return Instance{}, false
+	v, ok := p.m[prop].(Instance)
+	return v, ok
 }
