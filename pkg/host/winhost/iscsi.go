@@ -343,15 +343,12 @@ func (x *ISCSI) sessionPortal(ctx context.Context, path string) (host.Portal, er
 	}
 	pr := propsOf(conns[0], classConnection)
 	addr := pr.RequiredString("TargetAddress")
-	port := pr.RequiredUint32("TargetPortNumber")
+	port := pr.RequiredUint16("TargetPortNumber") // a CIM uint32
 	if err := pr.Err(); err != nil {
 		return host.Portal{}, err
 	}
-	if port > 0xffff {
-		return host.Portal{}, &PropError{Class: classConnection, Prop: "TargetPortNumber", Got: port}
-	}
 	// IPv6 addresses come without brackets, like host.Portal's.
-	return host.Portal{Address: strings.Trim(addr, "[]"), Port: uint16(port)}, nil
+	return host.Portal{Address: strings.Trim(addr, "[]"), Port: port}, nil
 }
 
 // sessionPath returns the session's __PATH: its Ref, or, for a session not
