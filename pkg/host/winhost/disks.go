@@ -170,8 +170,7 @@ func (d *Disks) Page83(ctx context.Context, dk host.Disk) (string, error) {
 	}
 	b, err := d.s.e.StorageDeviceIDDescriptor(ctx, dk.Path)
 	if err != nil {
-		var we *Win32Error
-		if errors.As(err, &we) && (we.Code == ErrorInvalidFunction || we.Code == ErrorNotSupported) {
+		if isCode(err, ErrorInvalidFunction, ErrorNotSupported) {
 			return "", fmt.Errorf("disk %d does not report device identifiers: %w: %w", dk.Number, err, host.ErrNotFound)
 		}
 		return "", fmt.Errorf("read device identifiers of disk %d: %w", dk.Number, mapHostErr(err))
