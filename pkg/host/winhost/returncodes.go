@@ -170,23 +170,14 @@ func withCommon(t codeTable) codeTable {
 	return out
 }
 
-// newMethodError returns the *MethodError for a non-zero return value and
-// the host sentinel the value means (nil when it has none).
-func newMethodError(class, method string, rv uint32) (*MethodError, error) {
-	info, ok := codesOf(class)[rv]
-	if !ok {
-		// Undocumented for this class: the common page may still name it.
-		info = commonCodes[rv]
-	}
-	return &MethodError{Class: class, Method: method, ReturnValue: rv, Message: info.msg}, info.sentinel
-}
-
 // methodError is the error for a non-zero return value: a *MethodError,
-// wrapped together with the host sentinel the value means.
+// wrapped together with the host sentinel the value means. Every table
+// codesOf returns holds the common codes.
 func methodError(class, method string, rv uint32) error {
-	me, s := newMethodError(class, method, rv)
-	if s == nil {
+	info := codesOf(class)[rv]
+	me := &MethodError{Class: class, Method: method, ReturnValue: rv, Message: info.msg}
+	if info.sentinel == nil {
 		return me
 	}
-	return fmt.Errorf("%w: %w", me, s)
+	return fmt.Errorf("%w: %w", me, info.sentinel)
 }
