@@ -473,7 +473,6 @@ func (x *ISCSI) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32
 // call invokes an iSCSI method. A non-zero return value, or a COM failure
 // whose HRESULT is an iSCSI status, is mapped through iscsiCodes.
 func (x *ISCSI) call(ctx context.Context, m Method) (Result, error) {
-	klog.FromContext(ctx).V(5).Info("Invoking WMI method", "method", m.Class+"."+m.Name)
 	r, err := x.s.e.Call(ctx, NamespaceStorage, m)
 	if err != nil {
 		var ce *COMError

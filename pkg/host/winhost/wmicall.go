@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/klog/v2"
-
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/wql"
 )
@@ -41,7 +39,6 @@ func (s storage) associators(ctx context.Context, path, assoc, result string) ([
 // class's return-code table; the result is returned with it, so that a
 // caller can look at output parameters of a partial success.
 func (s storage) call(ctx context.Context, m Method) (Result, error) {
-	klog.FromContext(ctx).V(5).Info("Invoking WMI method", "method", m.Class+"."+m.Name)
 	r, err := s.e.Call(ctx, NamespaceStorage, m)
 	if err != nil {
 		return Result{}, mapHostErr(err)
