@@ -142,7 +142,7 @@ func (x *ISCSI) AddPortal(ctx context.Context, p host.Portal, initiatorPortal st
 			Param{Name: "ChapUsername", Value: chap.User},
 			Param{Name: "ChapSecret", Value: chap.Secret.Reveal(), Sensitive: true})
 	}
-	if _, err := x.call(ctx, Method{Class: classTargetPortal, Name: "New", In: in}); err != nil {
+	if _, err := x.s.call(ctx, Method{Class: classTargetPortal, Name: "New", In: in}); err != nil {
 		return fmt.Errorf("add iSCSI target portal %s: %w", p, err)
 	}
 	return nil
@@ -175,7 +175,7 @@ func (x *ISCSI) portalMethod(ctx context.Context, p host.Portal, method string) 
 		if err := pr.Err(); err != nil {
 			return err
 		}
-		if _, err := x.call(ctx, Method{Class: classTargetPortal, Path: inst.Path, Name: method, In: in}); err != nil {
+		if _, err := x.s.call(ctx, Method{Class: classTargetPortal, Path: inst.Path, Name: method, In: in}); err != nil {
 			return err
 		}
 	}
@@ -257,7 +257,7 @@ func (x *ISCSI) Connect(ctx context.Context, r host.ConnectRequest) (host.ISCSIS
 	in = append(in,
 		Param{Name: "IsMultipathEnabled", Value: r.Multipath},
 		Param{Name: "IsPersistent", Value: r.Persistent})
-	res, err := x.call(ctx, Method{Class: classTarget, Name: "Connect", In: in})
+	res, err := x.s.call(ctx, Method{Class: classTarget, Name: "Connect", In: in})
 	if err != nil {
 		return host.ISCSISession{}, fmt.Errorf("log in to iSCSI target %s through portal %s: %w", r.TargetIQN, p, err)
 	}
@@ -390,7 +390,7 @@ func (x *ISCSI) Disconnect(ctx context.Context, s host.ISCSISession) error {
 	}
 	m := Method{Class: classTarget, Path: targets[0].Path, Name: "Disconnect",
 		In: []Param{{Name: "SessionIdentifier", Value: s.SessionID}}}
-	if _, err := x.call(ctx, m); err != nil {
+	if _, err := x.s.call(ctx, m); err != nil {
 		return fmt.Errorf("log out of iSCSI session %s of target %s: %w", s.SessionID, s.TargetNodeAddress, err)
 	}
 	return nil
@@ -403,7 +403,7 @@ func (x *ISCSI) Unregister(ctx context.Context, s host.ISCSISession) error {
 	if err != nil {
 		return err
 	}
-	if _, err := x.call(ctx, Method{Class: classSession, Path: path, Name: "Unregister"}); err != nil {
+	if _, err := x.s.call(ctx, Method{Class: classSession, Path: path, Name: "Unregister"}); err != nil {
 		return fmt.Errorf("remove the persistent login of iSCSI session %s of target %s: %w", s.SessionID, s.TargetNodeAddress, err)
 	}
 	return nil
@@ -426,7 +426,7 @@ func (x *ISCSI) Register(ctx context.Context, s host.ISCSISession, multipath boo
 			Param{Name: "ChapUsername", Value: chap.User},
 			Param{Name: "ChapSecret", Value: chap.Secret.Reveal(), Sensitive: true})
 	}
-	if _, err := x.call(ctx, Method{Class: classSession, Path: path, Name: "Register", In: in}); err != nil {
+	if _, err := x.s.call(ctx, Method{Class: classSession, Path: path, Name: "Register", In: in}); err != nil {
 		return fmt.Errorf("make iSCSI session %s of target %s persistent: %w", s.SessionID, s.TargetNodeAddress, err)
 	}
 	return nil
@@ -437,7 +437,7 @@ func (x *ISCSI) Register(ctx context.Context, s host.ISCSISession, multipath boo
 func (x *ISCSI) SetInitiatorSecret(ctx context.Context, secret host.Secret) error {
 	m := Method{Class: classSession, Name: "SetCHAPSecret",
 		In: []Param{{Name: "ChapSecret", Value: secret.Reveal(), Sensitive: true}}}
-	if _, err := x.call(ctx, m); err != nil {
+	if _, err := x.s.call(ctx, m); err != nil {
 		return fmt.Errorf("set the iSCSI initiator CHAP secret: %w", err)
 	}
 	return nil
@@ -470,43 +470,6 @@ func (x *ISCSI) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32
 	return out, nil
 }
 
-// call invokes an iSCSI method. A non-zero return value, or a COM failure
-// whose HRESULT is an iSCSI status, is mapped through iscsiCodes.
-func (x *ISCSI) call(ctx context.Context, m Method) (Result, error) {
-	r, err := x.s.e.Call(ctx, NamespaceStorage, m)
-	if err != nil {
-		var ce *COMError
-		if errors.As(err, &ce) {
-			if info, ok := iscsiCodes[ce.HResult]; ok {
-				if info.sentinel == nil {
-					return Result{}, fmt.Errorf("%w (%s)", err, info.msg)
-				}
-				return Result{}, fmt.Errorf("%w (%s): %w", err, info.msg, info.sentinel)
-			}
-		}
-		return Result{}, mapHostErr(err)
-	}
-	if r.ReturnValue != 0 {
-		return r, iscsiMethodError(m.Class, m.Name, r.ReturnValue)
-	}
-	return r, nil
-}
-
-// iscsiMethodError is the error for a non-zero return value of an iSCSI
-// method: an iSCSI status when it is one, else a Storage Management API
-// common code.
-func iscsiMethodError(class, method string, rv uint32) error {
-	info, ok := iscsiCodes[rv]
-	if !ok {
-		return methodError(class, method, rv)
-	}
-	me := &MethodError{Class: class, Method: method, ReturnValue: rv, Message: info.msg}
-	if info.sentinel == nil {
-		return me
-	}
-	return fmt.Errorf("%w: %w", me, info.sentinel)
-}
-
 // iscsiCodes are the iSCSI discovery status codes (ISDSC_STATUS, iscsierr.h)
 // the plugin gives a meaning to, with their documented message. Sources:
 // iscsierr.h and the ISCSI_STATUS_QUALIFIERS table
@@ -516,8 +479,9 @@ func iscsiMethodError(class, method string, rv uint32) error {
 // iSCSI failure as "HRESULT 0xefff0009" in the FullyQualifiedErrorId, which
 // suggests the provider fails the call with the status as its error code
 // (a COMError here) rather than returning it as ReturnValue; both are
-// mapped. A provider that reports a generic WBEM_E_FAILED instead leaves
-// the failure without a host meaning (an internal error).
+// mapped (codesOf, callError). A provider that reports a generic
+// WBEM_E_FAILED instead leaves the failure without a host meaning (an
+// internal error).
 var iscsiCodes = codeTable{
 	0xEFFF0002: {"login failed", host.ErrLogonFailure},                                                // ISDSC_LOGIN_FAILED
 	0xEFFF0003: {"connection failed", host.ErrUnreachable},                                            // ISDSC_CONNECTION_FAILED

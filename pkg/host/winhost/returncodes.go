@@ -1,6 +1,7 @@
 package winhost
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -145,6 +146,10 @@ const (
 	assocPartToVolume   = "MSFT_PartitionToVolume"
 )
 
+// The iSCSI initiator's classes: the iSCSI statuses (iscsiCodes, iscsi.go)
+// and the common codes.
+var iscsiMethodCodes = withCommon(iscsiCodes)
+
 // codesOf returns the table of a class; classes without their own table
 // (MSFT_StorageSetting) use the common codes.
 func codesOf(class string) codeTable {
@@ -155,8 +160,21 @@ func codesOf(class string) codeTable {
 		return partitionCodes
 	case classVolume:
 		return volumeCodes
+	case classTargetPortal, classTarget, classSession, classConnection:
+		return iscsiMethodCodes
 	}
 	return commonCodes
+}
+
+// hresultCodes returns the table of the statuses a class's provider may
+// report as the HRESULT of a failed call instead of a return value: the
+// iSCSI statuses for the iSCSI classes (see iscsiCodes), none for others.
+func hresultCodes(class string) codeTable {
+	switch class {
+	case classTargetPortal, classTarget, classSession, classConnection:
+		return iscsiCodes
+	}
+	return nil
 }
 
 func withCommon(t codeTable) codeTable {
@@ -180,4 +198,21 @@ func methodError(class, method string, rv uint32) error {
 		return me
 	}
 	return fmt.Errorf("%w: %w", me, info.sentinel)
+}
+
+// callError gives a failed method call (an executor error) its host
+// meaning: a COM failure whose HRESULT is a status of the class's provider
+// (hresultCodes) carries that status's message and sentinel; any other
+// error goes through mapHostErr.
+func callError(class string, err error) error {
+	var ce *COMError
+	if errors.As(err, &ce) {
+		if info, ok := hresultCodes(class)[ce.HResult]; ok {
+			if info.sentinel == nil {
+				return fmt.Errorf("%w (%s)", err, info.msg)
+			}
+			return fmt.Errorf("%w (%s): %w", err, info.msg, info.sentinel)
+		}
+	}
+	return mapHostErr(err)
 }

@@ -33,6 +33,10 @@ func TestMethodErrorSentinels(t *testing.T) {
 		{classVolume, "Format", 40018, host.ErrConflict, "the object is managed by the Microsoft Failover Clustering component"},
 		{classStorageSetting, "UpdateHostStorageCache", 2, nil, "unspecified error"},
 		{classStorageSetting, "UpdateHostStorageCache", 40001, host.ErrAccessDenied, "access denied"},
+		// iSCSI classes: an iSCSI status (iscsi.go), else a common code.
+		{classTarget, "Connect", 0xEFFF0003, host.ErrUnreachable, "connection failed"},
+		{classSession, "Unregister", 0xEFFF0042, nil, "failed to remove persistent login information"},
+		{classSession, "Unregister", 2, nil, "unspecified error"},
 		// A disk code reported by another class still carries no meaning.
 		{classStorageSetting, "UpdateHostStorageCache", 41002, nil, ""},
 		{classDisk, "Online", 99999, nil, ""},
@@ -60,7 +64,7 @@ func TestMethodErrorSentinels(t *testing.T) {
 
 func TestCodeTablesComplete(t *testing.T) {
 	for name, tab := range map[string]codeTable{"common": commonCodes, "disk": diskCodes,
-		"partition": partitionCodes, "volume": volumeCodes} {
+		"partition": partitionCodes, "volume": volumeCodes, "iscsi": iscsiMethodCodes} {
 		for code, info := range tab {
 			if code == 0 || info.msg == "" {
 				t.Errorf("%s table: code %d has message %q", name, code, info.msg)

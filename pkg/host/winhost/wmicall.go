@@ -37,11 +37,12 @@ func (s storage) associators(ctx context.Context, path, assoc, result string) ([
 
 // call invokes a method. A non-zero return value is an error built from the
 // class's return-code table; the result is returned with it, so that a
-// caller can look at output parameters of a partial success.
+// caller can look at output parameters of a partial success. A failed call
+// is mapped by callError.
 func (s storage) call(ctx context.Context, m Method) (Result, error) {
 	r, err := s.e.Call(ctx, NamespaceStorage, m)
 	if err != nil {
-		return Result{}, mapHostErr(err)
+		return Result{}, callError(m.Class, err)
 	}
 	if r.ReturnValue != 0 {
 		return r, methodError(m.Class, m.Name, r.ReturnValue)
