@@ -123,18 +123,12 @@ func (s *SMB) Map(ctx context.Context, remotePath string, cred host.Credential, 
 		Param{Name: "RequirePrivacy", Value: requirePrivacy},
 		Param{Name: "Persistent", Value: false},
 	)
-	m := Method{Class: classSmbGlobalMapping, Name: "Create", In: in}
-	klog.FromContext(ctx).V(5).Info("Invoking WMI method", "method", m.Class+"."+m.Name, "remotePath", rp)
-	r, err := s.e.Call(ctx, NamespaceSMB, m)
-	if err == nil && r.ReturnValue != 0 {
-		err = smbMethodError("Create", r.ReturnValue)
-	}
-	if err != nil {
+	if err := s.call(ctx, Method{Class: classSmbGlobalMapping, Name: "Create", In: in}, rp); err != nil {
 		as := ""
 		if cred.User != "" {
 			as = " as user " + cred.User
 		}
-		return fmt.Errorf("create global mapping of %s%s: %w", rp, as, mapSMBErr(err))
+		return fmt.Errorf("create global mapping of %s%s: %w", rp, as, err)
 	}
 	return nil
 }
@@ -162,13 +156,23 @@ func (s *SMB) Unmap(ctx context.Context, remotePath string) error {
 		return err
 	}
 	m := Method{Class: classSmbGlobalMapping, Path: in.Path, Name: "Remove", In: []Param{{Name: "Force", Value: true}}}
+	if err := s.call(ctx, m, remotePath); err != nil {
+		return fmt.Errorf("remove global mapping of %s: %w", remotePath, err)
+	}
+	return nil
+}
+
+// call invokes an MSFT_SmbGlobalMapping method on the mapping of
+// remotePath (logged). A non-zero return value is an error too; either
+// failure has its SMB meaning (mapSMBErr).
+func (s *SMB) call(ctx context.Context, m Method, remotePath string) error {
 	klog.FromContext(ctx).V(5).Info("Invoking WMI method", "method", m.Class+"."+m.Name, "remotePath", remotePath)
 	r, err := s.e.Call(ctx, NamespaceSMB, m)
 	if err == nil && r.ReturnValue != 0 {
-		err = smbMethodError("Remove", r.ReturnValue)
+		err = smbMethodError(m.Name, r.ReturnValue)
 	}
 	if err != nil {
-		return fmt.Errorf("remove global mapping of %s: %w", remotePath, mapSMBErr(err))
+		return mapSMBErr(err)
 	}
 	return nil
 }
