@@ -258,21 +258,11 @@ func (t *comThread) call(ns string, m winhost.Method) (winhost.Result, error) {
 	if err != nil {
 		return winhost.Result{}, fmt.Errorf("%s: read output parameters: %w", op, err)
 	}
-	res := winhost.Result{Out: params.Props}
-	if rv, ok := params.Props["ReturnValue"]; ok {
-		delete(params.Props, "ReturnValue")
-		switch x := rv.(type) {
-		case nil:
-		case int64:
-			if x < math.MinInt32 || x > math.MaxUint32 {
-				return winhost.Result{}, fmt.Errorf("%s: ReturnValue %d is not a 32-bit value", op, x)
-			}
-			res.ReturnValue = uint32(x)
-		default:
-			return winhost.Result{}, fmt.Errorf("%s: ReturnValue has type %T", op, rv)
-		}
+	rv, err := splitReturnValue(params.Props)
+	if err != nil {
+		return winhost.Result{}, fmt.Errorf("%s: %w", op, err)
 	}
-	return res, nil
+	return winhost.Result{ReturnValue: rv, Out: params.Props}, nil
 }
 
 func supplied(in []winhost.Param) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"k8s.io/klog/v2"
@@ -130,6 +131,28 @@ func paramsForLog(in []winhost.Param) string {
 		fmt.Fprintf(&b, "%#v", p.Value)
 	}
 	return b.String()
+}
+
+// splitReturnValue takes a method's ReturnValue out of its output
+// parameters. It arrives as an int64 (negative when the method types it as
+// a signed 32-bit integer: its 32 bits are the value); absent or null reads
+// as 0.
+func splitReturnValue(out map[string]any) (uint32, error) {
+	rv, ok := out["ReturnValue"]
+	if !ok {
+		return 0, nil
+	}
+	delete(out, "ReturnValue")
+	switch x := rv.(type) {
+	case nil:
+		return 0, nil
+	case int64:
+		if x < math.MinInt32 || x > math.MaxUint32 {
+			return 0, fmt.Errorf("ReturnValue %d is not a 32-bit value", x)
+		}
+		return uint32(x), nil
+	}
+	return 0, fmt.Errorf("ReturnValue has type %T", rv)
 }
 
 // findPattern is the FindFirstFile pattern that lists the entries of dir.

@@ -2,6 +2,7 @@ package wmiexec
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -51,6 +52,47 @@ func TestParamsForLogHidesSecrets(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("log line %q lacks %q", got, want)
 		}
+	}
+}
+
+func TestSplitReturnValue(t *testing.T) {
+	tests := []struct {
+		name    string
+		out     map[string]any
+		want    uint32
+		wantErr string // a part of the error; "" for none
+	}{
+		{"zero", map[string]any{"ReturnValue": int64(0), "CreatedPartition": "p"}, 0, ""},
+		{"code", map[string]any{"ReturnValue": int64(41002)}, 41002, ""},
+		{"uint32 max", map[string]any{"ReturnValue": int64(math.MaxUint32)}, math.MaxUint32, ""},
+		{"negative keeps its 32 bits", map[string]any{"ReturnValue": int64(-1)}, math.MaxUint32, ""},
+		{"int32 min", map[string]any{"ReturnValue": int64(math.MinInt32)}, 1 << 31, ""},
+		{"null", map[string]any{"ReturnValue": nil}, 0, ""},
+		{"absent", map[string]any{"Other": int64(5)}, 0, ""},
+		{"nil map", nil, 0, ""},
+		{"above 32 bits", map[string]any{"ReturnValue": int64(math.MaxUint32 + 1)}, 0, "ReturnValue 4294967296 is not a 32-bit value"},
+		{"below 32 bits", map[string]any{"ReturnValue": int64(math.MinInt32 - 1)}, 0, "ReturnValue -2147483649 is not a 32-bit value"},
+		{"string", map[string]any{"ReturnValue": "0"}, 0, "ReturnValue has type string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			others := len(tt.out)
+			if _, ok := tt.out["ReturnValue"]; ok {
+				others--
+			}
+			got, err := splitReturnValue(tt.out)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("err = %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			case got != tt.want:
+				t.Fatalf("got %d, want %d", got, tt.want)
+			}
+			if _, ok := tt.out["ReturnValue"]; ok || len(tt.out) != others {
+				t.Fatalf("output parameters left %v, want only the others", tt.out)
+			}
+		})
 	}
 }
 
