@@ -195,9 +195,13 @@ func Call[T, R any](ctx context.Context, p *Pool[T], op Op, fn func(T) (R, error
 // a cache miss). Jobs call it from their worker.
 func (p *Pool[T]) Note(op Op) {
 	p.mu.Lock()
+	p.countLocked(op)
+	p.mu.Unlock()
+}
+
+func (p *Pool[T]) countLocked(op Op) {
 	p.st.Calls[op.String()]++
 	p.st.ByKind[op.Kind]++
-	p.mu.Unlock()
 }
 
 // Healthy returns nil while the pool can take calls, and the reason
@@ -208,34 +212,37 @@ func (p *Pool[T]) Note(op Op) {
 func (p *Pool[T]) Healthy() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.unavailableLocked()
+}
+
+// unavailableLocked returns why the pool takes no call, or nil: it is
+// closed (ErrClosed), or too many workers are stuck or none is running
+// (host.ErrBusy).
+func (p *Pool[T]) unavailableLocked() error {
 	switch {
 	case p.closed:
 		return fmt.Errorf("%s pool: %w", p.cfg.Name, ErrClosed)
 	case p.stuck >= p.cfg.MaxStuck:
 		return fmt.Errorf("%d %s workers are stuck in host calls that have not returned: %w", p.stuck, p.cfg.Name, host.ErrBusy)
+	case p.live == 0 && p.lastInitErr != nil:
+		return fmt.Errorf("no %s worker is running (last start failed: %w): %w", p.cfg.Name, p.lastInitErr, host.ErrBusy)
 	case p.live == 0:
 		return fmt.Errorf("no %s worker is running: %w", p.cfg.Name, host.ErrBusy)
 	}
 	return nil
 }
 
+// admitLocked refuses a call the pool cannot take, counting it as Busy
+// unless the pool is closed.
 func (p *Pool[T]) admitLocked(op Op) error {
-	switch {
-	case p.closed:
-		return fmt.Errorf("%s: %w", op, ErrClosed)
-	case p.stuck >= p.cfg.MaxStuck:
-		p.st.Busy++
-		return fmt.Errorf("%s: %d %s workers are stuck in host calls that have not returned: %w",
-			op, p.stuck, p.cfg.Name, host.ErrBusy)
-	case p.live == 0:
-		p.st.Busy++
-		if p.lastInitErr != nil {
-			return fmt.Errorf("%s: no %s worker is running (last start failed: %w): %w",
-				op, p.cfg.Name, p.lastInitErr, host.ErrBusy)
-		}
-		return fmt.Errorf("%s: no %s worker is running: %w", op, p.cfg.Name, host.ErrBusy)
+	err := p.unavailableLocked()
+	if err == nil {
+		return nil
 	}
-	return nil
+	if !errors.Is(err, ErrClosed) {
+		p.st.Busy++
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // abandon handles a caller whose ctx ended while its job was queued or
@@ -328,8 +335,7 @@ func (p *Pool[T]) run(w *worker, ready chan<- error) {
 				continue // its caller gave up while it was queued
 			}
 			p.mu.Lock()
-			p.st.Calls[j.op.String()]++
-			p.st.ByKind[j.op.Kind]++
+			p.countLocked(j.op)
 			p.st.QueueWaits++
 			p.st.QueueWait += time.Since(j.queued)
 			p.mu.Unlock()
