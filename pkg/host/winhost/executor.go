@@ -1,6 +1,10 @@
 package winhost
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // WMI namespaces the plugin uses.
 const (
@@ -69,6 +73,26 @@ type Param struct {
 	// Sensitive marks a parameter carrying a secret: executors and every
 	// logger must never print its value.
 	Sensitive bool
+}
+
+// FormatParams renders input parameters for logs and reports, as
+// Name=<Go syntax of the value>, comma-separated. A sensitive parameter
+// shows only its name: Name=[sensitive].
+func FormatParams(in []Param) string {
+	var b strings.Builder
+	for i, p := range in {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.Name)
+		b.WriteByte('=')
+		if p.Sensitive {
+			b.WriteString("[sensitive]")
+			continue
+		}
+		fmt.Fprintf(&b, "%#v", p.Value)
+	}
+	return b.String()
 }
 
 // Result is a method's outcome.

@@ -223,15 +223,7 @@ func describe(c Call) string {
 	case KindAssociators:
 		return fmt.Sprintf("Associators(%s, %q, %s, %s)", c.Namespace, c.Path, c.Assoc, c.Result)
 	case KindCall:
-		var ps []string
-		for _, p := range c.Method.In {
-			v := fmt.Sprintf("%#v", p.Value)
-			if p.Sensitive {
-				v = "[sensitive]"
-			}
-			ps = append(ps, fmt.Sprintf("%s=%s", p.Name, v))
-		}
-		return fmt.Sprintf("Call(%s, %s.%s path=%q, %s)", c.Namespace, c.Method.Class, c.Method.Name, c.Method.Path, strings.Join(ps, ", "))
+		return fmt.Sprintf("Call(%s, %s.%s path=%q, %s)", c.Namespace, c.Method.Class, c.Method.Name, c.Method.Path, winhost.FormatParams(c.Method.In))
 	}
 	return fmt.Sprintf("%s%v", c.Kind, c.Args)
 }

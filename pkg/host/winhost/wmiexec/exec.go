@@ -106,32 +106,14 @@ func callOp(m winhost.Method) comworker.Op {
 func win32Op(name string) comworker.Op { return comworker.Op{Kind: kindWin32, Name: name} }
 
 // loggedParams renders input parameters in a log line only when the line
-// is written. A sensitive parameter shows only its name.
+// is written (winhost.FormatParams: a sensitive parameter shows only its
+// name).
 type loggedParams []winhost.Param
 
-func (p loggedParams) String() string { return paramsForLog(p) }
+func (p loggedParams) String() string { return winhost.FormatParams(p) }
 
 // MarshalLog implements logr.Marshaler, for JSON log output.
-func (p loggedParams) MarshalLog() any { return paramsForLog(p) }
-
-// paramsForLog renders input parameters for a log line. A sensitive
-// parameter shows only its name.
-func paramsForLog(in []winhost.Param) string {
-	var b strings.Builder
-	for i, p := range in {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(p.Name)
-		b.WriteByte('=')
-		if p.Sensitive {
-			b.WriteString("[sensitive]")
-			continue
-		}
-		fmt.Fprintf(&b, "%#v", p.Value)
-	}
-	return b.String()
-}
+func (p loggedParams) MarshalLog() any { return winhost.FormatParams(p) }
 
 // splitReturnValue takes a method's ReturnValue out of its output
 // parameters. It arrives as an int64 (negative when the method types it as

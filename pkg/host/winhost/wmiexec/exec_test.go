@@ -30,14 +30,14 @@ func TestOps(t *testing.T) {
 	}
 }
 
-func TestParamsForLogHidesSecrets(t *testing.T) {
+func TestLoggedParamsHideSecrets(t *testing.T) {
 	const secret = "p@ssw0rd-do-not-print"
-	got := paramsForLog([]winhost.Param{
+	got := loggedParams{
 		{Name: "RemotePath", Value: `\\srv\share`},
 		{Name: "Credential", Value: "user:" + secret, Sensitive: true},
 		{Name: "RequirePrivacy", Value: true},
 		{Name: "Size", Value: "1073741824"},
-	})
+	}.String()
 	if strings.Contains(got, secret) {
 		t.Fatalf("log line %q contains the secret", got)
 	}
