@@ -3,37 +3,19 @@ package secrets
 import (
 	"bytes"
 	"flag"
-	"sync"
 	"testing"
 
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/test/simnode"
+	"github.com/wincsi/csi-windows-node/test/testbin"
 )
-
-// syncBuffer is a bytes.Buffer safe for klog's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLibraryModeAtV10: the node service in the test process, klog at
 // -v=10 into a buffer; no secret in the log, the errors, the health
 // messages or any file the plugin and the simulated host wrote.
 func TestLibraryModeAtV10(t *testing.T) {
-	var buf syncBuffer
+	var buf testbin.SyncBuffer
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	for k, v := range map[string]string{"v": "10", "logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL"} {
