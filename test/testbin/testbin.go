@@ -134,9 +134,6 @@ type Options struct {
 // answers. The process is killed at test cleanup if still running.
 func Start(t testing.TB, bin string, o Options) *Plugin {
 	t.Helper()
-	if o.DriverName == "" {
-		o.DriverName = "sim.csi.wincsi.io"
-	}
 	p := &Plugin{
 		Socket:  filepath.Join(o.Dir, "csi.sock"),
 		Kubelet: filepath.Join(o.Dir, "kubelet"),
