@@ -5,10 +5,11 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -265,15 +266,6 @@ func readDoc(t *testing.T) string {
 	return string(b)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // TestMetricsDocumented: docs/metrics.md lists exactly the metrics the
 // code and csi-lib-utils register.
 func TestMetricsDocumented(t *testing.T) {
@@ -283,12 +275,12 @@ func TestMetricsDocumented(t *testing.T) {
 		want[m] = "csi-lib-utils"
 	}
 	documented := firstColumn(t, readDoc(t), "metric")
-	for _, m := range sortedKeys(want) {
+	for _, m := range slices.Sorted(maps.Keys(want)) {
 		if _, ok := documented[m]; !ok {
 			t.Errorf("metric %s (%s) is not in the metrics table of %s", m, want[m], metricsDoc)
 		}
 	}
-	for _, m := range sortedKeys(documented) {
+	for _, m := range slices.Sorted(maps.Keys(documented)) {
 		if _, ok := want[m]; !ok {
 			t.Errorf("%s:%d: metric %s is documented but nothing registers it", metricsDoc, documented[m], m)
 		}
@@ -304,13 +296,13 @@ func TestLogKeysDocumented(t *testing.T) {
 		t.Fatalf("found only %d log keys; the scan is broken", len(logged))
 	}
 	documented := firstColumn(t, readDoc(t), "key")
-	for _, k := range sortedKeys(logged) {
+	for _, k := range slices.Sorted(maps.Keys(logged)) {
 		if _, ok := documented[k]; !ok {
 			t.Errorf("log key %q (%s) is not in the log key table of %s", k, logged[k], metricsDoc)
 		}
 	}
 	literals := stringLiterals(files)
-	for _, k := range sortedKeys(documented) {
+	for _, k := range slices.Sorted(maps.Keys(documented)) {
 		if !literals[k] {
 			t.Errorf("%s:%d: log key %q is documented but the code never uses it", metricsDoc, documented[k], k)
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -232,12 +233,13 @@ func TestSoak(t *testing.T) {
 		ops = append(ops, fmt.Sprintf("%s=%d", k, v.(*atomic.Int64).Load()))
 		return true
 	})
+	slices.Sort(ops)
 	t.Logf("soak: %d volumes (%d disk, %d smb on %d shares, %d iscsi on %d targets), seed %d: %d rounds, %d RPCs "+
 		"(%d duplicated pairs, %d Aborted, %d chaos) in %s; per op: %s",
 		len(vols), count(vols, kindDisk), count(vols, kindSMB), (count(vols, kindSMB)+perShare-1)/perShare,
 		count(vols, kindISCSI), (count(vols, kindISCSI)+perTarget-1)/perTarget, c.seed,
 		st.rounds.Load(), st.rpcs.Load(), st.dups.Load(), st.aborted.Load(), st.chaos.Load(), work.Round(time.Millisecond),
-		strings.Join(sortStrings(ops), " "))
+		strings.Join(ops, " "))
 }
 
 func count(vols []*vol, k kind) int {
@@ -489,14 +491,4 @@ func settleGoroutines(t *testing.T, baseline int) {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	t.Errorf("%d goroutines left, %d before the soak:\n%s", now, baseline, buf)
-}
-
-func sortStrings(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }
