@@ -17,11 +17,6 @@ import (
 
 const vol = "vol-confined"
 
-var mountCap = &csi.VolumeCapability{
-	AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
-	AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-}
-
 // hostilePaths returns the paths every path-taking RPC must reject, for a
 // kubelet directory k (with the links made by makeLinks). Names that only
 // Windows forbids (trailing dots, alternate data streams, links whose
@@ -102,7 +97,7 @@ type rpc struct {
 var rpcs = []rpc{
 	{name: "NodeStageVolume", field: "staging_target_path", call: func(ctx context.Context, n *simnode.Node, _, bad string) error {
 		_, err := n.Server.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: bad,
-			VolumeCapability: mountCap, VolumeContext: map[string]string{"diskSerial": vol}})
+			VolumeCapability: simnode.MountCap, VolumeContext: map[string]string{"diskSerial": vol}})
 		return err
 	}},
 	{name: "NodeUnstageVolume", field: "staging_target_path", call: func(ctx context.Context, n *simnode.Node, _, bad string) error {
@@ -111,12 +106,12 @@ var rpcs = []rpc{
 	}},
 	{name: "NodePublishVolume/target", field: "target_path", call: func(ctx context.Context, n *simnode.Node, good, bad string) error {
 		_, err := n.Server.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: vol, StagingTargetPath: good,
-			TargetPath: bad, VolumeCapability: mountCap})
+			TargetPath: bad, VolumeCapability: simnode.MountCap})
 		return err
 	}},
 	{name: "NodePublishVolume/staging", field: "staging_target_path", call: func(ctx context.Context, n *simnode.Node, _, bad string) error {
 		_, err := n.Server.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: vol, StagingTargetPath: bad,
-			TargetPath: simnode.TargetPath(n.Kubelet, "pod-x", vol), VolumeCapability: mountCap})
+			TargetPath: simnode.TargetPath(n.Kubelet, "pod-x", vol), VolumeCapability: simnode.MountCap})
 		return err
 	}},
 	{name: "NodeUnpublishVolume", field: "target_path", call: func(ctx context.Context, n *simnode.Node, _, bad string) error {
@@ -169,7 +164,7 @@ func TestEveryPathTakingRPCRejectsHostilePaths(t *testing.T) {
 	}
 	ctx := context.Background()
 	if _, err := n.Server.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: staging,
-		VolumeCapability: mountCap, VolumeContext: map[string]string{"diskSerial": vol}}); err != nil {
+		VolumeCapability: simnode.MountCap, VolumeContext: map[string]string{"diskSerial": vol}}); err != nil {
 		t.Fatal(err)
 	}
 	makeLinks(t, n.Kubelet, outside)
@@ -208,7 +203,7 @@ func TestEveryPathTakingRPCRejectsHostilePaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := n.Server.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: vol, StagingTargetPath: staging,
-		TargetPath: inside, VolumeCapability: mountCap}); err != nil {
+		TargetPath: inside, VolumeCapability: simnode.MountCap}); err != nil {
 		t.Fatalf("publish through a link inside the kubelet directory: %v", err)
 	}
 	if len(n.Sim.OpsSince(mark)) == 0 {

@@ -125,14 +125,9 @@ func setupHost(s *sim.Sim) error {
 		CHAP: &host.CHAP{User: chapUser, Secret: host.NewSecret(chapPass)}})
 }
 
-var mountCap = &csi.VolumeCapability{
-	AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
-	AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-}
-
 func stageReq(kubelet string, v volume) *csi.NodeStageVolumeRequest {
 	return &csi.NodeStageVolumeRequest{VolumeId: v.id, StagingTargetPath: simnode.StagingPath(kubelet, v.id),
-		VolumeCapability: mountCap, VolumeContext: v.vctx, Secrets: v.secrets}
+		VolumeCapability: simnode.MountCap, VolumeContext: v.vctx, Secrets: v.secrets}
 }
 
 func unstageReq(kubelet string, v volume) *csi.NodeUnstageVolumeRequest {
@@ -201,7 +196,7 @@ func stageAndWrite(t testing.TB, n *simnode.Node, v volume) string {
 		t.Fatal(err)
 	}
 	if _, err := n.Server.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: v.id, StagingTargetPath: staging,
-		TargetPath: target, VolumeCapability: mountCap}); err != nil {
+		TargetPath: target, VolumeCapability: simnode.MountCap}); err != nil {
 		t.Fatalf("publish %s: %v", v.id, err)
 	}
 	if err := os.WriteFile(filepath.Join(target, fileName(v)), []byte(fileContent(v)), 0o640); err != nil {

@@ -98,11 +98,6 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, n: n, work: work}
 }
 
-var mountCap = &csi.VolumeCapability{
-	AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
-	AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-}
-
 func (e *env) staging(v volume) string { return simnode.StagingPath(e.n.Kubelet, v.id) }
 
 func (e *env) stageCtx(ctx context.Context, v volume) error {
@@ -110,7 +105,7 @@ func (e *env) stageCtx(ctx context.Context, v volume) error {
 		e.t.Fatal(err)
 	}
 	_, err := e.n.Server.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: v.id,
-		StagingTargetPath: e.staging(v), VolumeCapability: mountCap, VolumeContext: v.vctx, Secrets: v.secrets})
+		StagingTargetPath: e.staging(v), VolumeCapability: simnode.MountCap, VolumeContext: v.vctx, Secrets: v.secrets})
 	return err
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+	"github.com/wincsi/csi-windows-node/test/simnode"
 )
 
 // secret is one secret value. Its marker is a plain alphanumeric part of
@@ -155,11 +156,6 @@ type nodeAPI interface {
 	NodeGetVolumeStats(context.Context, *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error)
 }
 
-var mountCap = &csi.VolumeCapability{
-	AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
-	AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-}
-
 // step is one RPC with the code it must get.
 type step struct {
 	name string
@@ -238,7 +234,7 @@ func runSteps(t *testing.T, ns nodeAPI, kubelet string, after func()) []string {
 		switch s.kind {
 		case "stage":
 			_, err = ns.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: s.vol, StagingTargetPath: staging,
-				VolumeCapability: mountCap, VolumeContext: s.vctx, Secrets: s.sec})
+				VolumeCapability: simnode.MountCap, VolumeContext: s.vctx, Secrets: s.sec})
 		case "unstage":
 			_, err = ns.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: s.vol, StagingTargetPath: staging})
 		case "health":

@@ -102,11 +102,6 @@ func configFromEnv(t *testing.T) config {
 
 const smbPW = "Soak-Pw-3f6a9c2e"
 
-var mountCap = &csi.VolumeCapability{
-	AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
-	AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-}
-
 // setup creates the storage: one disk per disk volume, a share per
 // perShare SMB volumes, a target per perTarget iSCSI volumes (targets
 // share two array portals, half of them multipath over both).
@@ -267,7 +262,7 @@ func lifecycle(t *testing.T, n *simnode.Node, v *vol, r *rand.Rand, st *stats) b
 	}
 	stage := func() error {
 		_, err := ns.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: v.id, StagingTargetPath: v.staging,
-			VolumeCapability: mountCap, VolumeContext: v.vctx, Secrets: v.secrets})
+			VolumeCapability: simnode.MountCap, VolumeContext: v.vctx, Secrets: v.secrets})
 		return err
 	}
 	if !call("stage", true, stage) {
@@ -285,7 +280,7 @@ func lifecycle(t *testing.T, n *simnode.Node, v *vol, r *rand.Rand, st *stats) b
 			}
 			if !call("publish", true, func() error {
 				_, err := ns.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: v.id, StagingTargetPath: v.staging,
-					TargetPath: target, VolumeCapability: mountCap})
+					TargetPath: target, VolumeCapability: simnode.MountCap})
 				return err
 			}) {
 				return false
