@@ -443,26 +443,8 @@ func chaos(t *testing.T, n *simnode.Node, vols []*vol, r *rand.Rand, stop <-chan
 // anything on the host or in the journal.
 func checkEmpty(t *testing.T, n *simnode.Node) {
 	t.Helper()
-	st := n.Sim.Snapshot()
-	if len(st.Mounts) != 0 {
-		t.Errorf("%d mount points left, e.g. %+v", len(st.Mounts), st.Mounts[0])
-	}
-	if len(st.Mappings) != 0 {
-		t.Errorf("%d SMB mappings left, e.g. %+v", len(st.Mappings), st.Mappings[0])
-	}
-	if len(st.Sessions) != 0 {
-		t.Errorf("%d iSCSI sessions left, e.g. %+v", len(st.Sessions), st.Sessions[0])
-	}
-	if len(st.Portals) != 0 {
-		t.Errorf("%d iSCSI portals left, e.g. %+v", len(st.Portals), st.Portals[0])
-	}
-	if len(st.PersistentLogins) != 0 {
-		t.Errorf("%d persistent logins left, e.g. %+v", len(st.PersistentLogins), st.PersistentLogins[0])
-	}
-	for _, d := range st.Disks {
-		if !d.Boot && !d.System && !d.Offline {
-			t.Errorf("disk %d (serial %s) left online", d.Number, d.Serial)
-		}
+	for _, left := range simnode.Leftovers(n.Sim.Snapshot()) {
+		t.Error(left)
 	}
 	if es := n.Journal.List(); len(es) != 0 {
 		t.Errorf("%d journal entries left, e.g. %+v", len(es), es[0])

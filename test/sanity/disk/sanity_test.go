@@ -13,6 +13,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/test/sanity/sanitytest"
+	"github.com/wincsi/csi-windows-node/test/simnode"
 )
 
 // attacher plays a cloud attaching a disk at a LUN.
@@ -49,9 +50,7 @@ func TestSanity(t *testing.T) {
 	l.Run(t, &sanitytest.Controller{Attacher: &attacher{sim: l.Sim}}, nil, nil)
 
 	// Everything sanity staged was unstaged: every data disk is offline.
-	for _, d := range l.Sim.Snapshot().Disks {
-		if !d.Boot && !d.Offline {
-			t.Errorf("disk %d (%s) left online after sanity", d.Number, d.Serial)
-		}
+	for _, left := range simnode.OnlineDisks(l.Sim.Snapshot()) {
+		t.Errorf("%s after sanity", left)
 	}
 }
