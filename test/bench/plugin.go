@@ -68,23 +68,10 @@ type startOptions struct {
 	pprof     bool // --enable-pprof
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		return "", err
-	}
-	return addr, nil
-}
-
 // startPlugin starts the binary on the sim in o.dir, connects a gRPC client
 // and waits until Probe answers ready, measuring how long that took.
 func startPlugin(ctx context.Context, bin string, o startOptions) (*plugin, error) {
-	addr, err := freePort()
+	addr, err := testbin.FreeAddr()
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -417,12 +416,11 @@ func checkBinaryCalls(t *testing.T, bin string, sc scenario, seq []string) {
 	prepare(t, base, sc)
 	prepareRPC(t, base, sc)
 	kubelet, _, _ := simnode.Dirs(base)
-	addr := freeAddr(t)
-	p := testbin.Start(t, bin, testbin.Options{Dir: base, Args: []string{"--v=2", "--http-endpoint=" + addr}})
+	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: true, Args: []string{"--v=2"}})
 	if err := callOnce(t, p, sc, kubelet); err != nil {
 		t.Fatalf("%s on the binary: %v\n%s", sc.name, err, p.Log.String())
 	}
-	got, err := hostCalls("http://" + addr + "/metrics")
+	got, err := hostCalls("http://" + p.HTTPAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,19 +470,6 @@ func hostCalls(url string) (map[string]int, error) {
 		out[m[1]+"."+m[2]] += int(n)
 	}
 	return out, sc.Err()
-}
-
-// freeAddr returns a loopback address with a port nobody listens on now.
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 // nodeClient adapts a csi.NodeClient to the two methods rpc uses.

@@ -2,9 +2,6 @@ package secrets
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -34,8 +31,7 @@ func TestBinaryAtV10(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	p := testbin.Start(t, bin, testbin.Options{Dir: base, Args: []string{"--v=10", "--http-endpoint=" + addr}})
+	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: true, Args: []string{"--v=10"}})
 	conn, err := grpc.NewClient(p.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +40,7 @@ func TestBinaryAtV10(t *testing.T) {
 
 	files := 0
 	msgs := runSteps(t, client{csi.NewNodeClient(conn)}, p.Kubelet, func() { files += checkFiles(t, base) })
-	metrics := get(t, "http://"+addr+"/metrics")
+	metrics := p.Get(t, "/metrics")
 	if !strings.Contains(metrics, "csi_windows_node_host_calls_total") {
 		t.Fatalf("/metrics lacks the host-call counters: the check would prove nothing:\n%s", metrics)
 	}
@@ -63,33 +59,6 @@ func TestBinaryAtV10(t *testing.T) {
 	files += checkFiles(t, base)
 	t.Logf("binary: %d steps, %d bytes of --v=10 log, %d bytes of /metrics, %d messages, %d file reads checked",
 		len(steps), len(log), len(metrics), len(msgs), files)
-}
-
-func get(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 // client adapts a csi.NodeClient to nodeAPI.

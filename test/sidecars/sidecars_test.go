@@ -8,9 +8,7 @@ package sidecars
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,19 +36,6 @@ func dial(t *testing.T, socket string) *grpc.ClientConn {
 	return conn
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // registrar is node-driver-registrar's plugin-facing side: the
 // Registration service kubelet's plugin watcher talks to.
 type registrar struct {
@@ -71,9 +56,8 @@ func (r *registrar) NotifyRegistrationStatus(_ context.Context, s *registerapi.R
 func TestRegistrarKubeletAndLivenessProbe(t *testing.T) {
 	bin := testbin.Build(t)
 	base := t.TempDir()
-	httpAddr := freePort(t)
-	p := testbin.Start(t, bin, testbin.Options{Dir: base, DriverName: driver,
-		Args: []string{"--http-endpoint=" + httpAddr, "--topology=topology.kubernetes.io/zone=zone-a", "--max-volumes-per-node=24"}})
+	p := testbin.Start(t, bin, testbin.Options{Dir: base, DriverName: driver, HTTP: true,
+		Args: []string{"--topology=topology.kubernetes.io/zone=zone-a", "--max-volumes-per-node=24"}})
 	ctx := testbin.Context(t, 30*time.Second)
 	conn := dial(t, p.Socket)
 
@@ -126,22 +110,10 @@ func TestRegistrarKubeletAndLivenessProbe(t *testing.T) {
 	if err != nil || !ready {
 		t.Fatalf("Probe = %v, %v", ready, err)
 	}
-	resp, err := http.Get("http://" + httpAddr + "/healthz")
-	if err != nil {
-		t.Fatal(err)
+	if body := p.Get(t, "/healthz"); body != "ok" { // Get fails on anything but 200 OK
+		t.Fatalf("/healthz = %q", body)
 	}
-	body, _ := io.ReadAll(resp.Body) // the status code is what matters
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
-		t.Fatalf("/healthz = %d %q", resp.StatusCode, body)
-	}
-	resp, err = http.Get("http://" + httpAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ = io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if !strings.Contains(string(body), "csi_plugin_operations_seconds") {
+	if body := p.Get(t, "/metrics"); !strings.Contains(body, "csi_plugin_operations_seconds") {
 		t.Fatalf("/metrics lacks csi_plugin_operations_seconds:\n%.2000s", body)
 	}
 

@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,13 +96,14 @@ func buildWith(t testing.TB, race bool) string {
 
 // Plugin is a running plugin process.
 type Plugin struct {
-	Cmd     *exec.Cmd
-	Socket  string
-	Kubelet string
-	SimDir  string
-	Log     *SyncBuffer
-	done    chan struct{}
-	waitErr error
+	Cmd      *exec.Cmd
+	Socket   string
+	Kubelet  string
+	SimDir   string
+	HTTPAddr string // host:port of --http-endpoint when Options.HTTP is set
+	Log      *SyncBuffer
+	done     chan struct{}
+	waitErr  error
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writes and reads.
@@ -128,6 +131,9 @@ type Options struct {
 	DriverName string   // default sim.csi.wincsi.io
 	Args       []string // extra flags
 	Env        []string
+	// HTTP makes Start serve --http-endpoint on a free loopback port
+	// (Plugin.HTTPAddr, Plugin.Get). Command ignores it.
+	HTTP bool
 }
 
 // Start runs the binary on the simulated host and waits until its socket
@@ -143,6 +149,14 @@ func Start(t testing.TB, bin string, o Options) *Plugin {
 	}
 	if err := os.MkdirAll(p.Kubelet, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if o.HTTP {
+		addr, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.HTTPAddr = addr
+		o.Args = append([]string{"--http-endpoint=" + addr}, o.Args...)
 	}
 	p.Cmd = Command(context.Background(), bin, o)
 	p.Cmd.Stdout, p.Cmd.Stderr = p.Log, p.Log
@@ -190,6 +204,43 @@ func (p *Plugin) WaitReady(timeout time.Duration) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fmt.Errorf("plugin socket %s not ready after %s", p.Socket, timeout)
+}
+
+// FreeAddr returns a loopback address with a TCP port nobody listened on
+// a moment ago.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		return "", err
+	}
+	return addr, nil
+}
+
+// Get fetches path (such as "/metrics") from the plugin's HTTP endpoint
+// (Options.HTTP) and returns the body. Anything but 200 OK fails the test.
+func (p *Plugin) Get(t testing.TB, path string) string {
+	t.Helper()
+	if p.HTTPAddr == "" {
+		t.Fatal("testbin: Get needs a plugin started with Options.HTTP")
+	}
+	url := "http://" + p.HTTPAddr + path
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return string(b)
 }
 
 // Endpoint is the plugin's CSI endpoint.
