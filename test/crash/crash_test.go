@@ -19,8 +19,6 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -190,14 +188,9 @@ func runCase(t *testing.T, bin string, sc scenario, c crashCase) {
 
 // callOnce sends the scenario's RPC to the running plugin.
 func callOnce(t *testing.T, p *testbin.Plugin, sc scenario, kubelet string) error {
-	conn, err := grpc.NewClient(p.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 	defer cancel()
-	return sc.rpc(ctx, nodeClient{csi.NewNodeClient(conn)}, kubelet)
+	return sc.rpc(ctx, nodeClient{csi.NewNodeClient(p.Dial(t))}, kubelet)
 }
 
 // crashLogged reports whether the plugin's log has the sim's crash line

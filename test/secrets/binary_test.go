@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/wincsi/csi-windows-node/test/simnode"
 	"github.com/wincsi/csi-windows-node/test/testbin"
@@ -32,14 +30,8 @@ func TestBinaryAtV10(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: true, Args: []string{"--v=10"}})
-	conn, err := grpc.NewClient(p.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-
 	files := 0
-	msgs := runSteps(t, client{csi.NewNodeClient(conn)}, p.Kubelet, func() { files += checkFiles(t, base) })
+	msgs := runSteps(t, client{csi.NewNodeClient(p.Dial(t))}, p.Kubelet, func() { files += checkFiles(t, base) })
 	metrics := p.Get(t, "/metrics")
 	if !strings.Contains(metrics, "csi_windows_node_host_calls_total") {
 		t.Fatalf("/metrics lacks the host-call counters: the check would prove nothing:\n%s", metrics)

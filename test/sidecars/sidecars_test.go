@@ -18,23 +18,12 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-lib-utils/rpc"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/wincsi/csi-windows-node/test/testbin"
 )
 
 const driver = "disk.csi.example.com"
-
-func dial(t *testing.T, socket string) *grpc.ClientConn {
-	t.Helper()
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return conn
-}
 
 // registrar is node-driver-registrar's plugin-facing side: the
 // Registration service kubelet's plugin watcher talks to.
@@ -59,7 +48,7 @@ func TestRegistrarKubeletAndLivenessProbe(t *testing.T) {
 	p := testbin.Start(t, bin, testbin.Options{Dir: base, DriverName: driver, HTTP: true,
 		Args: []string{"--topology=topology.kubernetes.io/zone=zone-a", "--max-volumes-per-node=24"}})
 	ctx := testbin.Context(t, 30*time.Second)
-	conn := dial(t, p.Socket)
+	conn := p.Dial(t)
 
 	// node-driver-registrar: GetPluginInfo is the only CSI call it makes.
 	name, err := rpc.GetDriverName(ctx, conn)
@@ -83,12 +72,12 @@ func TestRegistrarKubeletAndLivenessProbe(t *testing.T) {
 
 	// kubelet's plugin watcher: GetInfo, then NodeGetInfo on the
 	// advertised endpoint, then NotifyRegistrationStatus.
-	rc := registerapi.NewRegistrationClient(dial(t, regSock))
+	rc := registerapi.NewRegistrationClient(testbin.Dial(t, "unix://"+regSock))
 	info, err := rc.GetInfo(ctx, &registerapi.InfoRequest{})
 	if err != nil || info.GetType() != registerapi.CSIPlugin || info.GetName() != driver {
 		t.Fatalf("GetInfo = %v, %v", info, err)
 	}
-	nc := csi.NewNodeClient(dial(t, info.GetEndpoint()))
+	nc := csi.NewNodeClient(testbin.Dial(t, "unix://"+info.GetEndpoint()))
 	ni, err := nc.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
 	if err != nil || ni.GetNodeId() != "test-node" || ni.GetMaxVolumesPerNode() != 24 ||
 		ni.GetAccessibleTopology().GetSegments()["topology.kubernetes.io/zone"] != "zone-a" {
@@ -138,7 +127,7 @@ func TestSocketOwnership(t *testing.T) {
 	if err == nil || !strings.Contains(out, "served by another process") {
 		t.Fatalf("second instance: err=%v\n%s", err, out)
 	}
-	if ok, err := rpc.Probe(testbin.Context(t, 10*time.Second), dial(t, p.Socket)); err != nil || !ok {
+	if ok, err := rpc.Probe(testbin.Context(t, 10*time.Second), p.Dial(t)); err != nil || !ok {
 		t.Fatalf("first instance stopped serving: %v %v", ok, err)
 	}
 
@@ -148,7 +137,7 @@ func TestSocketOwnership(t *testing.T) {
 		t.Fatalf("expected a stale socket after kill: %v", err)
 	}
 	p2 := testbin.Start(t, bin, testbin.Options{Dir: base})
-	if ok, err := rpc.Probe(testbin.Context(t, 10*time.Second), dial(t, p2.Socket)); err != nil || !ok {
+	if ok, err := rpc.Probe(testbin.Context(t, 10*time.Second), p2.Dial(t)); err != nil || !ok {
 		t.Fatalf("restart over a stale socket: %v %v", ok, err)
 	}
 }

@@ -18,6 +18,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // build is one compilation of the plugin, shared by the tests of a process.
@@ -241,6 +244,25 @@ func (p *Plugin) Get(t testing.TB, path string) string {
 		t.Fatalf("GET %s: %s: %s", url, resp.Status, b)
 	}
 	return string(b)
+}
+
+// Dial returns a gRPC client of target (such as "unix:///path/csi.sock"),
+// closed at test cleanup.
+func Dial(t testing.TB, target string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() }) // a client of a plugin that has exited may fail to close
+	return conn
+}
+
+// Dial returns a gRPC client of the plugin's CSI endpoint, closed at test
+// cleanup.
+func (p *Plugin) Dial(t testing.TB) *grpc.ClientConn {
+	t.Helper()
+	return Dial(t, p.Endpoint())
 }
 
 // Endpoint is the plugin's CSI endpoint.
