@@ -246,18 +246,8 @@ func (p *plugin) memory() (memory, error) {
 	return m, nil
 }
 
-// The metrics pkg/hostmetrics serves.
-const (
-	hostCallsMetric    = "csi_windows_node_host_calls_total"
-	hostDurationMetric = "csi_windows_node_host_call_duration_seconds_sum"
-)
-
-// hostUsage is what the plugin's host-call metrics say at one moment, keyed
-// "area.operation" (the sim's op names).
-type hostUsage struct {
-	calls   map[string]int     // calls, summed over results
-	seconds map[string]float64 // time spent in them
-}
+// hostUsage is what the plugin's host-call metrics say at one moment.
+type hostUsage testbin.HostUsage
 
 // hostUsage reads the host-call metrics from /metrics.
 func (p *plugin) hostUsage(ctx context.Context) (hostUsage, error) {
@@ -273,58 +263,22 @@ func (p *plugin) hostUsage(ctx context.Context) (hostUsage, error) {
 	if resp.StatusCode != http.StatusOK {
 		return hostUsage{}, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
-	return parseHostUsage(resp.Body)
-}
-
-// parseHostUsage reads lines such as
-//
-//	csi_windows_node_host_calls_total{area="disks",operation="List",result="ok"} 3
-//	csi_windows_node_host_call_duration_seconds_sum{area="disks",operation="List"} 0.0021
-func parseHostUsage(r io.Reader) (hostUsage, error) {
-	u := hostUsage{calls: map[string]int{}, seconds: map[string]float64{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name, rest, ok := strings.Cut(line, "{")
-		if !ok || (name != hostCallsMetric && name != hostDurationMetric) {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			return hostUsage{}, fmt.Errorf("metrics line %q", line)
-		}
-		l := map[string]string{}
-		for _, kv := range strings.Split(labels, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			l[k] = strings.Trim(v, `"`)
-		}
-		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			return hostUsage{}, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		op := l["area"] + "." + l["operation"]
-		if name == hostCallsMetric {
-			u.calls[op] += int(n)
-		} else {
-			u.seconds[op] += n
-		}
-	}
-	return u, sc.Err()
+	u, err := testbin.ParseHostUsage(resp.Body)
+	return hostUsage(u), err
 }
 
 // since returns the calls made and the milliseconds spent in host calls
 // between before and u, leaving out ops without calls.
 func (u hostUsage) since(before hostUsage) (calls map[string]int, total int, ms float64) {
 	calls = map[string]int{}
-	for k, v := range u.calls {
-		if d := v - before.calls[k]; d != 0 {
+	for k, v := range u.Calls {
+		if d := v - before.Calls[k]; d != 0 {
 			calls[k] = d
 			total += d
 		}
 	}
-	for k, v := range u.seconds {
-		ms += (v - before.seconds[k]) * 1000
+	for k, v := range u.Seconds {
+		ms += (v - before.Seconds[k]) * 1000
 	}
 	return calls, total, ms
 }

@@ -1,18 +1,13 @@
 package crash
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -413,10 +408,7 @@ func checkBinaryCalls(t *testing.T, bin string, sc scenario, seq []string) {
 	if err := callOnce(t, p, sc, kubelet); err != nil {
 		t.Fatalf("%s on the binary: %v\n%s", sc.name, err, p.Log.String())
 	}
-	got, err := hostCalls("http://" + p.HTTPAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := p.HostUsage(t).Calls
 	if err := p.Stop(exitTimeout); err != nil {
 		t.Fatalf("plugin did not stop cleanly: %v", err)
 	}
@@ -434,35 +426,6 @@ func checkBinaryCalls(t *testing.T, bin string, sc scenario, seq []string) {
 			t.Errorf("binary made %d %s calls, the library sequence none", n, op)
 		}
 	}
-}
-
-var metricLine = regexp.MustCompile(`^csi_windows_node_host_calls_total\{area="([a-z]+)",operation="([A-Za-z0-9]+)",result="[a-z]+"\} ([0-9.e+]+)$`)
-
-// hostCalls reads the per-op host-call counts from a /metrics page.
-func hostCalls(url string) (map[string]int, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body) // for the message only
-		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
-	}
-	out := map[string]int{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		m := metricLine.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		n, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			return nil, err
-		}
-		out[m[1]+"."+m[2]] += int(n)
-	}
-	return out, sc.Err()
 }
 
 // nodeClient adapts a csi.NodeClient to the two methods rpc uses.
