@@ -23,6 +23,9 @@ import (
 	"github.com/wincsi/csi-windows-node/test/testbin"
 )
 
+// TestMain removes the plugin build when the tests are done.
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+
 // matrixEnv set to "subset" runs only the crashes before every step and
 // after the steps with an effect (readOnlyOps), for quick local runs. By
 // default the full matrix runs: every step of every scenario, with a crash

@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,9 @@ import (
 	"github.com/wincsi/csi-windows-node/test/simnode"
 	"github.com/wincsi/csi-windows-node/test/testbin"
 )
+
+// TestMain removes the plugin build when the tests are done.
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
 // TestBinaryAtV10: the real plugin binary with --v=10 and /metrics; no
 // secret in its stderr, in the errors and messages it returns, on

@@ -23,6 +23,9 @@ import (
 	"github.com/wincsi/csi-windows-node/test/testbin"
 )
 
+// TestMain removes the plugin build when the tests are done.
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+
 const driver = "disk.csi.example.com"
 
 // registrar is node-driver-registrar's plugin-facing side: the

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,12 +27,35 @@ import (
 // build is one compilation of the plugin, shared by the tests of a process.
 type build struct {
 	once sync.Once
+	dir  string // removed by Main
 	path string
 	err  error
 }
 
 // builds holds the plugin built with and without -race.
 var builds [2]build
+
+// mainRuns is set once Main runs the package's tests.
+var mainRuns atomic.Bool
+
+// Main runs the tests of a package that builds the plugin (Build,
+// BuildNoRace), then removes the builds and returns the exit code. Such a
+// package's TestMain is
+//
+//	func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+func Main(m *testing.M) int {
+	mainRuns.Store(true)
+	code := m.Run()
+	for i := range builds {
+		if dir := builds[i].dir; dir != "" {
+			if err := os.RemoveAll(dir); err != nil {
+				fmt.Fprintf(os.Stderr, "testbin: remove the plugin build: %v\n", err)
+				code = max(code, 1)
+			}
+		}
+	}
+	return code
+}
 
 // ModuleRoot returns the directory holding go.mod.
 func ModuleRoot() (string, error) {
@@ -47,7 +71,8 @@ func ModuleRoot() (string, error) {
 }
 
 // Build compiles cmd/csi-windows-node once per test process (with -race
-// when the test binary has it) and returns the binary's path.
+// when the test binary has it) and returns the binary's path. The
+// package's TestMain must run Main, which removes the build.
 func Build(t testing.TB) string {
 	t.Helper()
 	return buildWith(t, raceEnabled)
@@ -67,6 +92,9 @@ func buildWith(t testing.TB, race bool) string {
 	if race {
 		i = 1
 	}
+	if !mainRuns.Load() {
+		t.Fatal("testbin: Build needs the package's TestMain to run testbin.Main, which removes the build")
+	}
 	b := &builds[i]
 	b.once.Do(func() {
 		root, err := ModuleRoot()
@@ -74,12 +102,11 @@ func buildWith(t testing.TB, race bool) string {
 			b.err = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "csi-windows-node-bin-")
-		if err != nil {
-			b.err = err
+		b.dir, b.err = os.MkdirTemp("", "csi-windows-node-bin-")
+		if b.err != nil {
 			return
 		}
-		b.path = filepath.Join(dir, "csi-windows-node")
+		b.path = filepath.Join(b.dir, "csi-windows-node")
 		args := []string{"build", "-o", b.path}
 		if race {
 			args = append(args, "-race")

@@ -17,6 +17,7 @@ package binary
 
 import (
 	"flag"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -26,6 +27,9 @@ import (
 	"github.com/wincsi/csi-windows-node/test/sanity/sanitytest"
 	"github.com/wincsi/csi-windows-node/test/testbin"
 )
+
+// TestMain removes the plugin build when the tests are done.
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
 func TestSanityAgainstBinary(t *testing.T) {
 	bin := testbin.Build(t)
