@@ -1,0 +1,55 @@
+//go:build !windows
+
+package sim
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestDirLockedWhileOpen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Dir: dir}); !errors.Is(err, ErrDirInUse) {
+		t.Fatalf("second open: %v, want ErrDirInUse", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := New(Config{Dir: dir})
+	if err != nil {
+		t.Fatalf("reopen after close: %v", err)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A lock released while New waits (as when the holder closes it during a
+// fork elsewhere in its process) is taken, not reported as in use.
+func TestDirLockReleasedWhileWaiting(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() {
+		time.Sleep(lockWait / 10)
+		closed <- s.Close()
+	}()
+	s2, err := New(Config{Dir: dir})
+	if err != nil {
+		t.Fatalf("open while the holder closes: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
