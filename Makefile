@@ -24,7 +24,7 @@ CSC := $(BIN)/csc
 # make image: the Windows image (Dockerfile.windows), pushed to $(IMAGE).
 IMAGE ?= registry.example.com/csi-windows-node
 
-.PHONY: all build build-windows run demo csc image test test-unit test-deploy verify fmt vet lint bench bench-smoke clean help
+.PHONY: all build build-windows run demo csc image test test-unit test-deploy verify fmt tidy vet lint bench bench-smoke clean help
 
 all: build build-windows
 
@@ -81,7 +81,14 @@ test-unit: ## unit tests only (no sanity, no binary-level tests)
 test-integration: ## Windows integration tests (admin + Hyper-V PowerShell; see test/integration)
 	go test -v -race -count=1 -gcflags=all=-d=checkptr=0 -tags integration -timeout 30m ./test/integration/...
 
-verify: fmt vet lint ## gofmt, go vet and golangci-lint for GOOS=linux and GOOS=windows
+verify: fmt tidy vet lint ## gofmt, go mod tidy -diff, go vet and golangci-lint for GOOS=linux and GOOS=windows
+
+# go.mod and go.sum of every module (the plugin, test/deploy, test/tools)
+# must be what go mod tidy would write.
+tidy:
+	go mod tidy -diff
+	cd test/deploy && go mod tidy -diff
+	cd test/tools && go mod tidy -diff
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.bin/*')); \

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wincsi/csi-windows-node/pkg/durable"
+	"github.com/wincsi/csi-windows-node/internal/durable"
 	"github.com/wincsi/csi-windows-node/pkg/inflight"
 )
 

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/wincsi/csi-windows-node/pkg/durable"
+	"github.com/wincsi/csi-windows-node/internal/durable"
 )
 
 // notesDir is the sub-directory of the journal that holds notes.

@@ -19,7 +19,7 @@
 //   - host calls per RPC and the time spent in them, read from the
 //     plugin's own metrics csi_windows_node_host_calls_total and
 //     csi_windows_node_host_call_duration_seconds on /metrics
-//     (pkg/hostmetrics) before and after each RPC, so that the host's work
+//     (pkg/host/hostmetrics) before and after each RPC, so that the host's work
 //     can be told from the plugin's overhead;
 //   - scaling: the wall time of staging N volumes at once (N = 1, 10, 100;
 //     -short: 1, 10) with 50 ms (-scale-latency) per host call, for disks

@@ -10,7 +10,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
-	"github.com/wincsi/csi-windows-node/pkg/durable"
+	"github.com/wincsi/csi-windows-node/internal/durable"
 )
 
 // rpcTimeout bounds every RPC, like kubelet's operation timeouts.

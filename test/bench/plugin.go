@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/wincsi/csi-windows-node/test/testbin"
+	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
 // buildPlugin compiles cmd/csi-windows-node into dir, without -race and

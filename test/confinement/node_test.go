@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
-	"github.com/wincsi/csi-windows-node/test/simnode"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
 const vol = "vol-confined"

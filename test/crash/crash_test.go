@@ -19,8 +19,8 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
-	"github.com/wincsi/csi-windows-node/test/simnode"
-	"github.com/wincsi/csi-windows-node/test/testbin"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
+	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
 // TestMain removes the plugin build when the tests are done.

@@ -1,7 +1,7 @@
 // Package crash is the crash matrix: for NodeStageVolume and
 // NodeUnstageVolume of every backend (a disk; two volumes on one SMB share;
 // two LUNs on one iSCSI target, multipath over two portals with CHAP), it
-// learns the RPC's host-call sequence in library mode (test/simnode, the
+// learns the RPC's host-call sequence in library mode (test/harness/simnode, the
 // binary's wiring), checks that the plugin binary makes the same calls (its
 // /metrics host-call counters), then for every step k crashes the binary
 // before and after the k-th host call (the simulated host's faults.json

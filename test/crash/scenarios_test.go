@@ -12,7 +12,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/node"
-	"github.com/wincsi/csi-windows-node/test/simnode"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
 // Backends of the scenarios.

@@ -17,7 +17,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
-	"github.com/wincsi/csi-windows-node/test/simnode"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
 // secretMark starts every fuzzed secret value; when no public input

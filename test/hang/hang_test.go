@@ -15,7 +15,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
-	"github.com/wincsi/csi-windows-node/test/simnode"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
 // deadline is the deadline of the RPCs that meet a hung call.

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wincsi/csi-windows-node/test/testbin"
+	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
 // bannedImports start processes.

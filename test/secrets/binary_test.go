@@ -9,8 +9,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
-	"github.com/wincsi/csi-windows-node/test/simnode"
-	"github.com/wincsi/csi-windows-node/test/testbin"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
+	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
 // TestMain removes the plugin build when the tests are done.

@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/wincsi/csi-windows-node/test/simnode"
-	"github.com/wincsi/csi-windows-node/test/testbin"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
+	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
 // TestLibraryModeAtV10: the node service in the test process, klog at

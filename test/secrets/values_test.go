@@ -15,7 +15,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
-	"github.com/wincsi/csi-windows-node/test/simnode"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
 // secret is one secret value. Its marker is a plain alphanumeric part of

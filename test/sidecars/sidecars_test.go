@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
-	"github.com/wincsi/csi-windows-node/test/testbin"
+	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
 // TestMain removes the plugin build when the tests are done.

@@ -22,7 +22,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
-	"github.com/wincsi/csi-windows-node/test/simnode"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
 // Knobs of the long variant (make test-soak); the defaults are the short

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/wincsi/csi-windows-node/pkg/durable"
+	"github.com/wincsi/csi-windows-node/internal/durable"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
@@ -255,7 +255,7 @@ func cloneState(st *State) State {
 	return out
 }
 
-// writeAtomic replaces <dir>/state.json durably (pkg/durable: temporary
+// writeAtomic replaces <dir>/state.json durably (internal/durable: temporary
 // file, fsync, rename, directory fsync).
 func writeAtomic(dir string, data []byte) error {
 	return durable.WriteFile(dir, stateFile, data)

@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/wql"
+	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wql"
 )
 
 // Disks implements host.Disks with MSFT_Disk, MSFT_Partition and

@@ -21,7 +21,7 @@ import (
 
 const ns = winhost.NamespaceStorage
 
-// The exact WQL each query must send (built by pkg/wql).
+// The exact WQL each query must send (built by pkg/host/winhost/wql).
 const (
 	wqlDisks = "SELECT ObjectId, Number, Path, SerialNumber, UniqueId, Location, FriendlyName, Size, BusType, " +
 		"PartitionStyle, IsBoot, IsSystem, IsReadOnly, IsOffline, OfflineReason, HealthStatus FROM MSFT_Disk"

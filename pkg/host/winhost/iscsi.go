@@ -9,7 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/wql"
+	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wql"
 )
 
 // ISCSI implements host.ISCSI with the Microsoft iSCSI initiator's WMI

@@ -9,8 +9,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wql"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
-	"github.com/wincsi/csi-windows-node/pkg/wql"
 )
 
 // classSmbGlobalMapping is the SMB client's global mapping class in
@@ -34,7 +34,7 @@ func NewSMB(e Executor) *SMB { return &SMB{e: e} }
 //
 //	SELECT * FROM MSFT_SmbGlobalMapping WHERE RemotePath = '<remotePath>'
 //
-// The value is escaped by pkg/wql. Whether WQL's '=' on strings ignores
+// The value is escaped by pkg/host/winhost/wql. Whether WQL's '=' on strings ignores
 // case is not stated by the WQL documentation (WHERE Clause (WMI), WQL
 // Operators on learn.microsoft.com/windows/win32/wmisdk say nothing about
 // case), and the SMB provider may evaluate the filter itself: uncertain.

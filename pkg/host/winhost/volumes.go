@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wql"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
-	"github.com/wincsi/csi-windows-node/pkg/wql"
 )
 
 // Volumes implements host.Volumes: MSFT_Volume for what WMI alone knows

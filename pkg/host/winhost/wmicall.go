@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/wql"
+	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wql"
 )
 
 // storage runs Storage Management API requests (namespace
@@ -13,7 +13,7 @@ import (
 // failures host meanings.
 type storage struct{ e Executor }
 
-// query runs SELECT props FROM class WHERE conds, built by pkg/wql.
+// query runs SELECT props FROM class WHERE conds, built by pkg/host/winhost/wql.
 func (s storage) query(ctx context.Context, class string, props []string, conds ...wql.Cond) ([]Instance, error) {
 	q, err := wql.Select(class, props, conds...)
 	if err != nil {

@@ -24,8 +24,8 @@ import (
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 
 	"github.com/wincsi/csi-windows-node/pkg/identity"
-	"github.com/wincsi/csi-windows-node/test/sanity/sanitytest"
-	"github.com/wincsi/csi-windows-node/test/testbin"
+	"github.com/wincsi/csi-windows-node/test/harness/sanitytest"
+	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
 // TestMain removes the plugin build when the tests are done.

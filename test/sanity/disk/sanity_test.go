@@ -12,8 +12,8 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
-	"github.com/wincsi/csi-windows-node/test/sanity/sanitytest"
-	"github.com/wincsi/csi-windows-node/test/simnode"
+	"github.com/wincsi/csi-windows-node/test/harness/sanitytest"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
 // attacher plays a cloud attaching a disk at a LUN.

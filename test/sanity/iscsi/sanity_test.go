@@ -11,7 +11,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
-	"github.com/wincsi/csi-windows-node/test/sanity/sanitytest"
+	"github.com/wincsi/csi-windows-node/test/harness/sanitytest"
 )
 
 const iqn = "iqn.2024-01.io.wincsi.sim:array1"

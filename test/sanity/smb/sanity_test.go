@@ -12,7 +12,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
-	"github.com/wincsi/csi-windows-node/test/sanity/sanitytest"
+	"github.com/wincsi/csi-windows-node/test/harness/sanitytest"
 )
 
 func TestSanity(t *testing.T) {

@@ -7,7 +7,7 @@
 // host-call sequence of an RPC and to drive hundreds of volumes without a
 // process per run.
 //
-// The directory layout is the one test/testbin gives the plugin binary
+// The directory layout is the one test/harness/testbin gives the plugin binary
 // (<base>/kubelet, <base>/sim, <base>/sim/journal), so a base directory
 // prepared here can be handed to the binary once Close has released the
 // simulated host's directory lock.
