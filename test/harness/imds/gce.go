@@ -1,0 +1,41 @@
+package imds
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// GCE is a fake Compute Engine metadata server.
+type GCE struct {
+	ProjectID     string // my-project
+	ProjectNumber string // 123456789012
+	Zone          string // europe-west1-b
+	InstanceName  string
+	Faults        Faults
+}
+
+// Start serves the fake.
+func (g GCE) Start(t testing.TB) *Server {
+	t.Helper()
+	values := map[string]string{
+		"instance/zone":      "projects/" + g.ProjectNumber + "/zones/" + g.Zone,
+		"instance/name":      g.InstanceName,
+		"project/project-id": g.ProjectID,
+	}
+	return start(t, g.Faults, func(_ *Server, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Metadata-Flavor", "Google")
+		if r.Header.Get("Metadata-Flavor") != "Google" {
+			http.Error(w, "Missing required header \"Metadata-Flavor\": \"Google\"", http.StatusForbidden)
+			return
+		}
+		suffix, ok := strings.CutPrefix(r.URL.Path, "/computeMetadata/v1/")
+		v, found := values[suffix]
+		if !ok || !found || r.Method != http.MethodGet {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/text")
+		_, _ = w.Write([]byte(v))
+	})
+}
