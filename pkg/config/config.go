@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -15,6 +16,15 @@ import (
 const (
 	HostWindows = "windows"
 	HostSim     = "sim"
+)
+
+// Clouds of --cloud: whose instance metadata service gives the node ID
+// and topology (pkg/cloud). CloudNone reads none.
+const (
+	CloudNone  = "none"
+	CloudAWS   = "aws"
+	CloudGCE   = "gce"
+	CloudAzure = "azure"
 )
 
 // Options are the parsed flags.
@@ -48,6 +58,11 @@ type Options struct {
 	// Backend behaviour.
 	OfflineDiskOnUnstage bool
 	KeepISCSIPortals     bool
+
+	// Node identity from the cloud's instance metadata service.
+	Cloud                 string
+	CloudMetadataEndpoint string
+	CloudMetadataTimeout  time.Duration
 
 	// set records which flags were given explicitly.
 	set map[string]bool
@@ -144,6 +159,9 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.BoolVar(&o.SMBKeepMappings, "smb-keep-mappings", false, "keep an SMB global mapping when the last volume using its share is unstaged")
 	fs.BoolVar(&o.OfflineDiskOnUnstage, "offline-disk-on-unstage", true, "take a disk offline after unmounting it, so that detach cannot hang")
 	fs.BoolVar(&o.KeepISCSIPortals, "keep-iscsi-portals", false, "never remove iSCSI target portals, even when no target on them is in use")
+	fs.StringVar(&o.Cloud, "cloud", CloudNone, "read the node ID and topology from this cloud's instance metadata service at start, as its CSI controller expects them: none, aws, gce or azure (--node-id and --topology win)")
+	fs.StringVar(&o.CloudMetadataEndpoint, "cloud-metadata-endpoint", "", "with --cloud: base URL of the instance metadata service. Default: http://169.254.169.254")
+	fs.DurationVar(&o.CloudMetadataTimeout, "cloud-metadata-timeout", 30*time.Second, "with --cloud: how long start-up may spend reading the instance metadata service, retries included, before the plugin exits")
 	return o
 }
 
@@ -171,17 +189,20 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 	default:
 		errs = append(errs, fmt.Errorf("--host=%s: want windows or sim", o.Host))
 	}
-	if o.NodeID == "" {
+	errs = append(errs, o.finishCloud()...)
+	// With aws and gce the node ID comes from the metadata service; with
+	// azure it is the node name, as without --cloud.
+	if o.NodeID == "" && !o.CloudNodeID() {
 		o.NodeID = hostname
-	}
-	if o.NodeID == "" {
-		errs = append(errs, errors.New("--node-id is empty and the host name is unknown"))
+		if o.NodeID == "" {
+			errs = append(errs, errors.New("--node-id is empty and the host name is unknown"))
+		}
 	}
 	if o.MaxVolumesPerNode < 0 {
 		errs = append(errs, fmt.Errorf("--max-volumes-per-node=%d: must not be negative", o.MaxVolumesPerNode))
 	}
 	for k, v := range o.Topology {
-		if err := validateTopology(k, v); err != nil {
+		if err := ValidateTopology(k, v); err != nil {
 			errs = append(errs, fmt.Errorf("--topology %s=%s: %w", k, v, err))
 		}
 	}
@@ -236,6 +257,58 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 	return errors.Join(errs...)
 }
 
+// finishCloud validates --cloud and the flags that go with it.
+func (o *Options) finishCloud() []error {
+	var errs []error
+	switch o.Cloud {
+	case CloudNone:
+		for _, f := range []string{"cloud-metadata-endpoint", "cloud-metadata-timeout"} {
+			if o.set[f] {
+				errs = append(errs, fmt.Errorf("--%s only applies with --cloud=aws, gce or azure", f))
+			}
+		}
+		return errs
+	case CloudAWS, CloudGCE, CloudAzure:
+	default:
+		return []error{fmt.Errorf("--cloud=%s: want none, aws, gce or azure", o.Cloud)}
+	}
+	if o.CloudMetadataEndpoint != "" {
+		if err := validateBaseURL(o.CloudMetadataEndpoint); err != nil {
+			errs = append(errs, fmt.Errorf("--cloud-metadata-endpoint=%s: %w", o.CloudMetadataEndpoint, err))
+		}
+	}
+	if o.CloudMetadataTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--cloud-metadata-timeout=%s: must be positive", o.CloudMetadataTimeout))
+	}
+	return errs
+}
+
+// CloudNodeID reports whether the node ID is read from the cloud's
+// metadata service: with --cloud=aws or gce (whose controllers want the
+// instance ID or path), unless --node-id was given.
+func (o *Options) CloudNodeID() bool {
+	return (o.Cloud == CloudAWS || o.Cloud == CloudGCE) && !o.set["node-id"]
+}
+
+// validateBaseURL checks a metadata service's base URL: http or https, a
+// host, no user information (it would be logged), query or fragment.
+func validateBaseURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return errors.New("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("want an http:// or https:// URL")
+	case u.Host == "" || u.Hostname() == "":
+		return errors.New("the URL names no host")
+	case u.User != nil:
+		return errors.New("the URL must not hold user information")
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "#"):
+		return errors.New("the URL must not hold a query or fragment")
+	}
+	return nil
+}
+
 // IsSet reports whether the flag was given on the command line.
 func (o *Options) IsSet(name string) bool { return o.set[name] }
 
@@ -269,9 +342,9 @@ var (
 	labelPrefix = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 )
 
-// validateTopology checks a topology segment against Kubernetes label rules,
+// ValidateTopology checks a topology segment against Kubernetes label rules,
 // because the CO turns segments into node labels.
-func validateTopology(k, v string) error {
+func ValidateTopology(k, v string) error {
 	name := k
 	if prefix, n, ok := strings.Cut(k, "/"); ok {
 		if len(prefix) > 253 || !labelPrefix.MatchString(prefix) {

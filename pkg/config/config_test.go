@@ -110,3 +110,50 @@ func TestSizeFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestCloudFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string // substring naming the flag; "" for success
+		nodeID  string // after Finish: "" when the metadata service gives it
+	}{
+		{name: "no cloud", nodeID: "node-a"},
+		{name: "none", args: []string{"--cloud=none"}, nodeID: "node-a"},
+		{name: "aws reads the node ID", args: []string{"--cloud=aws"}, nodeID: ""},
+		{name: "gce reads the node ID", args: []string{"--cloud=gce"}, nodeID: ""},
+		{name: "azure keeps the node name", args: []string{"--cloud=azure"}, nodeID: "node-a"},
+		{name: "aws with --node-id", args: []string{"--cloud=aws", "--node-id=i-1"}, nodeID: "i-1"},
+		{name: "endpoint", args: []string{"--cloud=gce", "--cloud-metadata-endpoint=http://127.0.0.1:8080/"}, nodeID: ""},
+		{name: "https endpoint with a path", args: []string{"--cloud=aws", "--cloud-metadata-endpoint=https://imds.example.com/proxy"}, nodeID: ""},
+		{name: "timeout", args: []string{"--cloud=azure", "--cloud-metadata-timeout=5s"}, nodeID: "node-a"},
+		{name: "unknown cloud", args: []string{"--cloud=openstack"}, wantErr: "--cloud=openstack"},
+		{name: "endpoint without cloud", args: []string{"--cloud-metadata-endpoint=http://127.0.0.1"}, wantErr: "--cloud-metadata-endpoint only applies"},
+		{name: "timeout without cloud", args: []string{"--cloud=none", "--cloud-metadata-timeout=1s"}, wantErr: "--cloud-metadata-timeout only applies"},
+		{name: "endpoint not a URL", args: []string{"--cloud=aws", "--cloud-metadata-endpoint=169.254.169.254"}, wantErr: "--cloud-metadata-endpoint"},
+		{name: "endpoint scheme", args: []string{"--cloud=aws", "--cloud-metadata-endpoint=ftp://169.254.169.254"}, wantErr: "--cloud-metadata-endpoint"},
+		{name: "endpoint without host", args: []string{"--cloud=aws", "--cloud-metadata-endpoint=http://"}, wantErr: "--cloud-metadata-endpoint"},
+		{name: "endpoint with a port only", args: []string{"--cloud=aws", "--cloud-metadata-endpoint=http://:80"}, wantErr: "--cloud-metadata-endpoint"},
+		{name: "endpoint with user information", args: []string{"--cloud=aws", "--cloud-metadata-endpoint=http://u:p@169.254.169.254"}, wantErr: "--cloud-metadata-endpoint"},
+		{name: "endpoint with a query", args: []string{"--cloud=aws", "--cloud-metadata-endpoint=http://169.254.169.254/?a=b"}, wantErr: "--cloud-metadata-endpoint"},
+		{name: "endpoint with a fragment", args: []string{"--cloud=aws", "--cloud-metadata-endpoint=http://169.254.169.254#x"}, wantErr: "--cloud-metadata-endpoint"},
+		{name: "zero timeout", args: []string{"--cloud=aws", "--cloud-metadata-timeout=0s"}, wantErr: "--cloud-metadata-timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parse(t, "windows", append([]string{"--driver-name=a.b"}, tt.args...)...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.NodeID != tt.nodeID {
+				t.Errorf("NodeID = %q, want %q", o.NodeID, tt.nodeID)
+			}
+		})
+	}
+}
