@@ -60,6 +60,10 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(klog.NewContext(context.Background(), logger), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if err := nodeIdentity(ctx, opts); err != nil {
+		logger.Error(err, "Could not settle the node's identity")
+		return 1
+	}
 	if err := serve(ctx, opts); err != nil {
 		logger.Error(err, "Plugin failed")
 		return 1

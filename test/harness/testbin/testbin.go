@@ -164,6 +164,9 @@ type Options struct {
 	// HTTP makes Start serve --http-endpoint on a free loopback port
 	// (Plugin.HTTPAddr, Plugin.Get). Command ignores it.
 	HTTP bool
+	// OmitNodeID leaves out --node-id=test-node, so that the plugin finds
+	// its node ID itself (the host name, or --cloud).
+	OmitNodeID bool
 }
 
 // Start runs the binary on the simulated host and waits until its socket
@@ -209,10 +212,14 @@ func Command(ctx context.Context, bin string, o Options) *exec.Cmd {
 	if o.DriverName == "" {
 		o.DriverName = "sim.csi.wincsi.io"
 	}
-	args := append([]string{
+	args := []string{
 		"--host=sim", "--sim-dir=" + filepath.Join(o.Dir, "sim"), "--kubelet-dir=" + filepath.Join(o.Dir, "kubelet"),
-		"--driver-name=" + o.DriverName, "--node-id=test-node", "--endpoint=unix://" + filepath.Join(o.Dir, "csi.sock"),
-	}, o.Args...)
+		"--driver-name=" + o.DriverName, "--endpoint=unix://" + filepath.Join(o.Dir, "csi.sock"),
+	}
+	if !o.OmitNodeID {
+		args = append(args, "--node-id=test-node")
+	}
+	args = append(args, o.Args...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), o.Env...)
 	return cmd
