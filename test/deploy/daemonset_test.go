@@ -40,7 +40,6 @@ const (
 // $(VAR) references the way kubelet does.
 var sampleFieldValues = map[string]string{
 	"spec.nodeName": "win-node-1",
-	"metadata.labels['topology.kubernetes.io/zone']": "zone-a",
 }
 
 // nodeDaemonSet returns the one DaemonSet of a rendering and fails on any
