@@ -106,6 +106,8 @@ func (c *client) once(ctx context.Context, req request) ([]byte, error) {
 	resp, err := c.hc.Do(hr)
 	if err != nil {
 		switch {
+		case errors.Is(ctx.Err(), context.Canceled):
+			return nil, fmt.Errorf("%s: %w: start-up cancelled", req, errNoAnswer)
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("%s: %w before the deadline", req, errNoAnswer)
 		case rctx.Err() != nil:
