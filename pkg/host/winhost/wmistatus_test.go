@@ -51,7 +51,9 @@ func TestSchemaLookupIsNotNotFound(t *testing.T) {
 	}{
 		{"disk offline (class)", func(e *scripted.Executor, err error) {
 			e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: disk.Ref, Name: "Offline"}, scripted.Reply{Err: err})
-		}, func(e *scripted.Executor) error { return winhost.NewDisks(e).SetOnline(context.Background(), disk, false) }},
+		}, func(e *scripted.Executor) error {
+			return winhost.NewDisks(e).SetOnline(context.Background(), disk, false)
+		}},
 		{"iSCSI unregister (method)", func(e *scripted.Executor, err error) {
 			e.ExpectCall(iscNS, winhost.Method{Class: "MSFT_iSCSISession", Path: iscSessionPath, Name: "Unregister"}, scripted.Reply{Err: err})
 		}, func(e *scripted.Executor) error { return winhost.NewISCSI(e).Unregister(context.Background(), session) }},
