@@ -337,7 +337,11 @@ func (d *Disks) CreatePartition(ctx context.Context, dk host.Disk) (host.Partiti
 	if err != nil && !accessPathInUse {
 		return host.Partition{}, fmt.Errorf("create a partition on disk %d: %w", dk.Number, err)
 	}
-	created, ok := OutOf(classDisk, "CreatePartition", r).TryInstance("CreatedPartition")
+	out := OutOf(classDisk, "CreatePartition", r)
+	created, ok := out.TryInstance("CreatedPartition")
+	if oerr := out.Err(); oerr != nil {
+		return host.Partition{}, fmt.Errorf("create a partition on disk %d: %w", dk.Number, oerr)
+	}
 	if accessPathInUse && !ok {
 		return host.Partition{}, fmt.Errorf("create a partition on disk %d: %w", dk.Number, err)
 	}

@@ -208,8 +208,10 @@ func w32(call string, code uint32) error { return &winhost.Win32Error{Call: call
 
 func ok() scripted.Reply { return scripted.Reply{} }
 
+// rv is a reply with a return value and no output object (Out nil: what
+// the executor reports when ExecMethod returns none).
 func rv(code uint32) scripted.Reply {
-	return scripted.Reply{Result: winhost.Result{ReturnValue: code, Out: map[string]any{}}}
+	return scripted.Reply{Result: winhost.Result{ReturnValue: code}}
 }
 
 // blockCtx returns a context that ends soon, for replies that block like

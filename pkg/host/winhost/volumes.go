@@ -187,7 +187,12 @@ func (v *Volumes) Format(ctx context.Context, vol host.Volume, o host.FormatOpti
 	if err != nil {
 		return host.Volume{}, fmt.Errorf("format volume %s as %s: %w", vol.GUIDPath, fs, err)
 	}
-	if fv, ok := OutOf(classVolume, "Format", r).TryInstance("FormattedVolume"); ok {
+	out := OutOf(classVolume, "Format", r)
+	fv, ok := out.TryInstance("FormattedVolume")
+	if err := out.Err(); err != nil {
+		return host.Volume{}, fmt.Errorf("format volume %s as %s: %w", vol.GUIDPath, fs, err)
+	}
+	if ok {
 		if out, err := parseVolume(fv); err == nil && out.FileSystem != "" {
 			if out.Ref == "" {
 				out.Ref = vol.Ref
