@@ -17,13 +17,13 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost/scripted"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wmischema"
+	"github.com/wincsi/csi-windows-node/test/harness/wmischema"
 )
 
 // TestMain runs the suite with every scripted executor recording the calls
 // it answers, then, when the whole suite ran and passed, checks every
 // recorded WMI call against Microsoft's MOF as github.com/microsoft/wmi
-// v0.43.0 ships it (Windows Server 2019 and 23H2; pkg/host/winhost/wmischema):
+// v0.43.0 ships it (Windows Server 2019 and 23H2; test/harness/wmischema):
 // the query, association or method, its inputs, and the replies the tests
 // scripted for it (the instances, the output parameters, the error
 // objects), so a reply that Windows could not give fails too.
