@@ -91,7 +91,7 @@ func formatted(guid string) scripted.Reply {
 }
 
 // (a) A fresh disk: offline by SAN policy, read-only (the re-attach bug,
-// csi-proxy.md §6.1 item 14), RAW; found by serial. SetAttributes on the
+// kubernetes-csi/csi-proxy#437), RAW; found by serial. SetAttributes on the
 // offline disk answers 41003 "the disk is offline", the value its page
 // documents ("the disk must be online for most attributes to be set",
 // learn.microsoft.com/windows-hardware/drivers/storage/msft-disk-setattributes),
