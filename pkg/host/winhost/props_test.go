@@ -54,11 +54,11 @@ func TestPropsReading(t *testing.T) {
 		{"try instance null", func(p *Props) any { _, ok := p.TryInstance("Null"); return ok }, false, ""},
 		// A property the object does not have is an error, whichever reader
 		// asks (the executor hands over every property, null or not).
-		{"absent string", func(p *Props) any { return p.String("Nmae") }, "", "Nmae"},
+		{"absent string", func(p *Props) any { return p.String("Naem") }, "", "Naem"},
 		{"absent bool", func(p *Props) any { return p.Bool("Flg") }, false, "Flg"},
 		{"absent uint16", func(p *Props) any { return p.Uint16("U61") }, uint16(0), "U61"},
 		{"absent strings", func(p *Props) any { return p.Strings("Pahts") }, []string(nil), "Pahts"},
-		{"absent instance", func(p *Props) any { _, ok := p.TryInstance("Embeded"); return ok }, false, "Embeded"},
+		{"absent instance", func(p *Props) any { _, ok := p.TryInstance("Embedde"); return ok }, false, "Embedde"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -106,7 +106,7 @@ func TestCSIProxyQuerySize(t *testing.T) {
 		QueryType  uint32
 		Byte       []byte
 	}
-	want := uintptr(8 + 3*unsafe.Sizeof(uintptr(0))) // two enums, then pointer, len, cap
+	want := 8 + 3*unsafe.Sizeof(uintptr(0)) // two enums, then pointer, len, cap
 	if got := unsafe.Sizeof(csiProxyQuery{}); got != want {
 		t.Errorf("sizeof(csi-proxy's query) = %d, want %d", got, want)
 	}
