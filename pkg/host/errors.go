@@ -62,6 +62,14 @@ var (
 	// (bounded queue full); retrying later may succeed.
 	ErrBusy = errors.New("host busy")
 
+	// ErrSchema: the host lacks a class, method or parameter the plugin
+	// asked for (on Windows: a WMI schema lookup answered
+	// WBEM_E_NOT_FOUND, or WMI answered WBEM_E_INVALID_CLASS). It means a
+	// Windows version the plugin does not support, or a plugin bug; it
+	// never means that the object asked for is gone, so callers must not
+	// read it as ErrNotFound.
+	ErrSchema = errors.New("the host lacks a class, method or parameter the plugin uses")
+
 	// ErrNotImplemented: this host does not implement the operation. On
 	// Windows it means the executor for that area has not been built; it
 	// is never returned as a stand-in for success.

@@ -24,6 +24,11 @@ func codeOf(err error) codes.Code {
 		return codes.DeadlineExceeded
 	case errors.Is(err, context.Canceled):
 		return codes.Canceled
+	case errors.Is(err, host.ErrSchema):
+		// Checked first: a missing class, method or parameter is a
+		// plugin or Windows-version problem, never "the object is gone".
+		// The message (the error's own text) names what was missing.
+		return codes.Internal
 	case errors.As(err, &ce), errors.As(err, &pe), errors.Is(err, host.ErrInvalid):
 		return codes.InvalidArgument
 	case errors.Is(err, host.ErrNotFound):

@@ -231,13 +231,18 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 }
 
 // readOnlyUp brings a disk up for a read-only stage: it stays (or is made)
-// read-only on this node before it comes online, so nothing this node does
-// writes to it, and NTFS mounts it read-only.
+// read-only on this node before it comes online where Windows allows it,
+// so nothing this node does writes to it, and NTFS mounts it read-only.
+// Where the provider refuses to change an offline disk's attributes
+// (MSFT_Disk 41003 "the disk is offline", host.ErrNotReady; the host
+// contract, pkg/host/hosttest), the disk comes online first and is made
+// read-only at once, before the plugin mounts anything of it.
 func (b *Backend) readOnlyUp(ctx context.Context, d host.Disk) error {
 	if !d.IsReadOnly {
 		klog.FromContext(ctx).V(4).Info("Setting disk read-only for a read-only volume", "diskNumber", d.Number)
-		if err := b.h.Disks.SetReadOnly(ctx, d, true); err != nil {
-			return fmt.Errorf("set read-only on disk %d: %w", d.Number, err)
+		var err error
+		if d, err = b.setReadOnly(ctx, d, true); err != nil {
+			return err
 		}
 	}
 	if d.IsOffline {
@@ -303,23 +308,38 @@ func (b *Backend) BringUp(ctx context.Context, d host.Disk) error {
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
 	if d.IsReadOnly {
 		log.V(4).Info("Clearing disk read-only attribute")
-		err := b.h.Disks.SetReadOnly(ctx, d, false)
-		if err != nil && d.IsOffline && d.OfflineReason != host.OfflineReasonCollision && errors.Is(err, host.ErrNotReady) {
-			log.V(4).Info("The disk must be online to clear read-only; bringing it online first")
-			if err := b.online(ctx, d); err != nil {
-				return err
-			}
-			d.IsOffline = false
-			err = b.h.Disks.SetReadOnly(ctx, d, false)
-		}
-		if err != nil {
-			return fmt.Errorf("clear read-only on disk %d: %w", d.Number, err)
+		var err error
+		if d, err = b.setReadOnly(ctx, d, false); err != nil {
+			return err
 		}
 	}
 	if d.IsOffline {
 		return b.online(ctx, d)
 	}
 	return nil
+}
+
+// setReadOnly sets or clears the disk's read-only attribute. When the
+// provider refuses to change an offline disk (MSFT_Disk 41003, or 41000 on
+// a blank one: host.ErrNotReady), the disk is brought online and the
+// attribute set then — except for a clone whose signature collides, which
+// only comes online once read-only is cleared. It returns the disk as it
+// is afterwards.
+func (b *Backend) setReadOnly(ctx context.Context, d host.Disk, readOnly bool) (host.Disk, error) {
+	err := b.h.Disks.SetReadOnly(ctx, d, readOnly)
+	if err != nil && d.IsOffline && d.OfflineReason != host.OfflineReasonCollision && errors.Is(err, host.ErrNotReady) {
+		klog.FromContext(ctx).V(4).Info("The disk must be online to change read-only; bringing it online first", "diskNumber", d.Number)
+		if err := b.online(ctx, d); err != nil {
+			return d, err
+		}
+		d.IsOffline, d.OfflineReason = false, host.OfflineReasonNone
+		err = b.h.Disks.SetReadOnly(ctx, d, readOnly)
+	}
+	if err != nil {
+		return d, fmt.Errorf("set read-only=%t on disk %d: %w", readOnly, d.Number, err)
+	}
+	d.IsReadOnly = readOnly
+	return d, nil
 }
 
 // dataPartition returns the disk's one data partition, initialising the disk

@@ -102,9 +102,8 @@ func (b *Backend) Unmount(ctx context.Context, staging string) (*uint32, error) 
 	}
 
 	if diskNumber != nil {
-		log.V(4).Info("Flushing volume", "volumeGUID", guid)
-		if err := b.h.Volumes.Flush(ctx, guid); err != nil && !errors.Is(err, host.ErrNotFound) {
-			return nil, fmt.Errorf("flush volume %s: %w", guid, err)
+		if err := b.flush(ctx, guid, *diskNumber); err != nil {
+			return nil, err
 		}
 	}
 	log.V(4).Info("Removing volume mount point", "volumeGUID", guid, "stagingTargetPath", staging)
@@ -118,6 +117,34 @@ func (b *Backend) Unmount(ctx context.Context, staging string) (*uint32, error) 
 		}
 	}
 	return diskNumber, nil
+}
+
+// flush writes the volume's cached data before its mount point goes. A
+// volume that cannot be written holds nothing to write: the flush opens the
+// volume for writing, which a write-protected disk refuses with
+// ERROR_WRITE_PROTECT (host.ErrReadOnly) or, on some drivers, access denied
+// (uncertain which; both are accepted, access denied only when the disk
+// reports itself read-only). Without this an unstage of a read-only volume
+// would fail, and be retried, forever. A volume gone meanwhile needs
+// nothing either.
+func (b *Backend) flush(ctx context.Context, guid string, diskNumber uint32) error {
+	log := klog.FromContext(ctx)
+	log.V(4).Info("Flushing volume", "volumeGUID", guid)
+	err := b.h.Volumes.Flush(ctx, guid)
+	switch {
+	case err == nil, errors.Is(err, host.ErrNotFound):
+		return nil
+	case errors.Is(err, host.ErrReadOnly):
+		log.V(4).Info("Volume is write-protected; nothing to flush", "volumeGUID", guid)
+		return nil
+	case errors.Is(err, host.ErrAccessDenied):
+		d, gerr := b.h.Disks.Get(ctx, diskNumber)
+		if gerr == nil && d.IsReadOnly {
+			log.V(4).Info("Volume of a read-only disk refuses writing; nothing to flush", "volumeGUID", guid, "diskNumber", diskNumber)
+			return nil
+		}
+	}
+	return fmt.Errorf("flush volume %s: %w", guid, err)
 }
 
 // offline takes the disk with this number offline. The caller makes sure

@@ -1,3 +1,8 @@
+//go:build linux
+
+// Linux only: these tests run the backend on the simulated host, which
+// runs only on Linux (POSIX paths; pkg/host/sim doc.go).
+
 package smb_test
 
 import (

@@ -72,12 +72,21 @@ func (d *DiskState) writableCheck() error {
 		return fmt.Errorf("disk %d is the boot/system disk: %w", d.Number, host.ErrConflict)
 	}
 	if d.Offline {
-		return fmt.Errorf("disk %d is offline: %w", d.Number, host.ErrConflict)
+		return errOffline(d)
 	}
 	if d.ReadOnly {
 		return fmt.Errorf("disk %d: %w", d.Number, host.ErrReadOnly)
 	}
 	return nil
+}
+
+// errOffline is what Windows answers a change to an offline disk: 41003
+// "the disk is offline" (the Initialize, CreatePartition and SetAttributes
+// pages under learn.microsoft.com/windows-hardware/drivers/storage/), which
+// the Windows host reads as host.ErrNotReady: bring the disk online first
+// (the host contract, pkg/host/hosttest).
+func errOffline(d *DiskState) error {
+	return fmt.Errorf("disk %d is offline: %w", d.Number, host.ErrNotReady)
 }
 
 func (d *DiskState) toHost() host.Disk {
@@ -392,8 +401,16 @@ func (h disks) SetReadOnly(ctx context.Context, disk host.Disk, readOnly bool) e
 		if d.critical() {
 			return struct{}{}, fmt.Errorf("disk %d is the boot/system disk: %w", d.Number, host.ErrConflict)
 		}
-		// Allowed on offline disks: the usual fix for a collided clone
-		// clears read-only first (csi-proxy.md §6.1 item 15).
+		// MSFT_Disk.SetAttributes: "the disk must be online for most
+		// attributes to be set", 41003 "the disk is offline"
+		// (learn.microsoft.com/windows-hardware/drivers/storage/msft-disk-setattributes).
+		// The exception kept is a clone whose signature collides with an
+		// online disk: clearing its read-only attribute while it is offline
+		// is what lets it come online (kubernetes-csi/csi-proxy#287, where
+		// diskpart did it; uncertain whether SetAttributes can).
+		if d.Offline && !d.Collision {
+			return struct{}{}, errOffline(d)
+		}
 		d.ReadOnly = readOnly
 		return struct{}{}, nil
 	})
@@ -552,7 +569,7 @@ func (h disks) ResizePartition(ctx context.Context, part host.Partition, size ui
 		name := fmt.Sprintf("partition at offset %d on disk %d", p.Offset, d.Number)
 		// Extending C: is allowed, hence no critical-disk check.
 		if d.Offline {
-			return struct{}{}, fmt.Errorf("disk %d is offline: %w", d.Number, host.ErrConflict)
+			return struct{}{}, errOffline(d)
 		}
 		if d.ReadOnly {
 			return struct{}{}, fmt.Errorf("disk %d: %w", d.Number, host.ErrReadOnly)

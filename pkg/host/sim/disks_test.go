@@ -1,3 +1,8 @@
+//go:build linux
+
+// Linux only: the simulated host runs only on Linux (mount points are
+// Linux symlinks, paths are POSIX paths; see doc.go).
+
 package sim
 
 import (
@@ -101,7 +106,7 @@ func TestInitialize(t *testing.T) {
 		{"gpt", DiskSpec{}, host.PartitionStyleGPT, nil},
 		{"mbr", DiskSpec{}, host.PartitionStyleMBR, nil},
 		{"raw style", DiskSpec{}, host.PartitionStyleRAW, host.ErrInvalid},
-		{"offline", DiskSpec{Offline: true}, host.PartitionStyleGPT, host.ErrConflict},
+		{"offline", DiskSpec{Offline: true}, host.PartitionStyleGPT, host.ErrNotReady},
 		{"read-only", DiskSpec{ReadOnly: true}, host.PartitionStyleGPT, host.ErrReadOnly},
 		{"initialized", DiskSpec{PartitionStyle: host.PartitionStyleMBR}, host.PartitionStyleGPT, host.ErrAlreadyExists},
 	}
@@ -172,7 +177,7 @@ func TestCreatePartition(t *testing.T) {
 		want error
 	}{
 		{"raw", DiskSpec{}, host.ErrConflict},
-		{"offline", DiskSpec{PartitionStyle: host.PartitionStyleGPT, Offline: true}, host.ErrConflict},
+		{"offline", DiskSpec{PartitionStyle: host.PartitionStyleGPT, Offline: true}, host.ErrNotReady},
 		{"read-only", DiskSpec{PartitionStyle: host.PartitionStyleGPT, ReadOnly: true}, host.ErrReadOnly},
 		{"mbr table full", DiskSpec{PartitionStyle: host.PartitionStyleMBR, Size: 1 << 30, Partitions: []PartitionSpec{
 			{Size: 100 * mib}, {Size: 100 * mib}, {Size: 100 * mib}, {Size: 100 * mib}}}, host.ErrOutOfRange},

@@ -1,5 +1,7 @@
 //go:build !windows
 
+// Unix only: flock(2), which the directory lock uses, is Unix.
+
 package sim
 
 import (

@@ -381,9 +381,15 @@ func (s *Sim) mountedDirs(st *State, guid string) []string {
 	return out
 }
 
+// Flush opens the volume for writing, as FlushFileBuffers needs: a volume
+// of a read-only disk refuses, as write-protected media answer
+// ERROR_WRITE_PROTECT (host.ErrReadOnly; the host contract).
 func (h volumes) Flush(ctx context.Context, path string) error {
 	_, err := call(ctx, h.s, OpVolumesFlush, false, func(st *State) (struct{}, error) {
-		_, _, err := st.volumeByPath(path)
+		d, _, err := st.volumeByPath(path)
+		if err == nil && d.ReadOnly {
+			err = fmt.Errorf("flush volume %s: disk %d is read-only: %w", path, d.Number, host.ErrReadOnly)
+		}
 		return struct{}{}, err
 	})
 	return err

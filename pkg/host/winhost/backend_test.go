@@ -91,39 +91,50 @@ func formatted(guid string) scripted.Reply {
 }
 
 // (a) A fresh disk: offline by SAN policy, read-only (the re-attach bug,
-// csi-proxy.md §6.1 item 14), RAW; found by serial.
+// kubernetes-csi/csi-proxy#437), RAW; found by serial. SetAttributes on the
+// offline disk answers 41003 "the disk is offline", the value its page
+// documents ("the disk must be online for most attributes to be set",
+// learn.microsoft.com/windows-hardware/drivers/storage/msft-disk-setattributes),
+// or, on a blank disk, 41000 "the disk has not been initialized" (the
+// review's finding): either way the disk comes online first and read-only
+// is cleared then.
 func TestBackendStageFreshDisk(t *testing.T) {
-	r := newRig(t)
-	fresh := diskSpec{Number: 1, Serial: serial, Location: "PCI Slot 3 : Adapter 0 : Port 0 : Target 0 : LUN 1",
-		ReadOnly: true, Offline: true, OfflineReason: host.OfflineReasonPolicy}
-	data := partSpec{Disk: 1, Number: 2, Offset: dataOffset, Size: 10<<30 - 17<<20, GptType: host.GptTypeBasicData}
+	for _, refused := range []uint32{41003, 41000} {
+		t.Run(strconv.Itoa(int(refused)), func(t *testing.T) {
+			r := newRig(t)
+			fresh := diskSpec{Number: 1, Serial: serial, Location: "PCI Slot 3 : Adapter 0 : Port 0 : Target 0 : LUN 1",
+				ReadOnly: true, Offline: true, OfflineReason: host.OfflineReasonPolicy}
+			data := partSpec{Disk: 1, Number: 2, Offset: dataOffset, Size: 10<<30 - 17<<20, GptType: host.GptTypeBasicData}
 
-	r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir}) // kubelet made it
-	r.e.ExpectQuery(ns, wqlDisks, scripted.Reply{Instances: []winhost.Instance{diskInst(bootDisk), diskInst(fresh)}})
-	r.e.ExpectCall(ns, setAttributes(1, false), rv(0))
-	r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Online"}, rv(0))
-	r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Initialize",
-		In: []winhost.Param{{Name: "PartitionStyle", Value: uint16(2)}}}, rv(0))
-	// The backend hands over the disk as initialised (GPT): a Basic Data
-	// partition is asked for explicitly.
-	r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "CreatePartition", In: []winhost.Param{
-		{Name: "UseMaximumSize", Value: true}, {Name: "AssignDriveLetter", Value: false},
-		{Name: "GptType", Value: host.GptTypeBasicData}}},
-		scripted.Reply{Result: winhost.Result{Out: map[string]any{"CreatedPartition": partInst(data)}}})
-	r.e.ExpectAssociators(ns, partRef(1, 2), "MSFT_PartitionToVolume", "MSFT_Volume",
-		scripted.Reply{Instances: []winhost.Instance{volInst(guidA, "", 0, 10<<30-17<<20)}})
-	r.e.ExpectCall(ns, format(guidA, formatParams("NTFS", "", 0)...), formatted(guidA))
-	r.e.ExpectWin32("SetVolumeMountPoint", []any{staging + `\`, guidA}, ok())
+			r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir}) // kubelet made it
+			r.e.ExpectQuery(ns, wqlDisks, scripted.Reply{Instances: []winhost.Instance{diskInst(bootDisk), diskInst(fresh)}})
+			r.e.ExpectCall(ns, setAttributes(1, false), rv(refused))
+			r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Online"}, rv(0))
+			r.e.ExpectCall(ns, setAttributes(1, false), rv(0))
+			r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Initialize",
+				In: []winhost.Param{{Name: "PartitionStyle", Value: uint16(2)}}}, rv(0))
+			// The backend hands over the disk as initialised (GPT): a Basic Data
+			// partition is asked for explicitly.
+			r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "CreatePartition", In: []winhost.Param{
+				{Name: "UseMaximumSize", Value: true}, {Name: "AssignDriveLetter", Value: false},
+				{Name: "GptType", Value: host.GptTypeBasicData}}},
+				scripted.Reply{Result: winhost.Result{Out: createdPartition(partInst(data))}})
+			r.e.ExpectAssociators(ns, partRef(1, 2), "MSFT_PartitionToVolume", "MSFT_Volume",
+				scripted.Reply{Instances: []winhost.Instance{volInst(guidA, "", 0, 10<<30-17<<20)}})
+			r.e.ExpectCall(ns, format(guidA, formatParams("NTFS", "", 0)...), formatted(guidA))
+			r.e.ExpectWin32("SetVolumeMountPoint", []any{staging + `\`, guidA}, ok())
 
-	sel := contract.DiskSelector{Serial: "vol0a1b2c3d4e5f60718_00000001"}
-	if err := r.b.Stage(context.Background(), stageRequest(sel)); err != nil {
-		t.Fatal(err)
-	}
-	checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "MSFT_Disk.SetAttributes", "MSFT_Disk.Online",
-		"MSFT_Disk.Initialize", "MSFT_Disk.CreatePartition", "Associators MSFT_PartitionToVolume",
-		"MSFT_Volume.Format", "SetVolumeMountPoint")
-	if n := r.e.WMIRoundTrips(); n > budgetFreshStage || n != 7 {
-		t.Fatalf("fresh stage: %d WMI round trips, budget %d (expected 7)", n, budgetFreshStage)
+			sel := contract.DiskSelector{Serial: "vol0a1b2c3d4e5f60718_00000001"}
+			if err := r.b.Stage(context.Background(), stageRequest(sel)); err != nil {
+				t.Fatal(err)
+			}
+			checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "MSFT_Disk.SetAttributes", "MSFT_Disk.Online",
+				"MSFT_Disk.SetAttributes", "MSFT_Disk.Initialize", "MSFT_Disk.CreatePartition", "Associators MSFT_PartitionToVolume",
+				"MSFT_Volume.Format", "SetVolumeMountPoint")
+			if n := r.e.WMIRoundTrips(); n > budgetFreshStage || n != 8 {
+				t.Fatalf("fresh stage: %d WMI round trips, budget %d (expected 8)", n, budgetFreshStage)
+			}
+		})
 	}
 }
 
@@ -271,6 +282,7 @@ func TestBackendPublishMissingTarget(t *testing.T) {
 // (d) Unstage: flush, remove the mount point, take the disk offline.
 func TestBackendUnstage(t *testing.T) {
 	online := diskSpec{Number: 1, Serial: serial, Style: host.PartitionStyleGPT}
+	readOnly := diskSpec{Number: 1, Serial: serial, Style: host.PartitionStyleGPT, ReadOnly: true}
 	t.Run("mounted", func(t *testing.T) {
 		r := newRig(t)
 		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
@@ -287,6 +299,48 @@ func TestBackendUnstage(t *testing.T) {
 			"DeleteVolumeMountPoint", "Query MSFT_Disk", "MSFT_Disk.Offline")
 		if n := r.e.WMIRoundTrips(); n != 2 {
 			t.Fatalf("unstage: %d WMI round trips, want 2", n)
+		}
+	})
+	// The review found that the unstage of a read-only volume always
+	// flushed it, opening it for writing, which write-protected media
+	// refuse: unstage then failed and was retried forever.
+	t.Run("read-only volume: write-protected", func(t *testing.T) {
+		r := newRig(t)
+		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
+		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
+		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+		r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, scripted.Reply{Err: w32("CreateFileW", winhost.ErrorWriteProtect)})
+		r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
+		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(readOnly)}})
+		r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Offline"}, rv(0))
+		if err := r.b.Unstage(context.Background(), backend.UnstageRequest{VolumeID: "pv-1", StagingPath: staging}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("read-only volume: access denied", func(t *testing.T) {
+		r := newRig(t)
+		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
+		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
+		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+		r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, scripted.Reply{Err: w32("CreateFileW", winhost.ErrorAccessDenied)})
+		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(readOnly)}})
+		r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
+		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(readOnly)}})
+		r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Offline"}, rv(0))
+		if err := r.b.Unstage(context.Background(), backend.UnstageRequest{VolumeID: "pv-1", StagingPath: staging}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("writable volume: access denied is an error", func(t *testing.T) {
+		r := newRig(t)
+		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
+		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
+		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+		r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, scripted.Reply{Err: w32("CreateFileW", winhost.ErrorAccessDenied)})
+		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(online)}})
+		err := r.b.Unstage(context.Background(), backend.UnstageRequest{VolumeID: "pv-1", StagingPath: staging})
+		if !errors.Is(err, host.ErrAccessDenied) {
+			t.Fatalf("err = %v, want ErrAccessDenied", err)
 		}
 	})
 	t.Run("already unstaged", func(t *testing.T) {

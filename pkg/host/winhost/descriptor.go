@@ -19,8 +19,9 @@ import (
 //	offset 9  3 bytes padding to the 4-byte alignment of the enums
 //	sizeof = 12
 //
-// (csi-proxy declared AdditionalParameters as a Go slice, so it sent 40
-// bytes of which 16 were a slice header: csi-proxy.md §6.2.) It returns the
+// (csi-proxy declared AdditionalParameters as a Go slice, so on 64-bit
+// Windows it sent 32 bytes of which 24 were a slice header; see
+// pkg/host/winhost/wmiexec/ioctl.go.) It returns the
 // bytes the IOCTL wrote (lpBytesReturned of them), which this file parses.
 //
 // STORAGE_DEVICE_ID_DESCRIPTOR (ntddstor.h, learn.microsoft.com/windows/

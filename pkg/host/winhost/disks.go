@@ -40,10 +40,11 @@ var diskProps = []string{
 	"OfflineReason", "HealthStatus",
 }
 
-// partitionProps are the MSFT_Partition properties the plugin reads.
-// Uncertain: Offset is missing from the simplified syntax on the
-// MSFT_Partition documentation page, but Get-Partition (a CDXML wrapper over
-// this class) reports it, so the class has it.
+// partitionProps are the MSFT_Partition properties the plugin reads. Offset
+// is missing from the simplified syntax on the MSFT_Partition documentation
+// page, but the class's MOF has it (uint64; microsoft/wmi v0.43.0,
+// server2019 and server23h2 .../storage/MSFT_Partition.go), which the
+// schema test checks.
 var partitionProps = []string{
 	"ObjectId", "DiskNumber", "PartitionNumber", "Offset", "Size", "GptType", "MbrType",
 	"AccessPaths", "IsReadOnly", "IsOffline",
@@ -197,22 +198,35 @@ func (d *Disks) Rescan(ctx context.Context) error {
 // SetReadOnly implements host.Disks: MSFT_Disk.SetAttributes(IsReadOnly).
 // Signature and Guid are not supplied, so they stay as they are.
 //
-// Uncertain: the SetAttributes page says most attributes need an online
-// disk and lists 41003 (the disk is offline); the plugin clears read-only
-// before onlining because a cloned disk with a colliding signature only
-// comes online that way (csi-proxy.md §6.1 item 15, windows-drivers.md §0
-// item 5). If Windows refuses, the 41003 comes back as host.ErrNotReady.
+// The SetAttributes page (learn.microsoft.com/windows-hardware/drivers/
+// storage/msft-disk-setattributes) says "the disk must be online for most
+// attributes to be set" and lists 41003 "the disk is offline"; on an
+// offline disk that has not been initialised the provider may answer 41000
+// "the disk has not been initialized" instead. Both mean, for an offline
+// disk, that it must come online first: host.ErrNotReady, which the disk
+// backend answers by bringing the disk online and trying again. Uncertain:
+// whether Windows accepts IsReadOnly on an offline disk at all (diskpart's
+// "attributes disk clear readonly" does, kubernetes-csi/csi-proxy#287);
+// the integration suite's host contract checks it on a VHDX.
 func (d *Disks) SetReadOnly(ctx context.Context, dk host.Disk, readOnly bool) error {
 	if err := checkDisk(dk, "change the read-only attribute of"); err != nil {
 		return err
 	}
 	_, err := d.s.call(ctx, Method{Class: classDisk, Path: dk.Ref, Name: "SetAttributes",
 		In: []Param{{Name: "IsReadOnly", Value: readOnly}}})
+	var me *MethodError
+	if err != nil && dk.IsOffline && errors.As(err, &me) && me.ReturnValue == rvDiskNotInitialized {
+		return fmt.Errorf("set read-only=%t on disk %d: the disk is offline (and blank): %w: %w", readOnly, dk.Number, me, host.ErrNotReady)
+	}
 	if err != nil {
 		return fmt.Errorf("set read-only=%t on disk %d: %w", readOnly, dk.Number, err)
 	}
 	return nil
 }
+
+// rvDiskNotInitialized is MSFT_Disk's 41000 "the disk has not been
+// initialized".
+const rvDiskNotInitialized = 41000
 
 // SetOnline implements host.Disks: MSFT_Disk.Online() or Offline().
 //
@@ -323,7 +337,11 @@ func (d *Disks) CreatePartition(ctx context.Context, dk host.Disk) (host.Partiti
 	if err != nil && !accessPathInUse {
 		return host.Partition{}, fmt.Errorf("create a partition on disk %d: %w", dk.Number, err)
 	}
-	created, ok := OutOf(classDisk, "CreatePartition", r).TryInstance("CreatedPartition")
+	out := OutOf(classDisk, "CreatePartition", r)
+	created, ok := out.TryInstance("CreatedPartition")
+	if oerr := out.Err(); oerr != nil {
+		return host.Partition{}, fmt.Errorf("create a partition on disk %d: %w", dk.Number, oerr)
+	}
 	if accessPathInUse && !ok {
 		return host.Partition{}, fmt.Errorf("create a partition on disk %d: %w", dk.Number, err)
 	}

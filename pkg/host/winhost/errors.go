@@ -21,12 +21,44 @@ type COMError struct {
 	Op      string // e.g. "ExecQuery", "ExecMethod MSFT_Disk.Online"
 	HResult uint32
 	Detail  string // the provider's description, when there is one
+
+	// Lookup is set when the call failed while the executor looked up the
+	// WMI schema rather than an object: the class definition
+	// (LookupClass), the method (LookupMethod) or one of its input
+	// parameters (LookupParameter). A WBEM_E_NOT_FOUND from a lookup means
+	// the class, method or parameter does not exist, never that the
+	// object asked for is gone (see ErrSchema).
+	Lookup string
+
+	// ErrorObject is WMI's extended error object for the failed call (the
+	// scripting API's SWbemLastError: an MSFT_WmiError from the Storage,
+	// SMB and iSCSI providers, or an __ExtendedStatus from WMI itself),
+	// read by the executor with every property, or nil when WMI kept none.
+	// wmistatus.go interprets it.
+	ErrorObject *Instance
 }
+
+// Schema lookups a COMError can name (COMError.Lookup).
+const (
+	LookupClass     = "class"
+	LookupMethod    = "method"
+	LookupParameter = "parameter"
+)
 
 func (e *COMError) Error() string {
 	s := fmt.Sprintf("%s: HRESULT 0x%08X", e.Op, e.HResult)
-	if e.Detail != "" {
-		s += " (" + e.Detail + ")"
+	if e.Lookup != "" {
+		s += " looking up the " + e.Lookup
+	}
+	detail := e.Detail
+	if m := errorObjectMessage(e.ErrorObject); m != "" && m != detail {
+		if detail != "" {
+			detail += "; "
+		}
+		detail += m
+	}
+	if detail != "" {
+		s += " (" + detail + ")"
 	}
 	return s
 }
@@ -70,6 +102,10 @@ const (
 	ErrorDirectory                 = 267
 	ErrorNotSupported              = 50
 	ErrorPrivilegeNotHeld          = 1314
+	ErrorWriteProtect              = 19
+	RPCServerUnavailable           = 1722 // RPC_S_SERVER_UNAVAILABLE
+	RPCCallFailed                  = 1726 // RPC_S_CALL_FAILED
+	RPCCallFailedDNE               = 1727 // RPC_S_CALL_FAILED_DNE
 )
 
 func win32Name(code uint32) string {
@@ -114,6 +150,14 @@ func win32Name(code uint32) string {
 		return "ERROR_NOT_SUPPORTED"
 	case ErrorPrivilegeNotHeld:
 		return "ERROR_PRIVILEGE_NOT_HELD"
+	case ErrorWriteProtect:
+		return "ERROR_WRITE_PROTECT"
+	case RPCServerUnavailable:
+		return "RPC_S_SERVER_UNAVAILABLE"
+	case RPCCallFailed:
+		return "RPC_S_CALL_FAILED"
+	case RPCCallFailedDNE:
+		return "RPC_S_CALL_FAILED_DNE"
 	}
 	return "unknown"
 }

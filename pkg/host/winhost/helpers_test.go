@@ -28,7 +28,7 @@ const (
 	wqlPartitions = "SELECT ObjectId, DiskNumber, PartitionNumber, Offset, Size, GptType, MbrType, AccessPaths, " +
 		"IsReadOnly, IsOffline FROM MSFT_Partition"
 	wqlVolumes = "SELECT ObjectId, Path, FileSystem, FileSystemType, FileSystemLabel, Size, SizeRemaining, " +
-		"HealthStatus FROM MSFT_Volume"
+		"AllocationUnitSize, HealthStatus FROM MSFT_Volume"
 )
 
 func wqlDisk(n uint32) string {
@@ -191,14 +191,15 @@ func volInst(guid, fs string, fsType int64, size uint64) winhost.Instance {
 		Path:  volRef(guid),
 		Class: "MSFT_Volume",
 		Props: map[string]any{
-			"ObjectId":        "{1}...",
-			"Path":            guid,
-			"FileSystem":      fsv,
-			"FileSystemType":  fsType,
-			"FileSystemLabel": "",
-			"Size":            strconv.FormatUint(size, 10),
-			"SizeRemaining":   strconv.FormatUint(size/2, 10),
-			"HealthStatus":    int64(0),
+			"ObjectId":           "{1}...",
+			"Path":               guid,
+			"FileSystem":         fsv,
+			"FileSystemType":     fsType,
+			"FileSystemLabel":    "",
+			"Size":               strconv.FormatUint(size, 10),
+			"SizeRemaining":      strconv.FormatUint(size/2, 10),
+			"AllocationUnitSize": allocationUnit(fs),
+			"HealthStatus":       int64(0),
 		},
 	}
 }
@@ -207,8 +208,10 @@ func w32(call string, code uint32) error { return &winhost.Win32Error{Call: call
 
 func ok() scripted.Reply { return scripted.Reply{} }
 
+// rv is a reply with a return value and no output object (Out nil: what
+// the executor reports when ExecMethod returns none).
 func rv(code uint32) scripted.Reply {
-	return scripted.Reply{Result: winhost.Result{ReturnValue: code, Out: map[string]any{}}}
+	return scripted.Reply{Result: winhost.Result{ReturnValue: code}}
 }
 
 // blockCtx returns a context that ends soon, for replies that block like
@@ -222,3 +225,19 @@ func blockCtx(t *testing.T) context.Context {
 func disksOf(e *scripted.Executor) *winhost.Disks     { return winhost.NewDisks(e) }
 func volumesOf(e *scripted.Executor) *winhost.Volumes { return winhost.NewVolumes(e) }
 func filesOf(e *scripted.Executor) *winhost.Files     { return winhost.NewFiles(e) }
+
+// createdPartition is the output of MSFT_Disk.CreatePartition as the
+// executor reads it: every OUT parameter of the method (MOF:
+// CreatedPartition, ExtendedStatus), the latter null on success.
+func createdPartition(p winhost.Instance) map[string]any {
+	return map[string]any{"CreatedPartition": p, "ExtendedStatus": nil}
+}
+
+// allocationUnit is MSFT_Volume.AllocationUnitSize (uint32, as int64): 4096
+// for NTFS and ReFS defaults, 0 for a volume without a file system.
+func allocationUnit(fs string) any {
+	if fs == "" {
+		return int64(0)
+	}
+	return int64(4096)
+}

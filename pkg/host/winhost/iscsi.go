@@ -264,7 +264,12 @@ func (x *ISCSI) Connect(ctx context.Context, r host.ConnectRequest) (host.ISCSIS
 	// The documentation gives CreatediSCSISession as an output; the MOF
 	// (microsoft/wmi) types it MSFT_iSCSISession. When it is not an
 	// object with an identifier, the session is looked up instead.
-	if inst, ok := OutOf(classTarget, "Connect", res).TryInstance(outCreatedSession); ok {
+	out := OutOf(classTarget, "Connect", res)
+	inst, ok := out.TryInstance(outCreatedSession)
+	if err := out.Err(); err != nil {
+		return host.ISCSISession{}, fmt.Errorf("log in to iSCSI target %s through portal %s: %w", r.TargetIQN, p, err)
+	}
+	if ok {
 		pr := propsOf(inst, classSession)
 		if id := pr.String("SessionIdentifier"); id != "" && pr.Err() == nil {
 			return host.ISCSISession{

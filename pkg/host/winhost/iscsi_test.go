@@ -103,10 +103,16 @@ func iscNoSecret(t *testing.T, err error) {
 
 func TestISCSIPortals(t *testing.T) {
 	e := scripted.New(t)
+	// The query selects two properties: Windows answers null for the rest.
+	listed := func(path, addr string, port int64) winhost.Instance {
+		in := iscPortalInst(path, addr, port)
+		in.Props["IsDataDigest"], in.Props["IsHeaderDigest"] = nil, nil
+		return in
+	}
 	e.ExpectQuery(iscNS, wqlPortalList, scripted.Reply{Instances: []winhost.Instance{
-		iscPortalInst(iscPortalPath, "10.0.0.1", 3260),
-		iscPortalInst(iscPortalPath+"b", "10.0.0.1", 3260), // registered through a second initiator portal
-		iscPortalInst(`p2`, "fe80::1", 3261),
+		listed(iscPortalPath, "10.0.0.1", 3260),
+		listed(iscPortalPath+"b", "10.0.0.1", 3260), // registered through a second initiator portal
+		listed(iscPortalPath+"c", "fe80::1", 3261),
 	}})
 	got, err := winhost.NewISCSI(e).Portals(context.Background())
 	if err != nil {
@@ -434,11 +440,36 @@ func TestISCSIUnregisterSecretAndDisks(t *testing.T) {
 		iscNoSecret(t, err)
 		iscWant(t, "SetInitiatorSecret", err, host.ErrInvalid)
 	})
+	// A session known only by its identifier (not read by Sessions) is
+	// looked up first.
+	byID := host.ISCSISession{SessionID: iscSessionID, TargetNodeAddress: iscIQN}
+	lookup := func(e *scripted.Executor) {
+		e.ExpectQuery(iscNS, wqlSessionID, scripted.Reply{Instances: []winhost.Instance{
+			iscSessionInst(iscSessionPath, iscSessionID, iscIQN, true)}})
+	}
+	t.Run("unregister by identifier", func(t *testing.T) {
+		e := scripted.New(t)
+		lookup(e)
+		e.ExpectCall(iscNS, winhost.Method{Class: "MSFT_iSCSISession", Path: iscSessionPath, Name: "Unregister"}, iscRV(0))
+		iscWant(t, "Unregister", winhost.NewISCSI(e).Unregister(ctx, byID), nil)
+	})
+	t.Run("register by identifier", func(t *testing.T) {
+		e := scripted.New(t)
+		lookup(e)
+		e.ExpectCall(iscNS, winhost.Method{Class: "MSFT_iSCSISession", Path: iscSessionPath, Name: "Register", In: []winhost.Param{
+			{Name: "IsMultipathEnabled", Value: false}}}, iscRV(0))
+		iscWant(t, "Register", winhost.NewISCSI(e).Register(ctx, byID, false, nil), nil)
+	})
+	t.Run("disks of a session gone", func(t *testing.T) {
+		e := scripted.New(t)
+		e.ExpectQuery(iscNS, wqlSessionID, scripted.Reply{})
+		_, err := winhost.NewISCSI(e).SessionDisks(ctx, byID)
+		iscWant(t, "SessionDisks", err, host.ErrNotFound)
+	})
 	t.Run("session disks", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectAssociators(iscNS, iscSessionPath, "MSFT_iSCSISessionToDisk", "MSFT_Disk", scripted.Reply{Instances: []winhost.Instance{
-			{Path: "d3", Class: "MSFT_Disk", Props: map[string]any{"Number": int64(3)}},
-			{Path: "d4", Class: "MSFT_Disk", Props: map[string]any{"Number": int64(4)}},
+			diskInst(diskSpec{Number: 3}), diskInst(diskSpec{Number: 4}),
 		}})
 		got, err := winhost.NewISCSI(e).SessionDisks(ctx, sess)
 		if err != nil {

@@ -11,9 +11,15 @@ import (
 type PropError struct {
 	Class, Prop string
 	Got         any
+	// Absent: the object has no such property at all (as opposed to a
+	// null value).
+	Absent bool
 }
 
 func (e *PropError) Error() string {
+	if e.Absent {
+		return fmt.Sprintf("%s has no property %s", e.Class, e.Prop)
+	}
 	if e.Got == nil {
 		return fmt.Sprintf("%s.%s is missing", e.Class, e.Prop)
 	}
@@ -21,7 +27,21 @@ func (e *PropError) Error() string {
 }
 
 // Props reads typed values from an Instance's properties (or a Result's
-// output parameters), remembering the first error. Usage:
+// output parameters), remembering the first error.
+//
+// A property that is null reads as the zero value (or fails, for the
+// Required readers). A property the object does not have at all is always
+// an error (PropError.Absent): the executor hands over every property of
+// an object and every output parameter of a method, null or not (WMI
+// objects carry their class's whole layout), so an absent name means the
+// plugin reads something the class does not define — a misspelling or a
+// property of another Windows version — which is reported, never read as
+// null. It is also what makes the WMI schema test cover reads: a property
+// read must be in the scripted reply, and the reply is checked against the
+// class. An object with no properties at all (a method that returned no
+// output object) reads as all null.
+//
+// Usage:
 //
 //	p := PropsOf(inst)
 //	n := p.Uint32("Number")
@@ -50,9 +70,21 @@ func (p *Props) fail(prop string, got any) {
 	}
 }
 
+// get returns the value of prop, recording an error when the object has
+// no such property.
+func (p *Props) get(prop string) any {
+	v, ok := p.m[prop]
+	if !ok && p.m != nil {
+		if p.err == nil {
+			p.err = &PropError{Class: p.class, Prop: prop, Absent: true}
+		}
+	}
+	return v
+}
+
 // String reads a string property; a null property reads as "".
 func (p *Props) String(prop string) string {
-	switch v := p.m[prop].(type) {
+	switch v := p.get(prop).(type) {
 	case nil:
 		return ""
 	case string:
@@ -65,7 +97,7 @@ func (p *Props) String(prop string) string {
 
 // RequiredString reads a string property that must be present.
 func (p *Props) RequiredString(prop string) string {
-	if p.m[prop] == nil {
+	if p.get(prop) == nil {
 		p.fail(prop, nil)
 		return ""
 	}
@@ -74,7 +106,7 @@ func (p *Props) RequiredString(prop string) string {
 
 // Bool reads a boolean property; null reads as false.
 func (p *Props) Bool(prop string) bool {
-	switch v := p.m[prop].(type) {
+	switch v := p.get(prop).(type) {
 	case nil:
 		return false
 	case bool:
@@ -90,7 +122,7 @@ func (p *Props) Bool(prop string) bool {
 // int64, the one integer type the executor produces (Instance). Null reads
 // as 0.
 func (p *Props) Uint64(prop string) uint64 {
-	switch v := p.m[prop].(type) {
+	switch v := p.get(prop).(type) {
 	case nil:
 		return 0
 	case string:
@@ -134,7 +166,7 @@ func (p *Props) Uint16(prop string) uint16 {
 
 // Strings reads a string array (arrays arrive as []any); null reads as nil.
 func (p *Props) Strings(prop string) []string {
-	switch v := p.m[prop].(type) {
+	switch v := p.get(prop).(type) {
 	case nil:
 		return nil
 	case []any:
@@ -156,7 +188,7 @@ func (p *Props) Strings(prop string) []string {
 
 // RequiredBool reads a boolean property that must be present.
 func (p *Props) RequiredBool(prop string) bool {
-	if p.m[prop] == nil {
+	if p.get(prop) == nil {
 		p.fail(prop, nil)
 		return false
 	}
@@ -165,7 +197,7 @@ func (p *Props) RequiredBool(prop string) bool {
 
 // RequiredUint64 reads an unsigned integer that must be present.
 func (p *Props) RequiredUint64(prop string) uint64 {
-	if p.m[prop] == nil {
+	if p.get(prop) == nil {
 		p.fail(prop, nil)
 		return 0
 	}
@@ -174,7 +206,7 @@ func (p *Props) RequiredUint64(prop string) uint64 {
 
 // RequiredUint32 reads an unsigned 32-bit integer that must be present.
 func (p *Props) RequiredUint32(prop string) uint32 {
-	if p.m[prop] == nil {
+	if p.get(prop) == nil {
 		p.fail(prop, nil)
 		return 0
 	}
@@ -183,7 +215,7 @@ func (p *Props) RequiredUint32(prop string) uint32 {
 
 // RequiredUint16 reads an unsigned 16-bit integer that must be present.
 func (p *Props) RequiredUint16(prop string) uint16 {
-	if p.m[prop] == nil {
+	if p.get(prop) == nil {
 		p.fail(prop, nil)
 		return 0
 	}
@@ -191,9 +223,10 @@ func (p *Props) RequiredUint16(prop string) uint16 {
 }
 
 // TryInstance reads an optional embedded object (such as
-// CreatediSCSISession): ok is false when the property is missing, null or
-// not an object (no error is recorded).
+// CreatediSCSISession): ok is false when the property is null or not an
+// object (no error is recorded), and when the object has no such property
+// (an error is recorded, see Props).
 func (p *Props) TryInstance(prop string) (Instance, bool) {
-	v, ok := p.m[prop].(Instance)
+	v, ok := p.get(prop).(Instance)
 	return v, ok
 }

@@ -51,7 +51,14 @@ func TestPropsReading(t *testing.T) {
 		{"strings null", func(p *Props) any { return p.Strings("Null") }, []string(nil), ""},
 		{"try instance", func(p *Props) any { i, ok := p.TryInstance("Embedded"); return ok && i.Class == "MSFT_Partition" }, true, ""},
 		{"try instance of a string", func(p *Props) any { _, ok := p.TryInstance("Name"); return ok }, false, ""},
-		{"try instance absent", func(p *Props) any { _, ok := p.TryInstance("Null"); return ok }, false, ""},
+		{"try instance null", func(p *Props) any { _, ok := p.TryInstance("Null"); return ok }, false, ""},
+		// A property the object does not have is an error, whichever reader
+		// asks (the executor hands over every property, null or not).
+		{"absent string", func(p *Props) any { return p.String("Naem") }, "", "Naem"},
+		{"absent bool", func(p *Props) any { return p.Bool("Flg") }, false, "Flg"},
+		{"absent uint16", func(p *Props) any { return p.Uint16("U61") }, uint16(0), "U61"},
+		{"absent strings", func(p *Props) any { return p.Strings("Pahts") }, []string(nil), "Pahts"},
+		{"absent instance", func(p *Props) any { _, ok := p.TryInstance("Embedde"); return ok }, false, "Embedde"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,6 +80,25 @@ func TestPropsReading(t *testing.T) {
 				t.Fatal("empty message")
 			}
 		})
+	}
+}
+
+// An absent property is told apart from a null one in the error.
+func TestPropsAbsent(t *testing.T) {
+	p := PropsOf(Instance{Class: "MSFT_Volume", Props: map[string]any{"Size": nil}})
+	p.Uint64("Size")
+	if p.Err() != nil {
+		t.Fatalf("null: %v", p.Err())
+	}
+	p.Uint32("AllocationUnitSzie")
+	var pe *PropError
+	if !errors.As(p.Err(), &pe) || !pe.Absent || pe.Error() != "MSFT_Volume has no property AllocationUnitSzie" {
+		t.Fatalf("err = %v", p.Err())
+	}
+	// A method that returned no output object reads as all null.
+	out := OutOf("MSFT_Disk", "CreatePartition", Result{})
+	if _, ok := out.TryInstance("CreatedPartition"); ok || out.Err() != nil {
+		t.Fatalf("no outputs: ok=%t err=%v", ok, out.Err())
 	}
 }
 

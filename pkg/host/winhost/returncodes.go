@@ -201,13 +201,21 @@ func methodError(class, method string, rv uint32) error {
 }
 
 // callError gives a failed method call (an executor error) its host
-// meaning: a COM failure whose HRESULT is a status of the class's provider
-// (hresultCodes) carries that status's message and sentinel; any other
-// error goes through mapHostErr.
+// meaning: a COM failure whose HRESULT, or failing that the status in its
+// extended error object (wmistatus.go), is a status of the class's
+// provider (hresultCodes) carries that status's message and sentinel; any
+// other error goes through mapHostErr.
 func callError(class string, err error) error {
 	var ce *COMError
-	if errors.As(err, &ce) {
-		if info, ok := hresultCodes(class)[ce.HResult]; ok {
+	if errors.As(err, &ce) && ce.Lookup == "" {
+		codes := hresultCodes(class)
+		info, ok := codes[ce.HResult]
+		if !ok {
+			if st, found := extendedStatusOf(err); found && st.hasHR {
+				info, ok = codes[st.hresult]
+			}
+		}
+		if ok {
 			if info.sentinel == nil {
 				return fmt.Errorf("%w (%s)", err, info.msg)
 			}

@@ -282,31 +282,22 @@ func smbMethodError(method string, rv uint32) error {
 // How MSFT_SmbGlobalMapping.Create reports failures is not documented.
 // What is known: PowerShell shows them as a CimException whose
 // FullyQualifiedErrorId is "Windows System Error <code>" (1219 in
-// csi-driver-smb #219, 87 in csi-proxy #206, 53 in csi-driver-smb #294),
-// that is an MSFT_WmiError of the Win32 type posted by the provider
-// (MI_Context_PostError with MI_RESULT_TYPE_WIN32). Through the COM
-// scripting API the executor uses, such an error arrives as a failed
-// ExecMethod; this code expects its HRESULT to be HRESULT_FROM_WIN32(code)
-// (0x8007xxxx), and also accepts a *Win32Error and a non-zero return value
-// carrying the code. Uncertain: whether the DCOM bridge instead reports
-// WBEM_E_FAILED and leaves the code only in the extended error object
-// (SWbemLastError); such a failure stays an internal error, with the
-// provider's message in COMError.Detail.
+// kubernetes-csi/csi-driver-smb#219, 87 in kubernetes-csi/csi-proxy#206,
+// 53 in kubernetes-csi/csi-driver-smb#294), that is an MSFT_WmiError of the
+// Win32 type posted by the provider (MI_Context_PostError with
+// MI_RESULT_TYPE_WIN32). Through the COM scripting API the executor uses,
+// such an error arrives as a failed ExecMethod whose HRESULT may be
+// HRESULT_FROM_WIN32(code) (0x8007xxxx) or a generic WBEM_E_FAILED with
+// the code only in the extended error object; both are read (statusOf,
+// extendedStatusOf in wmistatus.go), and so are a *Win32Error and a
+// non-zero return value carrying the code.
+//
+// Failures of WMI itself mean on this path what they mean on every other
+// (mapHostErr): RPC_S_SERVER_UNAVAILABLE and RPC_S_CALL_FAILED while the
+// WMI service restarts are host.ErrNotReady, E_ACCESSDENIED is
+// host.ErrAccessDenied, a schema lookup is host.ErrSchema.
 func mapSMBErr(err error) error {
-	var (
-		ce *COMError
-		me *MethodError
-		we *Win32Error
-	)
-	code, ok := uint32(0), false
-	switch {
-	case errors.As(err, &we):
-		code, ok = we.Code, true
-	case errors.As(err, &ce) && ce.HResult>>16 == 0x8007:
-		code, ok = ce.HResult&0xFFFF, true
-	case errors.As(err, &me) && me.Class == classSmbGlobalMapping:
-		code, ok = me.ReturnValue, true
-	}
+	code, fromWin32Error, ok := smbStatus(err)
 	if !ok {
 		return mapHostErr(err)
 	}
@@ -318,10 +309,37 @@ func mapSMBErr(err error) error {
 	if sentinel == nil {
 		return err
 	}
-	if we == nil || (c.name != "" && win32Name(code) == "unknown") {
-		// Name the Win32 code the COM error or return value carried, or
-		// one the shared table does not know.
-		err = fmt.Errorf("%w: %w", err, &smbWin32Error{code: code, name: c.name})
+	if !fromWin32Error || (c.name != "" && win32Name(code) == "unknown") {
+		// Name the Win32 code the COM error, error object or return value
+		// carried, or one the shared table does not know.
+		name := c.name
+		if name == "" && win32Name(code) != "unknown" {
+			name = win32Name(code)
+		}
+		err = fmt.Errorf("%w: %w", err, &smbWin32Error{code: code, name: name})
 	}
 	return fmt.Errorf("%w: %w", err, sentinel)
+}
+
+// smbStatus returns the Win32 code an SMB failure carries, and whether it
+// came from a *Win32Error (which names its code itself).
+func smbStatus(err error) (code uint32, fromWin32Error, ok bool) {
+	var (
+		ce *COMError
+		me *MethodError
+		we *Win32Error
+	)
+	if errors.As(err, &ce) && ce.Lookup != "" {
+		return 0, false, false
+	}
+	if st, found := statusOf(err); found && st.hasW32 {
+		return st.win32, errors.As(err, &we), true
+	}
+	if st, found := extendedStatusOf(err); found && st.hasW32 {
+		return st.win32, false, true
+	}
+	if errors.As(err, &me) && me.Class == classSmbGlobalMapping {
+		return me.ReturnValue, false, true
+	}
+	return 0, false, false
 }

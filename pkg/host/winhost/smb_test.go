@@ -91,7 +91,7 @@ func TestSMBMapping(t *testing.T) {
 		{"query refused", `\\srv\data`, wqlMapping(`\\srv\data`),
 			scripted.Reply{Err: comErr("ExecQuery", 0x80041003)}, host.SMBMapping{}, host.ErrAccessDenied},
 		{"status of unexpected type", `\\srv\data`, wqlMapping(`\\srv\data`),
-			scripted.Reply{Instances: []winhost.Instance{{Path: "p", Props: map[string]any{"RemotePath": `\\srv\data`, "Status": "OK"}}}},
+			scripted.Reply{Instances: []winhost.Instance{{Path: mappingRef(`\\srv\data`), Class: "MSFT_SmbGlobalMapping", Props: map[string]any{"RemotePath": `\\srv\data`, "Status": "OK"}}}},
 			host.SMBMapping{}, nil},
 		{"not a UNC path", `C:\data`, "", scripted.Reply{}, host.SMBMapping{}, host.ErrInvalid},
 		{"no share", `\\srv`, "", scripted.Reply{}, host.SMBMapping{}, host.ErrInvalid},

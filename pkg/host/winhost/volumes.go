@@ -31,12 +31,14 @@ var _ host.Volumes = (*Volumes)(nil)
 // NewVolumes returns the volume side of the Windows host.
 func NewVolumes(e Executor) *Volumes { return &Volumes{s: storage{e}} }
 
-// volumeProps are the MSFT_Volume properties queried. AllocationUnitSize is
-// not selected: it is absent from the MSFT_Volume documentation, and a
-// property the class lacks makes the whole query fail. It is read when an
-// association or method returns whole objects that carry it.
+// volumeProps are the MSFT_Volume properties queried. AllocationUnitSize
+// is absent from the MSFT_Volume documentation page but present in the
+// class's MOF (uint32; microsoft/wmi v0.43.0, server2019 and server23h2
+// .../storage/MSFT_Volume.go), which the schema test checks; it is
+// selected so that the volume's cluster size is read, not left null.
 var volumeProps = []string{
-	"ObjectId", "Path", "FileSystem", "FileSystemType", "FileSystemLabel", "Size", "SizeRemaining", "HealthStatus",
+	"ObjectId", "Path", "FileSystem", "FileSystemType", "FileSystemLabel", "Size", "SizeRemaining",
+	"AllocationUnitSize", "HealthStatus",
 }
 
 // fileSystemTypes are MSFT_Volume.FileSystemType values (MSFT_Volume docs,
@@ -185,7 +187,12 @@ func (v *Volumes) Format(ctx context.Context, vol host.Volume, o host.FormatOpti
 	if err != nil {
 		return host.Volume{}, fmt.Errorf("format volume %s as %s: %w", vol.GUIDPath, fs, err)
 	}
-	if fv, ok := OutOf(classVolume, "Format", r).TryInstance("FormattedVolume"); ok {
+	out := OutOf(classVolume, "Format", r)
+	fv, ok := out.TryInstance("FormattedVolume")
+	if err := out.Err(); err != nil {
+		return host.Volume{}, fmt.Errorf("format volume %s as %s: %w", vol.GUIDPath, fs, err)
+	}
+	if ok {
 		if out, err := parseVolume(fv); err == nil && out.FileSystem != "" {
 			if out.Ref == "" {
 				out.Ref = vol.Ref

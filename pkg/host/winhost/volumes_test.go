@@ -98,7 +98,9 @@ func TestVolumesGet(t *testing.T) {
 	t.Run("query escapes the GUID path", func(t *testing.T) {
 		e := scripted.New(t)
 		// WQL literal: every backslash doubled (WHERE Clause (WMI)).
-		want := `SELECT ObjectId, Path, FileSystem, FileSystemType, FileSystemLabel, Size, SizeRemaining, HealthStatus ` +
+		// AllocationUnitSize is selected: the review found it read but
+		// never asked for, so it was always null on Windows.
+		want := `SELECT ObjectId, Path, FileSystem, FileSystemType, FileSystemLabel, Size, SizeRemaining, AllocationUnitSize, HealthStatus ` +
 			`FROM MSFT_Volume WHERE Path = '\\\\?\\Volume{1b7e5f0c-2b4d-4c6f-9a51-0e8d3a7c2f11}\\'`
 		if wqlVolume(guidA) != want {
 			t.Fatalf("helper builds %s", wqlVolume(guidA))
@@ -106,7 +108,7 @@ func TestVolumesGet(t *testing.T) {
 		e.ExpectQuery(ns, want, scripted.Reply{Instances: []winhost.Instance{volInst(guidA, "NTFS", 14, 20<<30)}})
 		// Upper case and no trailing backslash are canonicalised.
 		v, err := volumesOf(e).Get(context.Background(), `\\?\Volume{1B7E5F0C-2B4D-4C6F-9A51-0E8D3A7C2F11}`)
-		if err != nil || v.Size != 20<<30 || v.SizeRemaining != 10<<30 {
+		if err != nil || v.Size != 20<<30 || v.SizeRemaining != 10<<30 || v.AllocationUnitSize != 4096 {
 			t.Fatalf("Get = %+v, %v", v, err)
 		}
 	})

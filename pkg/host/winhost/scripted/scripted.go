@@ -12,6 +12,8 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -186,6 +188,7 @@ func (e *Executor) take(ctx context.Context, got Call) Reply {
 		e.t.Errorf("scripted executor: call %d: %s\n  got:  %s\n  want: %s", e.next, why, describe(got), describe(x.call))
 		return Reply{Err: fmt.Errorf("scripted executor: call %d did not match the script", e.next)}
 	}
+	record(got, x.reply)
 	if x.reply.Block {
 		<-ctx.Done()
 		return Reply{Err: ctx.Err()}
@@ -194,6 +197,61 @@ func (e *Executor) take(ctx context.Context, got Call) Reply {
 		return Reply{Err: err}
 	}
 	return x.reply
+}
+
+// Record is one call an executor answered from its script: the call, the
+// scripted reply and the call's stack ("file:line" of each frame, the
+// caller of the executor method first).
+type Record struct {
+	Call  Call
+	Reply Reply
+	Stack []string
+}
+
+// The process-wide record of answered calls, kept once RecordAll is called.
+var journal struct {
+	sync.Mutex
+	on   bool
+	recs []Record
+}
+
+// RecordAll makes every executor in the process record each call it
+// answers from its script, for checks over a whole test binary (the WMI
+// schema check of pkg/host/winhost records the calls of its entire suite).
+func RecordAll() {
+	journal.Lock()
+	journal.on = true
+	journal.Unlock()
+}
+
+// Recorded returns the calls recorded since RecordAll.
+func Recorded() []Record {
+	journal.Lock()
+	defer journal.Unlock()
+	return append([]Record(nil), journal.recs...)
+}
+
+func record(c Call, r Reply) {
+	journal.Lock()
+	on := journal.on
+	journal.Unlock()
+	if !on {
+		return
+	}
+	pcs := make([]uintptr, 64)
+	n := runtime.Callers(3, pcs) // above record and take
+	frames := runtime.CallersFrames(pcs[:n])
+	var stack []string
+	for {
+		f, more := frames.Next()
+		stack = append(stack, f.File+":"+strconv.Itoa(f.Line))
+		if !more {
+			break
+		}
+	}
+	journal.Lock()
+	journal.recs = append(journal.recs, Record{Call: c, Reply: r, Stack: stack})
+	journal.Unlock()
 }
 
 func diff(want, got Call) string {

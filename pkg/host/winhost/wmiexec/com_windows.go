@@ -148,10 +148,10 @@ func (t *comThread) dropConn(ns string) {
 	}
 }
 
-// failed converts a COM failure and drops the connection when the failure
-// means the WMI service went away (a restarted winmgmt), so that the next
-// call reconnects instead of failing forever on a dead proxy. The failed
-// call is not retried here.
+// failed converts a COM failure, with WMI's extended error object, and
+// drops the connection when the failure means the WMI service went away (a
+// restarted winmgmt), so that the next call reconnects instead of failing
+// forever on a dead proxy. The failed call is not retried here.
 func (t *comThread) failed(ns, op string, err error) error {
 	if code, ok := hresultOf(err); ok {
 		switch code {
@@ -159,7 +159,19 @@ func (t *comThread) failed(ns, op string, err error) error {
 			t.dropConn(ns)
 		}
 	}
-	return comError(op, err)
+	return withErrorObject(comError(op, err))
+}
+
+// lookupFailed converts the failure of a schema lookup (a class
+// definition, a method, an input parameter), marking it as such
+// (winhost.COMError.Lookup), with WMI's extended error object.
+func lookupFailed(lookup, op string, err error) error {
+	err = withErrorObject(comError(op, err))
+	var ce *winhost.COMError
+	if errors.As(err, &ce) {
+		ce.Lookup = lookup
+	}
+	return err
 }
 
 // class returns the class object (SWbemServices.Get), cached.
@@ -171,7 +183,12 @@ func (t *comThread) class(svc *ole.IDispatch, ns, class string) (*ole.IDispatch,
 	t.note(comworker.Op{Kind: kindWMI, Name: "Get " + class})
 	v, err := oleutil.CallMethod(svc, "Get", class)
 	if err != nil {
-		return nil, t.failed(ns, "Get "+class, err)
+		err = t.failed(ns, "Get "+class, err)
+		var ce *winhost.COMError
+		if errors.As(err, &ce) {
+			ce.Lookup = winhost.LookupClass
+		}
+		return nil, err
 	}
 	d, err := dispatchOf(v, "Get "+class)
 	if err != nil {
@@ -293,7 +310,7 @@ func (t *comThread) inParams(svc *ole.IDispatch, ns string, m winhost.Method) (*
 	}
 	method, err := oleutil.CallMethod(md, "Item", m.Name)
 	if err != nil {
-		return nil, comError("method "+m.Name, err)
+		return nil, lookupFailed(winhost.LookupMethod, "method "+m.Name, err)
 	}
 	defer clearVariant(method)
 	def, err := dispatchOf(method, "method "+m.Name)
@@ -348,7 +365,7 @@ func setParams(inst *ole.VARIANT, in []winhost.Param) error {
 func setParam(props *ole.IDispatch, p winhost.Param) error {
 	item, err := oleutil.CallMethod(props, "Item", p.Name)
 	if err != nil {
-		return comError("Properties_.Item", err)
+		return lookupFailed(winhost.LookupParameter, "Properties_.Item", err)
 	}
 	defer clearVariant(item)
 	prop, err := dispatchOf(item, "Properties_.Item")
@@ -549,8 +566,7 @@ func hresultOf(err error) (uint32, bool) {
 }
 
 // comError converts a go-ole error into a *winhost.COMError with its
-// HRESULT and the best description available: the exception's, or WMI's
-// last error object (SWbemLastError) for WBEM errors.
+// HRESULT and the exception's description.
 func comError(op string, err error) error {
 	code, ok := hresultOf(err)
 	if !ok {
@@ -562,33 +578,36 @@ func comError(op string, err error) error {
 	if detail == "<nil>" {
 		detail = ""
 	}
-	if code>>16 == 0x8004 { // FACILITY_ITF: WBEM_E_*
-		if d := lastErrorDescription(); d != "" && d != detail {
-			if detail != "" {
-				detail += "; "
-			}
-			detail += d
-		}
-	}
 	return &winhost.COMError{Op: op, HResult: code, Detail: detail}
 }
 
-// lastErrorDescription reads the Description of WMI's last error object on
-// this thread, or "" when there is none.
-func lastErrorDescription() string {
+// withErrorObject attaches WMI's extended error object of this thread's
+// last failed call to a *winhost.COMError (winhost reads its status).
+func withErrorObject(err error) error {
+	var ce *winhost.COMError
+	if errors.As(err, &ce) && ce.ErrorObject == nil {
+		ce.ErrorObject = lastErrorObject()
+	}
+	return err
+}
+
+// lastErrorObject reads WMI's last error object on this thread
+// (SWbemLastError, an SWbemObject: every property, converted like any
+// instance), or nil when there is none. Creating the object resets it.
+func lastErrorObject() *winhost.Instance {
 	unk, err := oleutil.CreateObject("WbemScripting.SWbemLastError")
 	if err != nil {
-		return "" // no error object: nothing more to say
+		return nil // no error object: nothing more to say
 	}
 	defer unk.Release()
 	d, err := unk.QueryInterface(ole.IID_IDispatch)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer d.Release()
-	s, err := stringProperty(d, "Description")
+	obj, err := readObject(d, 0)
 	if err != nil {
-		return ""
+		return nil
 	}
-	return strings.TrimSpace(s)
+	return &obj
 }

@@ -46,9 +46,11 @@ const (
 //	} STORAGE_PROPERTY_QUERY;                    // sizeof == 12 (4-byte alignment)
 //
 // The explicit padding makes the Go struct the same 12 bytes. csi-proxy
-// declares AdditionalParameters as a Go slice, which sends a 40-byte buffer
-// holding a slice header (csi-proxy.md §6.2); the driver reads only the
-// first 8 bytes, which is why that worked, but the size passed was wrong.
+// declares AdditionalParameters as a Go slice (kubernetes-csi/csi-proxy,
+// pkg/os/disk/types.go: Byte []AdditionalParameters), which on 64-bit
+// Windows sends a 32-byte buffer: the two enums and a 24-byte slice header
+// (TestCSIProxyQuerySize). The driver reads only the first 8 bytes, which is
+// why that worked, but the size passed was wrong.
 type storagePropertyQuery struct {
 	PropertyID           uint32
 	QueryType            uint32

@@ -96,3 +96,21 @@ func TestDiskExtents(t *testing.T) {
 		t.Errorf("diskExtentsCount of a short buffer = %d, want 0", got)
 	}
 }
+
+// TestCSIProxyQuerySize checks what ioctl.go says csi-proxy sends: its
+// query struct (two 32-bit enums and a []byte) is 32 bytes on a 64-bit
+// platform, not 40 as an earlier comment had it; ours is the native 12.
+func TestCSIProxyQuerySize(t *testing.T) {
+	type csiProxyQuery struct {
+		PropertyID uint32
+		QueryType  uint32
+		Byte       []byte
+	}
+	want := 8 + 3*unsafe.Sizeof(uintptr(0)) // two enums, then pointer, len, cap
+	if got := unsafe.Sizeof(csiProxyQuery{}); got != want {
+		t.Errorf("sizeof(csi-proxy's query) = %d, want %d", got, want)
+	}
+	if unsafe.Sizeof(uintptr(0)) == 8 && want != 32 {
+		t.Errorf("on 64-bit platforms csi-proxy's query is %d bytes, the comment says 32", want)
+	}
+}

@@ -1,0 +1,259 @@
+package hosttest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
+)
+
+// is fails the test unless err is want (nil: no error).
+func is(t *testing.T, what string, err, want error) {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("%s: %v, want success", what, err)
+	case want != nil && !errors.Is(err, want):
+		t.Fatalf("%s: err = %v, want %v", what, err, want)
+	}
+}
+
+func kind(t *testing.T, ctx context.Context, f Fixture, path string, want host.PathKind) host.PathInfo {
+	t.Helper()
+	info, err := f.Host.Files.Stat(ctx, path)
+	is(t, "Stat "+path, err, nil)
+	if info.Kind != want {
+		t.Fatalf("Stat %s: %s, want %s", path, info.Kind, want)
+	}
+	return info
+}
+
+// sameTarget compares link targets as hosts report them: trailing
+// separators and, for drive and volume paths, case do not matter.
+func sameTarget(a, b string) bool {
+	a, b = strings.TrimRight(a, `\/`), strings.TrimRight(b, `\/`)
+	return a == b || strings.EqualFold(a, b) && strings.Contains(a, `\`)
+}
+
+// Cases is the contract. Sources of Windows behaviour are the MSFT_*
+// method pages under learn.microsoft.com/windows-hardware/drivers/storage/
+// and the Win32 pages under learn.microsoft.com/windows/win32/api/; a
+// clause marked "uncertain" is what no page states and the integration
+// run on Windows checks.
+var Cases = []Case{
+	// --- Disks -----------------------------------------------------------
+	{Name: "disks/get-missing", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		_, err := f.Host.Disks.Get(ctx, f.MissingDisk)
+		is(t, "Get of a missing disk", err, host.ErrNotFound)
+	}},
+	// MSFT_Disk.SetAttributes: "the disk must be online for most
+	// attributes to be set", 41003 "the disk is offline" (msft-disk-
+	// setattributes). The simulated host used to accept it.
+	{Name: "disks/offline-set-read-only", Given: OfflineDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "SetReadOnly on an offline disk", f.Host.Disks.SetReadOnly(ctx, f.Disk, true), host.ErrNotReady)
+	}},
+	// On an offline blank disk SetAttributes may answer 41000 "the disk has
+	// not been initialized" instead of 41003; both mean "online first".
+	{Name: "disks/offline-blank-clear-read-only", Given: OfflineBlankDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "SetReadOnly on an offline blank disk", f.Host.Disks.SetReadOnly(ctx, f.Disk, false), host.ErrNotReady)
+	}},
+	// Initialize lists 41003 "the disk is offline" (initialize-msft-disk);
+	// an offline disk is ErrNotReady, not ErrConflict (the simulated host
+	// used to say conflict).
+	{Name: "disks/offline-initialize", Given: OfflineBlankDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "Initialize of an offline disk", f.Host.Disks.Initialize(ctx, f.Disk, host.PartitionStyleGPT), host.ErrNotReady)
+	}},
+	// 41002 "the disk is read only" (initialize-msft-disk).
+	{Name: "disks/read-only-initialize", Given: ReadOnlyBlankDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "Initialize of a read-only disk", f.Host.Disks.Initialize(ctx, f.Disk, host.PartitionStyleGPT), host.ErrReadOnly)
+	}},
+	// 41001 "the disk has already been initialized" (initialize-msft-disk).
+	{Name: "disks/initialize-twice", Given: BlankDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "Initialize", f.Host.Disks.Initialize(ctx, f.Disk, host.PartitionStyleGPT), nil)
+		d, err := f.Host.Disks.Get(ctx, f.Disk.Number)
+		is(t, "Get", err, nil)
+		if d.PartitionStyle != host.PartitionStyleGPT {
+			t.Fatalf("after Initialize: partition style %s", d.PartitionStyle)
+		}
+		is(t, "Initialize again", f.Host.Disks.Initialize(ctx, d, host.PartitionStyleGPT), host.ErrAlreadyExists)
+	}},
+	// Online of an online disk and Offline of an offline one succeed
+	// (uncertain: the Online and Offline pages do not say).
+	{Name: "disks/online-offline-idempotent", Given: OnlineDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "SetOnline(false)", f.Host.Disks.SetOnline(ctx, f.Disk, false), nil)
+		is(t, "SetOnline(false) again", f.Host.Disks.SetOnline(ctx, f.Disk, false), nil)
+		d, err := f.Host.Disks.Get(ctx, f.Disk.Number)
+		is(t, "Get", err, nil)
+		if !d.IsOffline {
+			t.Fatal("disk still online")
+		}
+		is(t, "SetOnline(true)", f.Host.Disks.SetOnline(ctx, d, true), nil)
+		is(t, "SetOnline(true) again", f.Host.Disks.SetOnline(ctx, d, true), nil)
+		if d, err = f.Host.Disks.Get(ctx, f.Disk.Number); err != nil || d.IsOffline {
+			t.Fatalf("after SetOnline(true): %+v, %v", d, err)
+		}
+	}},
+	{Name: "disks/set-read-only-idempotent", Given: OnlineDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "SetReadOnly(true)", f.Host.Disks.SetReadOnly(ctx, f.Disk, true), nil)
+		is(t, "SetReadOnly(true) again", f.Host.Disks.SetReadOnly(ctx, f.Disk, true), nil)
+		d, err := f.Host.Disks.Get(ctx, f.Disk.Number)
+		if err != nil || !d.IsReadOnly {
+			t.Fatalf("after SetReadOnly(true): %+v, %v", d, err)
+		}
+		is(t, "SetReadOnly(false)", f.Host.Disks.SetReadOnly(ctx, d, false), nil)
+		is(t, "SetReadOnly(false) again", f.Host.Disks.SetReadOnly(ctx, d, false), nil)
+		if d, err = f.Host.Disks.Get(ctx, f.Disk.Number); err != nil || d.IsReadOnly {
+			t.Fatalf("after SetReadOnly(false): %+v, %v", d, err)
+		}
+	}},
+	// The boot or system disk is never changed: ErrConflict before any
+	// call (41009 "operation not supported on a critical disk" if one
+	// were made).
+	{Name: "disks/critical-refused", Given: CriticalDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "SetOnline(false) of the critical disk", f.Host.Disks.SetOnline(ctx, f.Disk, false), host.ErrConflict)
+		is(t, "SetReadOnly of the critical disk", f.Host.Disks.SetReadOnly(ctx, f.Disk, true), host.ErrConflict)
+		is(t, "Initialize of the critical disk", f.Host.Disks.Initialize(ctx, f.Disk, host.PartitionStyleGPT), host.ErrConflict)
+	}},
+	// Resize to the current size is a no-op; the supported maximum is at
+	// least the current size (msft-partition-getsupportedsizes).
+	{Name: "disks/resize-to-same-size", Given: RawVolume, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "ResizePartition to its size", f.Host.Disks.ResizePartition(ctx, f.Partition, f.Partition.Size), nil)
+		max, err := f.Host.Disks.MaxPartitionSize(ctx, f.Partition)
+		is(t, "MaxPartitionSize", err, nil)
+		if max < f.Partition.Size {
+			t.Fatalf("MaxPartitionSize %d below the partition's size %d", max, f.Partition.Size)
+		}
+	}},
+
+	// --- Volumes ---------------------------------------------------------
+	{Name: "volumes/missing", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		_, err := f.Host.Volumes.Get(ctx, f.MissingVolume)
+		is(t, "Get of a missing volume", err, host.ErrNotFound)
+		_, err = f.Host.Volumes.DiskNumber(ctx, f.MissingVolume)
+		is(t, "DiskNumber of a missing volume", err, host.ErrNotFound)
+	}},
+	// A blank volume formats; a formatted one is never formatted again.
+	{Name: "volumes/format", Given: RawVolume, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		if f.Volume.FileSystem != "" {
+			t.Fatalf("the blank volume reports file system %q", f.Volume.FileSystem)
+		}
+		v, err := f.Host.Volumes.Format(ctx, f.Volume, host.FormatOptions{FileSystem: "NTFS"})
+		is(t, "Format", err, nil)
+		if !strings.EqualFold(v.FileSystem, "NTFS") || !strings.EqualFold(v.GUIDPath, f.Volume.GUIDPath) {
+			t.Fatalf("formatted volume %+v", v)
+		}
+		_, err = f.Host.Volumes.Format(ctx, v, host.FormatOptions{FileSystem: "NTFS"})
+		is(t, "Format of a formatted volume", err, host.ErrAlreadyExists)
+	}},
+	// A volume of a read-only disk cannot be opened for writing, which
+	// FlushFileBuffers needs: ERROR_WRITE_PROTECT (ErrReadOnly), or
+	// success where Windows lets it open (uncertain which).
+	{Name: "volumes/flush-read-only", Given: ReadOnlyVolume, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		if err := f.Host.Volumes.Flush(ctx, f.Volume.GUIDPath); err != nil && !errors.Is(err, host.ErrReadOnly) {
+			t.Fatalf("Flush of a read-only volume: %v, want success or ErrReadOnly", err)
+		}
+	}},
+	// SetVolumeMountPoint on an empty directory; a second mount or any
+	// entry is ERROR_DIR_NOT_EMPTY; a mount point is not removed as a
+	// directory; DeleteVolumeMountPoint leaves the empty directory.
+	{Name: "volumes/mount-points", Given: FormattedVolume, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		v := f.Volume
+		is(t, "Mount", f.Host.Volumes.Mount(ctx, v.GUIDPath, f.Dir), nil)
+		info := kind(t, ctx, f, f.Dir, host.PathMountPoint)
+		if !sameTarget(info.Target, v.GUIDPath) {
+			t.Fatalf("mount point names %q, want %q", info.Target, v.GUIDPath)
+		}
+		is(t, "Mount again", f.Host.Volumes.Mount(ctx, v.GUIDPath, f.Dir), host.ErrDirNotEmpty)
+		is(t, "Remove of a mount point", f.Host.Files.Remove(ctx, f.Dir), host.ErrInUse)
+		n, err := f.Host.Volumes.DiskNumber(ctx, v.GUIDPath)
+		is(t, "DiskNumber", err, nil)
+		if n != f.Disk.Number {
+			t.Fatalf("volume on disk %d, want %d", n, f.Disk.Number)
+		}
+		is(t, "Unmount", f.Host.Volumes.Unmount(ctx, f.Dir), nil)
+		kind(t, ctx, f, f.Dir, host.PathDir)
+		empty, err := f.Host.Files.IsEmptyDir(ctx, f.Dir)
+		if err != nil || !empty {
+			t.Fatalf("after Unmount: empty %t, %v", empty, err)
+		}
+		is(t, "Unmount again", f.Host.Volumes.Unmount(ctx, f.Dir), host.ErrNotFound)
+	}},
+	{Name: "volumes/mount-non-empty-dir", Given: DirWithFile, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "Mount on a directory holding a file", f.Host.Volumes.Mount(ctx, f.Volume.GUIDPath, f.Dir), host.ErrDirNotEmpty)
+	}},
+
+	// --- Files -----------------------------------------------------------
+	{Name: "files/missing", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		p := f.Path("missing")
+		kind(t, ctx, f, p, host.PathMissing)
+		is(t, "Remove of a missing path", f.Host.Files.Remove(ctx, p), host.ErrNotFound)
+		_, err := f.Host.Files.IsEmptyDir(ctx, p)
+		is(t, "IsEmptyDir of a missing path", err, host.ErrNotFound)
+	}},
+	{Name: "files/make-dir", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		p := f.Path("a", "b")
+		is(t, "MakeDir with a missing parent", f.Host.Files.MakeDir(ctx, p), nil)
+		is(t, "MakeDir again", f.Host.Files.MakeDir(ctx, p), nil)
+		kind(t, ctx, f, p, host.PathDir)
+		empty, err := f.Host.Files.IsEmptyDir(ctx, p)
+		if err != nil || !empty {
+			t.Fatalf("IsEmptyDir: %t, %v", empty, err)
+		}
+		is(t, "Remove", f.Host.Files.Remove(ctx, p), nil)
+		kind(t, ctx, f, p, host.PathMissing)
+	}},
+	// A directory link is a link, not its target: Remove takes the link
+	// only; a directory with entries is never removed.
+	{Name: "files/links", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		target, link := f.Path("target"), f.Path("link")
+		is(t, "MakeDir", f.Host.Files.MakeDir(ctx, target), nil)
+		is(t, "Symlink", f.Host.Files.Symlink(ctx, link, target), nil)
+		info := kind(t, ctx, f, link, host.PathSymlink)
+		if !sameTarget(info.Target, target) {
+			t.Fatalf("link target %q, want %q", info.Target, target)
+		}
+		is(t, "Symlink again", f.Host.Files.Symlink(ctx, link, target), host.ErrAlreadyExists)
+		is(t, "MakeDir inside", f.Host.Files.MakeDir(ctx, f.Path("target", "sub")), nil)
+		is(t, "Remove of a directory with entries", f.Host.Files.Remove(ctx, target), host.ErrDirNotEmpty)
+		is(t, "Remove of the link", f.Host.Files.Remove(ctx, link), nil)
+		kind(t, ctx, f, target, host.PathDir)
+		kind(t, ctx, f, link, host.PathMissing)
+	}},
+
+	// --- SMB -------------------------------------------------------------
+	{Name: "smb/missing-mapping", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		_, err := f.Host.SMB.Mapping(ctx, f.MissingShare)
+		is(t, "Mapping of an unmapped share", err, host.ErrNotFound)
+		is(t, "Unmap of an unmapped share", f.Host.SMB.Unmap(ctx, f.MissingShare), host.ErrNotFound)
+	}},
+
+	// --- iSCSI -----------------------------------------------------------
+	{Name: "iscsi/missing", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "RemovePortal of an unregistered portal", f.Host.ISCSI.RemovePortal(ctx, f.MissingPortal), host.ErrNotFound)
+		s, err := f.Host.ISCSI.Sessions(ctx, f.MissingTarget)
+		is(t, "Sessions of a target without one", err, nil)
+		if len(s) != 0 {
+			t.Fatalf("sessions %+v", s)
+		}
+	}},
+
+	// --- Context ---------------------------------------------------------
+	// Every call honours ctx: an ended context fails the call with an
+	// error wrapping ctx.Err() (pkg/host doc).
+	{Name: "context/ended", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		ctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := f.Host.Disks.List(ctx)
+		is(t, "Disks.List", err, context.Canceled)
+		_, err = f.Host.Volumes.Get(ctx, f.MissingVolume)
+		is(t, "Volumes.Get", err, context.Canceled)
+		_, err = f.Host.Files.Stat(ctx, f.Dir)
+		is(t, "Files.Stat", err, context.Canceled)
+		_, err = f.Host.SMB.Mapping(ctx, f.MissingShare)
+		is(t, "SMB.Mapping", err, context.Canceled)
+		_, err = f.Host.ISCSI.Portals(ctx)
+		is(t, "ISCSI.Portals", err, context.Canceled)
+	}},
+}
