@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"k8s.io/klog/v2"
 
@@ -63,10 +61,12 @@ func (p Publisher) Publish(ctx context.Context, staging, target string) (created
 		// kubelet creates the target's parent; csi-sanity and other COs
 		// may not. Create it only then, which saves a host call on the
 		// common path.
-		if err := p.Files.MakeDir(ctx, parentDir(target)); err != nil {
-			return false, fmt.Errorf("create parent of target path %s: %w", target, err)
+		if parent, ok := winpath.Parent(target); ok {
+			if err := p.Files.MakeDir(ctx, parent); err != nil {
+				return false, fmt.Errorf("create parent of target path %s: %w", target, err)
+			}
+			err = p.Files.Symlink(ctx, target, staging)
 		}
-		err = p.Files.Symlink(ctx, target, staging)
 	}
 	if err != nil {
 		return false, fmt.Errorf("link target path %s to %s: %w", target, staging, err)
@@ -102,16 +102,4 @@ func (p Publisher) Unpublish(ctx context.Context, target, staging string) error 
 // SameTarget reports whether a link target names the given path.
 func SameTarget(linkTarget, path string) bool {
 	return winpath.CanonicalTarget(linkTarget) == winpath.CanonicalTarget(path)
-}
-
-// parentDir returns the parent of a resolved path of either style.
-func parentDir(p string) string {
-	if i := strings.LastIndexAny(p, `\/`); i > 0 {
-		parent := p[:i]
-		if len(parent) == 2 && parent[1] == ':' { // "C:" -> "C:\"
-			return parent + `\`
-		}
-		return parent
-	}
-	return filepath.Dir(p)
 }

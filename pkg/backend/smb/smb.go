@@ -13,6 +13,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inflight"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
 // Notes stores small non-secret facts crash-safely; the stage journal
@@ -368,8 +369,10 @@ func (b *Backend) link(ctx context.Context, staging, unc string, state stagingSt
 			return fmt.Errorf("remove the directory at staging path %s before linking: %w", staging, err)
 		}
 	case stagingMissing:
-		if err := b.h.Files.MakeDir(ctx, parentDir(staging)); err != nil {
-			return fmt.Errorf("create the parent of staging path %s: %w", staging, err)
+		if parent, ok := winpath.Parent(staging); ok {
+			if err := b.h.Files.MakeDir(ctx, parent); err != nil {
+				return fmt.Errorf("create the parent of staging path %s: %w", staging, err)
+			}
 		}
 	}
 	klog.FromContext(ctx).V(4).Info("Linking staging path to the share", "stagingTargetPath", staging, "remotePath", unc)
@@ -426,19 +429,3 @@ func (b *Backend) forgetMaker(ctx context.Context, root string) {
 // resourceKey is the journal's ResourceKey of the volumes of a share
 // (contract.Volume.ResourceKey).
 func resourceKey(root string) string { return "smb:" + root }
-
-// parentDir returns the parent of a resolved path of either style.
-func parentDir(p string) string {
-	i := strings.LastIndexAny(p, `\/`)
-	switch {
-	case i < 0:
-		return p
-	case i == 0:
-		return p[:1]
-	}
-	parent := p[:i]
-	if len(parent) == 2 && parent[1] == ':' { // "C:" -> "C:\"
-		return parent + `\`
-	}
-	return parent
-}
