@@ -17,6 +17,9 @@ type hostHandle struct {
 	host.Host
 	Close   func()
 	Healthy func() error
+	// ForVolume annotates the context of a volume's host calls (nil for
+	// hosts that need no annotation): the simulated host's auto-attach.
+	ForVolume func(context.Context, string) context.Context
 }
 
 // newHost builds the host backend the flags name. Only this package chooses
@@ -37,7 +40,7 @@ func newHost(ctx context.Context, opts *config.Options) (hostHandle, error) {
 		if err != nil {
 			return hostHandle{}, fmt.Errorf("start the simulated host: %w", err)
 		}
-		return hostHandle{Host: s.Host(), Close: func() {
+		return hostHandle{Host: s.Host(), ForVolume: sim.WithVolume, Close: func() {
 			if err := s.Close(); err != nil {
 				logger.Error(err, "Closing the simulated host")
 			}

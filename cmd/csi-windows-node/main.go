@@ -129,6 +129,7 @@ func serve(ctx context.Context, opts *config.Options) error {
 		Topology:   opts.Topology,
 		Root:       root,
 		Host:       h,
+		ForVolume:  hh.ForVolume,
 		Journal:    jr,
 		Contract:   copts,
 		Backends:   backends(h, opts, jr),

@@ -67,6 +67,7 @@ func (e *env) start() {
 		Topology:   map[string]string{"topology.kubernetes.io/zone": "z1"},
 		Root:       root,
 		Host:       h,
+		ForVolume:  sim.WithVolume,
 		Journal:    jr,
 		Contract:   contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true},
 		Backends: map[contract.Kind]Backend{

@@ -36,10 +36,14 @@ type Config struct {
 	// winpath.DefaultFS.
 	FS winpath.FS
 
-	Host     host.Host
-	Backends map[contract.Kind]Backend
-	Journal  *journal.Journal
-	Contract contract.Options
+	Host host.Host
+	// ForVolume, when set, annotates the context of the host calls made
+	// for one volume. The plugin's wiring sets it for hosts that need to
+	// know the volume (the simulated host's auto-attach, sim.WithVolume).
+	ForVolume func(ctx context.Context, volumeID string) context.Context
+	Backends  map[contract.Kind]Backend
+	Journal   *journal.Journal
+	Contract  contract.Options
 }
 
 // Server implements csi.NodeServer.
@@ -92,8 +96,17 @@ func (s *Server) lockVolume(ctx context.Context, volumeID string) (context.Conte
 	if !ok {
 		return ctx, nil, status.Errorf(codes.Aborted, "an operation on volume %q is already in progress", volumeID)
 	}
-	ctx, tracker := host.Track(host.WithVolume(ctx, volumeID))
+	ctx, tracker := host.Track(s.forVolume(ctx, volumeID))
 	return ctx, func() { tracker.WhenIdle(release) }, nil
+}
+
+// forVolume returns ctx annotated for the host calls of volumeID
+// (Config.ForVolume).
+func (s *Server) forVolume(ctx context.Context, volumeID string) context.Context {
+	if s.cfg.ForVolume == nil {
+		return ctx
+	}
+	return s.cfg.ForVolume(ctx, volumeID)
 }
 
 func (s *Server) backendFor(kind contract.Kind) (Backend, error) {

@@ -52,7 +52,7 @@ func (s *Server) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeS
 	if err != nil {
 		return nil, err
 	}
-	ctx = host.WithVolume(ctx, e.VolumeID)
+	ctx = s.forVolume(ctx, e.VolumeID)
 	if err := s.checkVolumePath(ctx, e, path); err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (s *Server) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolume
 	if err != nil {
 		return nil, err
 	}
-	ctx = host.WithVolume(ctx, volumeID)
+	ctx = s.forVolume(ctx, volumeID)
 	if reqStaging != "" && !samePath(reqStaging, e.StagingPath) {
 		return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, e.StagingPath, reqStaging)
 	}

@@ -110,12 +110,13 @@ func Open(o Options) (*Node, error) {
 		Base: o.Base, Kubelet: kubelet, SimDir: simDir,
 		Sim: s, Journal: jr, Root: root,
 		Server: node.New(node.Config{
-			NodeID:   "test-node",
-			Root:     root,
-			Host:     h,
-			Journal:  jr,
-			Contract: copts,
-			Backends: Backends(h, jr, o.Backoff),
+			NodeID:    "test-node",
+			Root:      root,
+			Host:      h,
+			ForVolume: sim.WithVolume,
+			Journal:   jr,
+			Contract:  copts,
+			Backends:  Backends(h, jr, o.Backoff),
 		}),
 	}, nil
 }
