@@ -1,6 +1,7 @@
-package node
+package node_test
 
 import (
+	"context"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -28,7 +29,7 @@ func TestUnstageRetryTakesDiskOffline(t *testing.T) {
 	if offline := diskOffline(t, e, "vol-r"); !offline {
 		t.Fatal("disk still online after the retried unstage")
 	}
-	if _, ok := e.srv.cfg.Journal.Get("vol-r"); ok {
+	if _, ok := e.p.Journal.Get(context.Background(), "vol-r"); ok {
 		t.Fatal("journal entry left after the retried unstage")
 	}
 }

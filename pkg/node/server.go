@@ -18,6 +18,11 @@ import (
 
 // Backend is what the node service needs from a volume backend.
 type Backend interface {
+	// Record returns the backend's record of a volume, which the node
+	// keeps in the volume's journal entry from the start of its stage.
+	Record(vol contract.Volume) (backend.Record, error)
+	// DecodeRecord reads back the record of an entry of this backend.
+	DecodeRecord(e journal.Entry) (backend.Record, error)
 	Stage(ctx context.Context, r backend.StageRequest) error
 	Unstage(ctx context.Context, r backend.UnstageRequest) error
 	Expand(ctx context.Context, r backend.ExpandRequest) (int64, error)
@@ -36,7 +41,9 @@ type Config struct {
 	// winpath.DefaultFS.
 	FS winpath.FS
 
-	Host host.Host
+	// Publisher does the host work every backend shares: publishing,
+	// and looking at what is at a request's paths.
+	Publisher *backend.Publisher
 	// ForVolume, when set, annotates the context of the host calls made
 	// for one volume. The plugin's wiring sets it for hosts that need to
 	// know the volume (the simulated host's auto-attach, sim.WithVolume).
@@ -53,7 +60,7 @@ type Server struct {
 	cfg       Config
 	fs        winpath.FS
 	volumes   *inflight.Set
-	publisher backend.Publisher
+	publisher *backend.Publisher
 
 	mu        sync.Mutex
 	published map[string]map[string]publication // volume ID -> target path -> publication
@@ -82,7 +89,7 @@ func New(cfg Config) *Server {
 		cfg:       cfg,
 		fs:        fs,
 		volumes:   inflight.NewSet(),
-		publisher: backend.Publisher{Files: cfg.Host.Files},
+		publisher: cfg.Publisher,
 		published: make(map[string]map[string]publication),
 	}
 }
