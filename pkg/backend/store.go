@@ -3,6 +3,8 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
@@ -66,3 +68,21 @@ type Record interface {
 // usable record of that backend: it is another backend's entry, or the
 // record is missing or damaged.
 var ErrNoRecord = errors.New("no usable backend record")
+
+// RecordResource checks that e is an entry of backend kind, and returns
+// the name its ResourceKey gives after prefix (the share, the target);
+// with an empty prefix it only checks the kind. Both failures wrap
+// ErrNoRecord. The backends' DecodeRecord start with it.
+func RecordResource(e journal.Entry, kind, prefix string) (string, error) {
+	if e.Backend != kind {
+		return "", fmt.Errorf("journal entry of volume %q is a %q entry, not %s: %w", e.VolumeID, e.Backend, kind, ErrNoRecord)
+	}
+	if prefix == "" {
+		return "", nil
+	}
+	name, ok := strings.CutPrefix(e.ResourceKey, prefix)
+	if !ok || name == "" {
+		return "", fmt.Errorf("journal entry of volume %q names no %s resource (%q): %w", e.VolumeID, kind, e.ResourceKey, ErrNoRecord)
+	}
+	return name, nil
+}

@@ -46,8 +46,8 @@ const attrSelector = "diskSelector"
 
 // DecodeRecord reads the record of a disk volume's journal entry.
 func DecodeRecord(e journal.Entry) (Record, error) {
-	if e.Backend != string(contract.KindDisk) {
-		return Record{}, fmt.Errorf("journal entry of volume %q is a %q entry: %w", e.VolumeID, e.Backend, backend.ErrNoRecord)
+	if _, err := backend.RecordResource(e, string(contract.KindDisk), ""); err != nil {
+		return Record{}, err
 	}
 	s, ok := e.Attrs[attrSelector]
 	if !ok {

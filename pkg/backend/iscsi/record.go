@@ -71,12 +71,9 @@ func resourceKey(iqn string) string { return resourceKeyPrefix + normalizeIQN(iq
 // portal that does not parse is skipped: the entry was written from a
 // validated contract, and the other portals are still worth releasing.
 func DecodeRecord(e journal.Entry) (Record, error) {
-	if e.Backend != string(contract.KindISCSI) {
-		return Record{}, fmt.Errorf("journal entry of volume %q is a %q entry: %w", e.VolumeID, e.Backend, backend.ErrNoRecord)
-	}
-	iqn, ok := strings.CutPrefix(e.ResourceKey, resourceKeyPrefix)
-	if !ok || iqn == "" {
-		return Record{}, fmt.Errorf("journal entry of volume %q names no iSCSI target (resource %q): %w", e.VolumeID, e.ResourceKey, backend.ErrNoRecord)
+	iqn, err := backend.RecordResource(e, string(contract.KindISCSI), resourceKeyPrefix)
+	if err != nil {
+		return Record{}, err
 	}
 	lun, err := strconv.ParseUint(e.Attrs[attrLUN], 10, 32)
 	if err != nil {

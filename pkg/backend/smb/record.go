@@ -63,12 +63,9 @@ func resourceKey(root string) string { return resourceKeyPrefix + root }
 
 // DecodeRecord reads the record of an SMB volume's journal entry.
 func DecodeRecord(e journal.Entry) (Record, error) {
-	if e.Backend != string(contract.KindSMB) {
-		return Record{}, fmt.Errorf("journal entry of volume %q is a %q entry: %w", e.VolumeID, e.Backend, backend.ErrNoRecord)
-	}
-	share, ok := strings.CutPrefix(e.ResourceKey, resourceKeyPrefix)
-	if !ok || share == "" {
-		return Record{}, fmt.Errorf("journal entry of volume %q names no SMB share (resource %q): %w", e.VolumeID, e.ResourceKey, backend.ErrNoRecord)
+	share, err := backend.RecordResource(e, string(contract.KindSMB), resourceKeyPrefix)
+	if err != nil {
+		return Record{}, err
 	}
 	return Record{Share: share, UNC: e.Attrs[attrUNC], User: e.Attrs[attrUser]}, nil
 }
