@@ -7,21 +7,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
-	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
 )
 
-// hostHandle is a started host: the interfaces, how to stop it, and a
-// cheap health check (nil when the host has none) that Probe consults.
-type hostHandle struct {
-	host.Host
-	Close   func()
-	Healthy func() error
-}
-
-// newHost builds the host backend the flags name. Only this package chooses
-// between the real and the simulated host.
-func newHost(ctx context.Context, opts *config.Options) (hostHandle, error) {
+// newHost starts the host backend the flags name and returns it with the
+// function that stops it. Only this package chooses between the real and
+// the simulated host.
+func newHost(ctx context.Context, opts *config.Options) (plugin.Host, func(), error) {
 	logger := klog.FromContext(ctx)
 	switch opts.Host {
 	case config.HostSim:
@@ -35,15 +28,16 @@ func newHost(ctx context.Context, opts *config.Options) (hostHandle, error) {
 			Logger:         logger.WithName("sim"),
 		})
 		if err != nil {
-			return hostHandle{}, fmt.Errorf("start the simulated host: %w", err)
+			return plugin.Host{}, nil, fmt.Errorf("start the simulated host: %w", err)
 		}
-		return hostHandle{Host: s.Host(), Close: func() {
+		// The volume of each RPC's host calls is what auto-attach reads.
+		return plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume}, func() {
 			if err := s.Close(); err != nil {
 				logger.Error(err, "Closing the simulated host")
 			}
-		}}, nil
+		}, nil
 	case config.HostWindows:
 		return windowsHost(ctx, opts)
 	}
-	return hostHandle{}, fmt.Errorf("unknown host %q", opts.Host)
+	return plugin.Host{}, nil, fmt.Errorf("unknown host %q", opts.Host)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wmiexec"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
 )
 
 // executorCloseTimeout bounds the wait at shutdown for host calls still
@@ -22,18 +23,18 @@ const executorCloseTimeout = 10 * time.Second
 // call could work. Close stops the executor's workers; Healthy reports a
 // wedged executor (too many workers stuck in calls that never returned) so
 // that Probe turns not ready and livenessprobe restarts the plugin.
-func windowsHost(ctx context.Context, _ *config.Options) (hostHandle, error) {
+func windowsHost(ctx context.Context, _ *config.Options) (plugin.Host, func(), error) {
 	logger := klog.FromContext(ctx)
 	exec, err := wmiexec.New(wmiexec.Options{Logger: logger.WithName("wmiexec")})
 	if err != nil {
-		return hostHandle{}, fmt.Errorf("start the Windows host (COM and WMI initialisation): %w", err)
+		return plugin.Host{}, nil, fmt.Errorf("start the Windows host (COM and WMI initialisation): %w", err)
 	}
 	logger.Info("Windows host ready: WMI and Win32 executor started")
-	return hostHandle{Host: winhost.New(exec), Healthy: exec.Healthy, Close: func() {
+	return plugin.Host{Host: winhost.New(exec), Healthy: exec.Healthy}, func() {
 		cctx, cancel := context.WithTimeout(context.Background(), executorCloseTimeout)
 		defer cancel()
 		if err := exec.Close(cctx); err != nil {
 			logger.Error(err, "Stopping the WMI/Win32 executor")
 		}
-	}}, nil
+	}, nil
 }

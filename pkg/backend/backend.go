@@ -21,8 +21,9 @@ type StageRequest struct {
 }
 
 // UnstageRequest asks a backend to undo a stage. Entry is the journal's
-// record of the stage; its Backend and ResourceKey are set when the
-// journal knew the volume, and zero otherwise.
+// entry of the stage, holding the backend's Record (read back with the
+// backend's DecodeRecord) when the journal knew the volume at this staging
+// path, and zero otherwise.
 type UnstageRequest struct {
 	VolumeID    string
 	StagingPath string
@@ -37,7 +38,8 @@ type ExpandRequest struct {
 	LimitBytes    int64 // 0: no limit
 }
 
-// HealthRequest asks a backend about the staged volume.
+// HealthRequest asks a backend about the staged volume; Entry is its
+// journal entry.
 type HealthRequest struct {
 	VolumeID    string
 	StagingPath string
@@ -59,12 +61,6 @@ type Condition struct {
 	Severity Severity
 	Reason   string // CamelCase, machine-readable
 	Message  string
-}
-
-// Registry is the read side of the journal that backends use to find the
-// other volumes sharing a resource.
-type Registry interface {
-	WithResource(resourceKey string) []journal.Entry
 }
 
 // Stats returns the usage of the file system holding path.

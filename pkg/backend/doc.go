@@ -1,7 +1,10 @@
 // Package backend holds what the volume backends (disk, smb, iscsi, in the
 // sub-packages) have in common: the requests the node service hands them,
-// the health conditions they report, and small algorithms they share
-// (retrying a lookup until the RPC deadline, reading free space).
+// the health conditions they report, the store they keep their records and
+// notes in (Store, the stage journal) and the shape of those records
+// (Record), the host work every backend shares (Publisher: publishing, and
+// what is at a request's paths), and small algorithms they share (retrying
+// a lookup until the RPC deadline, reading free space).
 //
 // A backend is OS-neutral: it decides what to do and in which order, and
 // asks pkg/host to do it. It never imports gRPC or CSI types and never

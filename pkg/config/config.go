@@ -140,7 +140,7 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	}
 	fs.StringVar(&o.KubeletDir, "kubelet-dir", defKubelet, "kubelet root directory; every staging and target path must lie below it")
 	fs.StringVar(&o.StateDir, "state-dir", "", "directory of the plugin's stage journal. Default: <kubelet-dir>/plugins/<driver-name>/state (sim: <sim-dir>/journal)")
-	fs.StringVar(&o.Host, "host", defHost, "host backend: windows, or sim for the simulated Windows host (no default outside Windows)")
+	fs.StringVar(&o.Host, "host", defHost, "host backend: windows, or sim for the simulated Windows host (Linux only; no default outside Windows)")
 	fs.StringVar(&o.SimDir, "sim-dir", "", "directory of the simulated host's state and volume contents (required with --host=sim)")
 	fs.BoolVar(&o.SimAutoAttach, "sim-auto-attach", true, "with --host=sim: attach a blank disk for a volume the simulated host has not seen")
 	o.SimDiskSize = 1 << 30
@@ -181,6 +181,12 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 			errs = append(errs, errors.New("--host=windows: the Windows host only runs on Windows; use --host=sim to simulate one"))
 		}
 	case HostSim:
+		if goos == "windows" {
+			// The simulated host models Windows on Linux (POSIX paths, Linux
+			// symlinks as mount points); on a Windows node it would pretend
+			// to stage volumes while touching nothing (pkg/host/sim doc).
+			errs = append(errs, errors.New("--host=sim: the simulated host runs on Linux only and is never used on a Windows node; use --host=windows"))
+		}
 		if o.SimDir == "" {
 			errs = append(errs, errors.New("--sim-dir is required with --host=sim"))
 		}

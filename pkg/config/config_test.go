@@ -35,6 +35,7 @@ func TestFinish(t *testing.T) {
 			stateDir: `C:\var\lib\kubelet\plugins\disk.csi.example.com\state`},
 		{name: "no host outside windows", goos: "linux", args: []string{"--driver-name=a.b"}, wantErr: "--host is required"},
 		{name: "windows host on linux", goos: "linux", args: []string{"--driver-name=a.b", "--host=windows"}, wantErr: "--host=windows"},
+		{name: "sim on windows", goos: "windows", args: []string{"--driver-name=a.b", "--host=sim", "--sim-dir=C:\\sim"}, wantErr: "--host=sim"},
 		{name: "sim without dir", goos: "linux", args: []string{"--driver-name=a.b", "--host=sim"}, wantErr: "--sim-dir"},
 		{name: "missing driver name", goos: "windows", wantErr: "--driver-name"},
 		{name: "bad driver name", goos: "windows", args: []string{"--driver-name=-bad"}, wantErr: "--driver-name"},

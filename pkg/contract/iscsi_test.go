@@ -233,9 +233,9 @@ func TestParseISCSI(t *testing.T) {
 		{name: "discoveryCHAPAuth bad", req: Request{VolumeContext: base("DiscoveryChapAuth", "2")}, wantKey: "DiscoveryChapAuth"},
 		{name: "CHAP secret in volume_context", req: Request{VolumeContext: base("node.session.auth.password", "x")}, wantKey: "node.session.auth.password"},
 		{
-			name:  "resource key is the IQN",
-			req:   Request{VolumeContext: base()},
-			check: func(t *testing.T, v Volume) { mustEqual(t, v.ResourceKey(), "iscsi:"+iqn) },
+			name:  "IQN is lower case",
+			req:   Request{VolumeContext: base("iqn", strings.ToUpper(iqn))},
+			check: func(t *testing.T, v Volume) { mustEqual(t, v.ISCSI.IQN, iqn) },
 		},
 	})
 }

@@ -2,7 +2,6 @@ package contract
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -312,38 +311,5 @@ func TestKeysTable(t *testing.T) {
 	ks[len(ks)-1].Backends[0] = "x"
 	if reflect.DeepEqual(ks, Keys()) {
 		t.Error("Keys shares its slices with the table")
-	}
-}
-
-func TestVolumeAttrsHoldNoSecrets(t *testing.T) {
-	vol, err := Parse(Request{VolumeID: "v", VolumeContext: map[string]string{"source": `\\srv\share\dir`},
-		Secrets: map[string]string{"username": "alice", "password": "pw-DO-NOT-LEAK"}}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := vol.Attrs()
-	if a["unc"] != `\\srv\share\dir` || a["user"] != "alice" {
-		t.Fatalf("smb attrs = %v", a)
-	}
-	for k, v := range a {
-		if strings.Contains(v, "pw-DO-NOT-LEAK") {
-			t.Fatalf("attr %s leaks the password", k)
-		}
-	}
-	vol, err = Parse(Request{VolumeID: "v", VolumeContext: map[string]string{
-		"targetPortal": "10.0.0.1", "portals": "10.0.0.2:3261", "iqn": "iqn.2001-04.com.example:t", "lun": "3",
-		"sessionCHAPAuth": "true"},
-		Secrets: map[string]string{"node.session.auth.username": "u", "node.session.auth.password": "chap-secret-123"}}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a = vol.Attrs()
-	if a["portals"] != "10.0.0.1:3260,10.0.0.2:3261" || a["lun"] != "3" || a["multipath"] != "true" {
-		t.Fatalf("iscsi attrs = %v", a)
-	}
-	for k, v := range a {
-		if strings.Contains(v, "chap-secret") {
-			t.Fatalf("attr %s leaks the CHAP secret", k)
-		}
 	}
 }

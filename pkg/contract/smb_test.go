@@ -196,7 +196,7 @@ func TestSMBSpecPaths(t *testing.T) {
 	if got, want := v.SMB.UNC(), `\\Srv\Share\a\b`; got != want {
 		t.Errorf("UNC %q, want %q", got, want)
 	}
-	if got, want := v.ResourceKey(), `smb:\\srv\share`; got != want {
-		t.Errorf("ResourceKey %q, want %q", got, want)
+	if got, want := v.SMB.MappingPath(), `\\srv\share`; got != want {
+		t.Errorf("MappingPath %q, want %q", got, want)
 	}
 }

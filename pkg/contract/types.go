@@ -1,8 +1,6 @@
 package contract
 
 import (
-	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -41,23 +39,6 @@ type Volume struct {
 	// Ignored lists the keys of volume_context and publish_context that
 	// the contract does not know (sorted), so the caller can log them.
 	Ignored []string
-}
-
-// ResourceKey identifies the host resource the volume shares with other
-// volumes: the SMB share root or the iSCSI target. It is empty for disks,
-// which are never shared between volumes.
-func (v Volume) ResourceKey() string {
-	switch v.Kind {
-	case KindSMB:
-		if v.SMB != nil {
-			return "smb:" + v.SMB.MappingPath()
-		}
-	case KindISCSI:
-		if v.ISCSI != nil {
-			return "iscsi:" + v.ISCSI.IQN
-		}
-	}
-	return ""
 }
 
 // FileSystem says how to format a blank volume.
@@ -167,48 +148,3 @@ type Error struct {
 func (e *Error) Error() string { return "parameter " + quote(e.Key) + ": " + e.Reason }
 
 func quote(s string) string { return `"` + s + `"` }
-
-// Attrs returns the non-secret facts about the volume that the node records
-// in its stage journal, so that unstage can release shared resources after a
-// restart: for SMB the UNC path and user name, for iSCSI the portals, LUN and
-// multipath setting. It never contains a password or CHAP secret.
-func (v Volume) Attrs() map[string]string {
-	switch {
-	case v.Kind == KindDisk && v.Disk != nil:
-		b, err := json.Marshal(v.Disk.Selector)
-		if err != nil { // cannot happen: plain strings, ints and pointers
-			return nil
-		}
-		return map[string]string{AttrDiskSelector: string(b)}
-	case v.Kind == KindSMB && v.SMB != nil:
-		a := map[string]string{"unc": v.SMB.UNC()}
-		if v.SMB.Credential.User != "" {
-			a["user"] = v.SMB.Credential.User
-		}
-		return a
-	case v.Kind == KindISCSI && v.ISCSI != nil:
-		ps := make([]string, len(v.ISCSI.Portals))
-		for i, p := range v.ISCSI.Portals {
-			ps[i] = p.String()
-		}
-		return map[string]string{
-			"portals":   strings.Join(ps, ","),
-			"lun":       strconv.FormatUint(uint64(v.ISCSI.LUN), 10),
-			"multipath": strconv.FormatBool(v.ISCSI.Multipath),
-		}
-	}
-	return nil
-}
-
-// AttrDiskSelector is the Attrs key holding a disk volume's selector.
-const AttrDiskSelector = "diskSelector"
-
-// DecodeDiskSelector reads the selector Attrs recorded.
-func DecodeDiskSelector(attrs map[string]string) (DiskSelector, bool) {
-	var sel DiskSelector
-	s, ok := attrs[AttrDiskSelector]
-	if !ok || json.Unmarshal([]byte(s), &sel) != nil || sel.IsZero() {
-		return DiskSelector{}, false
-	}
-	return sel, true
-}

@@ -111,18 +111,3 @@ func Detached(ctx context.Context, fn func(context.Context) error) error {
 		return fmt.Errorf("host call still running: %w", ctx.Err())
 	}
 }
-
-type volumeKey struct{}
-
-// WithVolume annotates ctx with the volume ID the host calls are made for.
-// Hosts may use it for logging; the simulated host uses it to auto-attach a
-// blank disk for a volume it has not seen.
-func WithVolume(ctx context.Context, volumeID string) context.Context {
-	return context.WithValue(ctx, volumeKey{}, volumeID)
-}
-
-// VolumeFrom returns the volume ID set by WithVolume, or "".
-func VolumeFrom(ctx context.Context) string {
-	v, _ := ctx.Value(volumeKey{}).(string)
-	return v
-}

@@ -138,26 +138,6 @@ func TestDetachedReturnsResult(t *testing.T) {
 	}
 }
 
-func TestUnimplementedHost(t *testing.T) {
-	h := Unimplemented()
-	ctx := context.Background()
-	errs := []error{}
-	_, err := h.Disks.List(ctx)
-	errs = append(errs, err)
-	_, err = h.Volumes.FreeSpace(ctx, "x")
-	errs = append(errs, err)
-	_, err = h.Files.Stat(ctx, "x")
-	errs = append(errs, err)
-	errs = append(errs, h.SMB.Map(ctx, `\\s\x`, Credential{}, true))
-	_, err = h.ISCSI.Connect(ctx, ConnectRequest{})
-	errs = append(errs, err)
-	for i, err := range errs {
-		if !errors.Is(err, ErrNotImplemented) {
-			t.Errorf("call %d: err = %v, want ErrNotImplemented", i, err)
-		}
-	}
-}
-
 func TestSecretDigest(t *testing.T) {
 	a, b := NewSecret("chap-secret-1"), NewSecret("chap-secret-2")
 	salt := []byte("salt")

@@ -11,13 +11,27 @@
 // a crash can leave a stale entry (harmless, it fails the host check) but
 // never hide a user (which could tear down a mapping still in use).
 //
+// An entry holds the volume's staging path and capability, and its
+// backend's record (backend.Record): the key of the host resource it shares
+// with other volumes (ResourceKey) and the backend's own fields (Attrs),
+// which only that backend's package encodes and decodes. The journal keeps
+// entries in memory, indexed by volume ID, resource key and backend, so
+// that ByResource costs the entries of one resource and reads never wait
+// for a write. The backends see the journal through backend.Store.
+//
 // Each entry is one small JSON file written atomically (temporary file,
-// fsync, rename, directory fsync). No secret is ever stored.
+// fsync, rename, directory fsync); its format is kept across versions
+// (Entry). No secret is ever stored.
 //
 // Next to the entries, the journal keeps notes (notes.go): small, non-secret
 // facts about shared host resources that the host itself cannot tell, such
 // as the user name an SMB global mapping was made with
 // (MSFT_SmbGlobalMapping has no such property). Each note is one JSON file
-// under <dir>/notes, written the same atomic way. Keys and values are
-// free-form strings; never store a secret in either.
+// under <dir>/notes, written the same atomic way. Each backend names its
+// notes with a prefix of its own ("smb-mapping:", "iscsi/",
+// "disk/partitioning/") and owns their values; never store a secret in
+// either.
+//
+// OpenReadOnly reads a journal without changing anything, for tools that
+// inspect a node while the plugin runs.
 package journal

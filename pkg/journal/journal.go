@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -17,35 +18,53 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/inflight"
 )
 
-// Entry is what the journal keeps about one staged volume.
+// Entry is what the journal keeps about one staged volume. Its JSON form is
+// the entry file's format; the fields and their names are kept across
+// versions so that a DaemonSet upgrade (which keeps the state directory)
+// and a rollback both read what the other wrote (journal_test.go holds
+// entry files of the previous version).
 type Entry struct {
 	VolumeID    string `json:"volumeID"`
 	StagingPath string `json:"stagingPath"`
 	Backend     string `json:"backend"`
-	// ResourceKey names the host resource shared with other volumes
-	// (contract.Volume.ResourceKey); empty for disks.
+	// ResourceKey names the host resource the volume shares with other
+	// volumes (an SMB share, an iSCSI target); empty when it shares none.
+	// The backend's record chooses it (backend.Record.Resource); the
+	// journal indexes entries by it (ByResource).
 	ResourceKey string `json:"resourceKey,omitempty"`
 	// FsType and AccessMode are the capability the volume was staged
 	// with, compared on a repeated NodeStageVolume.
 	FsType     string `json:"fsType,omitempty"`
 	AccessMode string `json:"accessMode,omitempty"`
-	// Attrs holds backend-specific, non-secret facts (for example the
-	// portals of an iSCSI volume).
+	// Attrs is the backend's record of the volume in the backend's own
+	// encoding (backend.Record): non-secret facts such as the selector of
+	// a disk or the portals of an iSCSI volume. Only the backend's package
+	// writes or reads its keys; the journal stores them as given.
 	Attrs map[string]string `json:"attrs,omitempty"`
 	// Staged is false while NodeStageVolume is in progress (or crashed),
 	// true once it completed.
 	Staged bool `json:"staged"`
 }
 
-// Journal is a directory of entries with an in-memory copy.
-type Journal struct {
-	dir   string
-	files *inflight.KeyMutex // one writer per file
-	mu    sync.RWMutex       // guards the in-memory copies only
-	m     map[string]Entry
+// ErrReadOnly is returned by the writes of a journal opened with
+// OpenReadOnly.
+var ErrReadOnly = errors.New("the journal is open read-only")
 
-	notes      map[string]string // key -> value (notes.go)
-	notesReady bool              // <dir>/notes exists
+// Journal is a directory of entries and notes with an in-memory copy,
+// indexed by volume ID, by resource key and by backend. Reads are served
+// from memory and never block on a write; writes of different entries (and
+// notes) run in parallel.
+type Journal struct {
+	dir      string
+	readOnly bool
+	files    *inflight.KeyMutex // one writer per file
+
+	mu         sync.RWMutex // guards everything below (the in-memory copies)
+	m          map[string]Entry
+	byResource map[string]map[string]struct{} // resource key -> volume IDs
+	byBackend  map[string]map[string]struct{} // backend -> volume IDs
+	notes      map[string]string              // key -> value (notes.go)
+	notesReady bool                           // <dir>/notes exists
 }
 
 // Open loads the journal in dir, creating dir if needed. Leftover temporary
@@ -55,45 +74,86 @@ func Open(dir string) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create journal directory %s: %w", dir, err)
 	}
+	return load(dir, false)
+}
+
+// OpenReadOnly loads the journal in dir without changing anything there, so
+// that a tool can read it while the plugin runs: leftover temporary files
+// are left alone (they may be a write in progress), an entry or note that
+// disappears while the directory is read was deleted by the plugin and is
+// skipped, and every write fails with ErrReadOnly. A missing dir is an
+// error wrapping os.ErrNotExist. What it returns is a snapshot: it does not
+// see later writes of the plugin.
+func OpenReadOnly(dir string) (*Journal, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("journal directory %s: %w", dir, err)
+	}
+	return load(dir, true)
+}
+
+func load(dir string, readOnly bool) (*Journal, error) {
+	j := &Journal{dir: dir, readOnly: readOnly, files: inflight.NewKeyMutex(), m: make(map[string]Entry),
+		byResource: make(map[string]map[string]struct{}), byBackend: make(map[string]map[string]struct{})}
+	var err error
+	if j.notes, j.notesReady, err = loadNotes(dir, readOnly); err != nil {
+		return nil, err
+	}
+	err = loadFiles(dir, readOnly, func(p, name string, b []byte) error {
+		var e Entry
+		if err := json.Unmarshal(b, &e); err != nil {
+			return fmt.Errorf("decode journal entry %s: %w", p, err)
+		}
+		if e.VolumeID == "" || fileName(e.VolumeID) != name {
+			return fmt.Errorf("journal entry %s does not match its volume ID", p)
+		}
+		j.index(e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// loadFiles calls use for every *.json file of dir, removing leftover
+// temporary files (unless readOnly).
+func loadFiles(dir string, readOnly bool, use func(path, name string, data []byte) error) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("read journal directory %s: %w", dir, err)
-	}
-	j := &Journal{dir: dir, files: inflight.NewKeyMutex(), m: make(map[string]Entry)}
-	if j.notes, j.notesReady, err = loadNotes(dir); err != nil {
-		return nil, err
+		return fmt.Errorf("read journal directory %s: %w", dir, err)
 	}
 	for _, de := range ents {
 		name := de.Name()
 		p := filepath.Join(dir, name)
 		switch {
 		case strings.HasSuffix(name, ".tmp"):
+			if readOnly {
+				continue
+			}
 			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("remove leftover %s: %w", p, err)
+				return fmt.Errorf("remove leftover %s: %w", p, err)
 			}
 		case strings.HasSuffix(name, ".json"):
 			b, err := os.ReadFile(p)
+			if readOnly && errors.Is(err, os.ErrNotExist) {
+				continue // deleted by the plugin since the listing
+			}
 			if err != nil {
-				return nil, fmt.Errorf("read journal entry %s: %w", p, err)
+				return fmt.Errorf("read journal file %s: %w", p, err)
 			}
-			var e Entry
-			if err := json.Unmarshal(b, &e); err != nil {
-				return nil, fmt.Errorf("decode journal entry %s: %w", p, err)
+			if err := use(p, name, b); err != nil {
+				return err
 			}
-			if e.VolumeID == "" || fileName(e.VolumeID) != name {
-				return nil, fmt.Errorf("journal entry %s does not match its volume ID", p)
-			}
-			j.m[e.VolumeID] = e
 		}
 	}
-	return j, nil
+	return nil
 }
 
 // Dir returns the journal's directory.
 func (j *Journal) Dir() string { return j.dir }
 
 // Get returns the entry of volumeID.
-func (j *Journal) Get(volumeID string) (Entry, bool) {
+func (j *Journal) Get(_ context.Context, volumeID string) (Entry, bool) {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	e, ok := j.m[volumeID]
@@ -101,30 +161,56 @@ func (j *Journal) Get(volumeID string) (Entry, bool) {
 }
 
 // List returns every entry, ordered by volume ID.
-func (j *Journal) List() []Entry {
+func (j *Journal) List(_ context.Context) []Entry {
 	j.mu.RLock()
-	out := make([]Entry, 0, len(j.m))
-	for _, e := range j.m {
-		out = append(out, e.clone())
+	defer j.mu.RUnlock()
+	return j.collect(slices.Collect(maps.Keys(j.m)))
+}
+
+// ByResource returns the entries whose ResourceKey is key, ordered by
+// volume ID: every volume that uses the shared resource or is being staged
+// on it (intents, Staged false, included). An empty key matches nothing.
+// It costs the entries it returns, not the size of the journal.
+func (j *Journal) ByResource(_ context.Context, key string) ([]Entry, error) {
+	if key == "" {
+		return nil, nil
 	}
-	j.mu.RUnlock()
-	sort.Slice(out, func(a, b int) bool { return out[a].VolumeID < out[b].VolumeID })
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	return j.collect(slices.Collect(maps.Keys(j.byResource[key]))), nil
+}
+
+// ByBackend returns the entries of one backend, ordered by volume ID,
+// intents included.
+func (j *Journal) ByBackend(_ context.Context, backend string) ([]Entry, error) {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	return j.collect(slices.Collect(maps.Keys(j.byBackend[backend]))), nil
+}
+
+// collect returns copies of the entries of ids, sorted. The caller holds
+// j.mu.
+func (j *Journal) collect(ids []string) []Entry {
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	out := make([]Entry, len(ids))
+	for i, id := range ids {
+		out[i] = j.m[id].clone()
+	}
 	return out
 }
 
-// WithResource returns the entries sharing resourceKey, ordered by volume ID.
-func (j *Journal) WithResource(resourceKey string) []Entry {
-	var out []Entry
-	for _, e := range j.List() {
-		if e.ResourceKey == resourceKey && resourceKey != "" {
-			out = append(out, e)
-		}
+// Put writes e durably, replacing any entry of the same volume. ctx bounds
+// the wait for another writer of the same entry; once its turn has come, the
+// write (a small local file) is done even if ctx ends meanwhile, and a write
+// whose ctx has already ended is still made: what it records happened on
+// the host, and dropping it could hide a user of a shared resource.
+func (j *Journal) Put(ctx context.Context, e Entry) error {
+	if j.readOnly {
+		return fmt.Errorf("write journal entry of volume %q: %w", e.VolumeID, ErrReadOnly)
 	}
-	return out
-}
-
-// Put writes e durably, replacing any entry of the same volume.
-func (j *Journal) Put(e Entry) error {
 	if e.VolumeID == "" {
 		return errors.New("journal entry without volume ID")
 	}
@@ -136,26 +222,31 @@ func (j *Journal) Put(e Entry) error {
 	// fsyncs of different volumes run in parallel (a stage writes twice,
 	// and one lock for all made concurrent stages queue behind each
 	// other's disk flushes).
-	unlock := j.lockFile(fileName(e.VolumeID))
+	unlock, err := j.lockFile(ctx, fileName(e.VolumeID))
+	if err != nil {
+		return fmt.Errorf("write journal entry of volume %q: %w", e.VolumeID, err)
+	}
 	defer unlock()
 	if err := durable.WriteFile(j.dir, fileName(e.VolumeID), b); err != nil {
 		return fmt.Errorf("write journal entry of volume %q: %w", e.VolumeID, err)
 	}
 	j.mu.Lock()
-	j.m[e.VolumeID] = e.clone()
+	j.unindex(e.VolumeID)
+	j.index(e.clone())
 	j.mu.Unlock()
 	return nil
 }
 
-// lockFile serialises the writers of one file of the journal.
-func (j *Journal) lockFile(name string) func() {
-	unlock, _ := j.files.Lock(context.Background(), name) // never fails without a deadline
-	return unlock
-}
-
-// Delete removes the entry of volumeID durably; a missing entry is not an error.
-func (j *Journal) Delete(volumeID string) error {
-	unlock := j.lockFile(fileName(volumeID))
+// Delete removes the entry of volumeID durably; a missing entry is not an
+// error. ctx is honoured as by Put.
+func (j *Journal) Delete(ctx context.Context, volumeID string) error {
+	if j.readOnly {
+		return fmt.Errorf("remove journal entry of volume %q: %w", volumeID, ErrReadOnly)
+	}
+	unlock, err := j.lockFile(ctx, fileName(volumeID))
+	if err != nil {
+		return fmt.Errorf("remove journal entry of volume %q: %w", volumeID, err)
+	}
 	defer unlock()
 	p := filepath.Join(j.dir, fileName(volumeID))
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -164,7 +255,7 @@ func (j *Journal) Delete(volumeID string) error {
 	// The file is gone: the in-memory copy follows even if the directory
 	// sync fails, so the two never disagree.
 	j.mu.Lock()
-	delete(j.m, volumeID)
+	j.unindex(volumeID)
 	j.mu.Unlock()
 	if err := durable.SyncDir(j.dir); err != nil {
 		return fmt.Errorf("sync journal directory: %w", err)
@@ -172,14 +263,54 @@ func (j *Journal) Delete(volumeID string) error {
 	return nil
 }
 
-func (e Entry) clone() Entry {
-	if e.Attrs != nil {
-		a := make(map[string]string, len(e.Attrs))
-		for k, v := range e.Attrs {
-			a[k] = v
+// index adds e to the in-memory copy. The caller holds j.mu (or owns j).
+func (j *Journal) index(e Entry) {
+	j.m[e.VolumeID] = e
+	add := func(idx map[string]map[string]struct{}, k string) {
+		if idx[k] == nil {
+			idx[k] = make(map[string]struct{})
 		}
-		e.Attrs = a
+		idx[k][e.VolumeID] = struct{}{}
 	}
+	if e.ResourceKey != "" {
+		add(j.byResource, e.ResourceKey)
+	}
+	add(j.byBackend, e.Backend)
+}
+
+// unindex drops the entry of volumeID from the in-memory copy. The caller
+// holds j.mu.
+func (j *Journal) unindex(volumeID string) {
+	e, ok := j.m[volumeID]
+	if !ok {
+		return
+	}
+	drop := func(idx map[string]map[string]struct{}, k string) {
+		delete(idx[k], volumeID)
+		if len(idx[k]) == 0 {
+			delete(idx, k)
+		}
+	}
+	drop(j.byResource, e.ResourceKey)
+	drop(j.byBackend, e.Backend)
+	delete(j.m, volumeID)
+}
+
+// lockFile serialises the writers of one file of the journal. A live ctx
+// bounds the wait; an ended one does not stop the write (see Put).
+func (j *Journal) lockFile(ctx context.Context, name string) (func(), error) {
+	if ctx.Err() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	unlock, err := j.files.Lock(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("wait for another write of the same journal file: %w", err)
+	}
+	return unlock, nil
+}
+
+func (e Entry) clone() Entry {
+	e.Attrs = maps.Clone(e.Attrs)
 	return e
 }
 

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,16 +21,35 @@ type note struct {
 	Value string `json:"value"`
 }
 
-// GetNote returns the note stored under key.
-func (j *Journal) GetNote(key string) (string, bool) {
+// Note returns the note stored under key.
+func (j *Journal) Note(_ context.Context, key string) (string, bool, error) {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	v, ok := j.notes[key]
-	return v, ok
+	return v, ok, nil
 }
 
-// PutNote stores value under key durably, replacing any earlier note.
-func (j *Journal) PutNote(key, value string) error {
+// Notes returns every note whose key starts with prefix, by key: what a
+// backend recorded about the shared resources it made (for example the
+// SMB global mappings), for the tools that look for resources nothing uses.
+func (j *Journal) Notes(_ context.Context, prefix string) (map[string]string, error) {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	out := map[string]string{}
+	for k, v := range j.notes {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// PutNote stores value under key durably, replacing any earlier note. ctx
+// is honoured as by Put.
+func (j *Journal) PutNote(ctx context.Context, key, value string) error {
+	if j.readOnly {
+		return fmt.Errorf("write journal note %q: %w", key, ErrReadOnly)
+	}
 	if key == "" {
 		return errors.New("journal note without key")
 	}
@@ -41,27 +61,33 @@ func (j *Journal) PutNote(key, value string) error {
 	if err := j.ensureNotesDir(dir); err != nil {
 		return err
 	}
-	unlock := j.lockFile(notesDir + "/" + fileName(key))
+	unlock, err := j.lockFile(ctx, notesDir+"/"+fileName(key))
+	if err != nil {
+		return fmt.Errorf("write journal note %q: %w", key, err)
+	}
 	defer unlock()
 	if err := durable.WriteFile(dir, fileName(key), b); err != nil {
 		return fmt.Errorf("write journal note %q: %w", key, err)
 	}
 	j.mu.Lock()
-	if j.notes == nil {
-		j.notes = make(map[string]string)
-	}
 	j.notes[key] = value
 	j.mu.Unlock()
 	return nil
 }
 
 // DeleteNote removes the note under key durably; a missing note is not an
-// error.
-func (j *Journal) DeleteNote(key string) error {
-	unlock := j.lockFile(notesDir + "/" + fileName(key))
+// error. ctx is honoured as by Put.
+func (j *Journal) DeleteNote(ctx context.Context, key string) error {
+	if j.readOnly {
+		return fmt.Errorf("remove journal note %q: %w", key, ErrReadOnly)
+	}
+	unlock, err := j.lockFile(ctx, notesDir+"/"+fileName(key))
+	if err != nil {
+		return fmt.Errorf("remove journal note %q: %w", key, err)
+	}
 	defer unlock()
 	dir := filepath.Join(j.dir, notesDir)
-	err := os.Remove(filepath.Join(dir, fileName(key)))
+	err = os.Remove(filepath.Join(dir, fileName(key)))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove journal note %q: %w", key, err)
 	}
@@ -78,7 +104,7 @@ func (j *Journal) DeleteNote(key string) error {
 }
 
 // ensureNotesDir creates the notes directory on first use and makes its
-// creation durable. The caller holds j.mu.
+// creation durable.
 func (j *Journal) ensureNotesDir(dir string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -96,40 +122,27 @@ func (j *Journal) ensureNotesDir(dir string) error {
 }
 
 // loadNotes reads <dir>/notes when it exists. Leftover temporary files from
-// a crash are removed; an unreadable note fails, like an unreadable entry,
-// rather than being silently dropped.
-func loadNotes(dir string) (map[string]string, bool, error) {
+// a crash are removed (unless readOnly); an unreadable note fails, like an
+// unreadable entry, rather than being silently dropped.
+func loadNotes(dir string, readOnly bool) (map[string]string, bool, error) {
 	nd := filepath.Join(dir, notesDir)
-	ents, err := os.ReadDir(nd)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(nd); errors.Is(err, os.ErrNotExist) {
 		return map[string]string{}, false, nil
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read journal notes directory %s: %w", nd, err)
-	}
-	notes := make(map[string]string, len(ents))
-	for _, de := range ents {
-		name := de.Name()
-		p := filepath.Join(nd, name)
-		switch {
-		case strings.HasSuffix(name, ".tmp"):
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, false, fmt.Errorf("remove leftover %s: %w", p, err)
-			}
-		case strings.HasSuffix(name, ".json"):
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return nil, false, fmt.Errorf("read journal note %s: %w", p, err)
-			}
-			var n note
-			if err := json.Unmarshal(b, &n); err != nil {
-				return nil, false, fmt.Errorf("decode journal note %s: %w", p, err)
-			}
-			if n.Key == "" || fileName(n.Key) != name {
-				return nil, false, fmt.Errorf("journal note %s does not match its key", p)
-			}
-			notes[n.Key] = n.Value
+	notes := map[string]string{}
+	err := loadFiles(nd, readOnly, func(p, name string, b []byte) error {
+		var n note
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("decode journal note %s: %w", p, err)
 		}
+		if n.Key == "" || fileName(n.Key) != name {
+			return fmt.Errorf("journal note %s does not match its key", p)
+		}
+		notes[n.Key] = n.Value
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
 	}
 	return notes, true, nil
 }

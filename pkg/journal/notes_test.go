@@ -13,7 +13,7 @@ func TestNotesSurviveReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := j.GetNote("k"); ok {
+	if _, ok, _ := j.Note(ctx, "k"); ok {
 		t.Fatal("note present in a new journal")
 	}
 	steps := []struct {
@@ -21,15 +21,15 @@ func TestNotesSurviveReopen(t *testing.T) {
 		do   func(*Journal) error
 		want map[string]string // every note there should be
 	}{
-		{"put", func(j *Journal) error { return j.PutNote(`smb-mapping:\\srv\data`, `CORP\alice`) },
+		{"put", func(j *Journal) error { return j.PutNote(ctx, `smb-mapping:\\srv\data`, `CORP\alice`) },
 			map[string]string{`smb-mapping:\\srv\data`: `CORP\alice`}},
-		{"put empty value", func(j *Journal) error { return j.PutNote(`smb-mapping:\\srv\anon`, "") },
+		{"put empty value", func(j *Journal) error { return j.PutNote(ctx, `smb-mapping:\\srv\anon`, "") },
 			map[string]string{`smb-mapping:\\srv\data`: `CORP\alice`, `smb-mapping:\\srv\anon`: ""}},
-		{"replace", func(j *Journal) error { return j.PutNote(`smb-mapping:\\srv\data`, "bob") },
+		{"replace", func(j *Journal) error { return j.PutNote(ctx, `smb-mapping:\\srv\data`, "bob") },
 			map[string]string{`smb-mapping:\\srv\data`: "bob", `smb-mapping:\\srv\anon`: ""}},
-		{"delete", func(j *Journal) error { return j.DeleteNote(`smb-mapping:\\srv\anon`) },
+		{"delete", func(j *Journal) error { return j.DeleteNote(ctx, `smb-mapping:\\srv\anon`) },
 			map[string]string{`smb-mapping:\\srv\data`: "bob"}},
-		{"delete missing", func(j *Journal) error { return j.DeleteNote("never") },
+		{"delete missing", func(j *Journal) error { return j.DeleteNote(ctx, "never") },
 			map[string]string{`smb-mapping:\\srv\data`: "bob"}},
 	}
 	for _, st := range steps {
@@ -43,8 +43,8 @@ func TestNotesSurviveReopen(t *testing.T) {
 			}
 			for _, jj := range []*Journal{j, reopened} {
 				for k, v := range st.want {
-					if got, ok := jj.GetNote(k); !ok || got != v {
-						t.Errorf("GetNote(%q) = %q, %v; want %q", k, got, ok, v)
+					if got, ok, _ := jj.Note(ctx, k); !ok || got != v {
+						t.Errorf("Note(%q) = %q, %v; want %q", k, got, ok, v)
 					}
 				}
 				if n := len(jj.notes); n != len(st.want) {
@@ -62,21 +62,21 @@ func TestNotesDoNotDisturbEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Put(Entry{VolumeID: "v1", Backend: "smb", ResourceKey: `smb:\\srv\data`}); err != nil {
+	if err := j.Put(ctx, Entry{VolumeID: "v1", Backend: "smb", ResourceKey: `smb:\\srv\data`}); err != nil {
 		t.Fatal(err)
 	}
 	// A note whose key equals a volume ID must not be read as an entry.
-	if err := j.PutNote("v1", "x"); err != nil {
+	if err := j.PutNote(ctx, "v1", "x"); err != nil {
 		t.Fatal(err)
 	}
 	j2, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := j2.List(); len(got) != 1 || got[0].VolumeID != "v1" || got[0].Backend != "smb" {
+	if got := j2.List(ctx); len(got) != 1 || got[0].VolumeID != "v1" || got[0].Backend != "smb" {
 		t.Fatalf("entries after reopen = %+v", got)
 	}
-	if v, ok := j2.GetNote("v1"); !ok || v != "x" {
+	if v, ok, _ := j2.Note(ctx, "v1"); !ok || v != "x" {
 		t.Fatalf("note after reopen = %q, %v", v, ok)
 	}
 }
@@ -126,7 +126,27 @@ func TestPutNoteRejectsEmptyKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.PutNote("", "v"); err == nil {
+	if err := j.PutNote(ctx, "", "v"); err == nil {
 		t.Fatal("empty key accepted")
+	}
+}
+
+func TestNotesByPrefix(t *testing.T) {
+	j, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{`smb-mapping:\\a\x`: "alice", `smb-mapping:\\b\y`: "", "iscsi/initiator-chap-secret": "{}"} {
+		if err := j.PutNote(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := j.Notes(ctx, "smb-mapping:")
+	if err != nil || len(got) != 2 || got[`smb-mapping:\\a\x`] != "alice" {
+		t.Fatalf("Notes(smb-mapping:) = %v, %v", got, err)
+	}
+	got["x"] = "y"
+	if again, _ := j.Notes(ctx, ""); len(again) != 3 {
+		t.Fatalf("Notes(\"\") = %v; the caller's changes must not reach the journal", again)
 	}
 }

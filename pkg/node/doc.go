@@ -6,6 +6,14 @@
 // idempotent, dispatches to the backend the parameter contract names, and
 // turns host errors into gRPC codes in one place (errors.go).
 //
-// What does not belong here: host calls beyond what pkg/backend offers,
-// knowledge of WMI or Win32, build tags.
+// The node service makes no host call itself: the backends do the host
+// work of a volume, and backend.Publisher what every backend shares
+// (publishing, and what is at a request's paths). It only tracks the end of
+// the host calls made under a volume's lock (host.Track), to hold the lock
+// until they have really ended. It keeps each volume's journal entry, with
+// the record its backend gives (Backend.Record), from the start of the
+// stage until the unstage has finished.
+//
+// What does not belong here: host calls, knowledge of WMI or Win32, build
+// tags, how the services and backends are wired (pkg/plugin).
 package node

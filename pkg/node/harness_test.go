@@ -3,7 +3,7 @@
 // Linux only: these tests run the node service on the simulated host,
 // which runs only on Linux (POSIX paths; pkg/host/sim doc.go).
 
-package node
+package node_test
 
 import (
 	"context"
@@ -17,17 +17,20 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
-	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
-	"github.com/wincsi/csi-windows-node/pkg/journal"
+	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
-// env is a node service on a simulated host, with a kubelet directory.
+// env is the plugin on a simulated host, with a kubelet directory, built
+// by plugin.New as the binary builds it, with the disk backend's waits
+// shortened.
 type env struct {
 	t       *testing.T
-	srv     *Server
+	p       *plugin.Plugin
+	srv     *node.Server
 	sim     *sim.Sim
 	kubelet string
 	simDir  string
@@ -55,29 +58,22 @@ func (e *env) start() {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	jr, err := journal.Open(e.jdir)
+	p, err := plugin.New(plugin.Options{
+		DriverName:           "drv",
+		NodeID:               "node-1",
+		MaxVolumesPerNode:    16,
+		Topology:             map[string]string{"topology.kubernetes.io/zone": "z1"},
+		KubeletDir:           e.kubelet,
+		PathStyle:            winpath.POSIX,
+		StateDir:             e.jdir,
+		Contract:             contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true},
+		OfflineDiskOnUnstage: true,
+		Backoff:              backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Bound: 200 * time.Millisecond},
+	}, plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume})
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := winpath.NewRoot(e.kubelet, winpath.POSIX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := s.Host()
-	fast := backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Bound: 200 * time.Millisecond}
-	e.sim = s
-	e.srv = New(Config{
-		NodeID:     "node-1",
-		MaxVolumes: 16,
-		Topology:   map[string]string{"topology.kubernetes.io/zone": "z1"},
-		Root:       root,
-		Host:       h,
-		Journal:    jr,
-		Contract:   contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true},
-		Backends: map[contract.Kind]Backend{
-			contract.KindDisk: disk.New(h, disk.Options{OfflineOnUnstage: true, Backoff: fast, Notes: jr}),
-		},
-	})
+	e.sim, e.p, e.srv = s, p, p.Node
 }
 
 // restart closes the sim and starts everything again on the same directories.

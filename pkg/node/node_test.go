@@ -3,7 +3,7 @@
 // Linux only: these tests run the node service on the simulated host,
 // which runs only on Linux (POSIX paths; pkg/host/sim doc.go).
 
-package node
+package node_test
 
 import (
 	"context"

@@ -29,7 +29,7 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if req.GetStagingTargetPath() == "" {
 		return nil, invalid("staging_target_path is required: this plugin stages volumes (STAGE_UNSTAGE_VOLUME)")
 	}
-	staging, err := s.resolveStagingForPublish(req.GetVolumeId(), req.GetStagingTargetPath())
+	staging, err := s.resolveStagingForPublish(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 // staging: the journal must know it there, or, when the journal has no
 // record, the host must show a stage at the path.
 func (s *Server) checkStaged(ctx context.Context, volumeID, staging string) error {
-	if e, ok := s.cfg.Journal.Get(volumeID); ok {
+	if e, ok := s.cfg.Journal.Get(ctx, volumeID); ok {
 		if !samePath(e.StagingPath, staging) {
 			return status.Errorf(codes.FailedPrecondition, "volume %q is staged at %s, not at %s", volumeID, e.StagingPath, staging)
 		}
@@ -144,7 +144,7 @@ func (s *Server) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	// When the volume is known, only a link to its own staging path is
 	// removed: a link belonging to another volume stays (FailedPrecondition).
 	var staging string
-	if e, ok := s.cfg.Journal.Get(volumeID); ok {
+	if e, ok := s.cfg.Journal.Get(ctx, volumeID); ok {
 		staging = e.StagingPath
 	}
 	if err := s.publisher.Unpublish(ctx, target, staging); err != nil {
@@ -168,7 +168,7 @@ func (s *Server) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 // checked for escaping links when the volume was staged, and the check is
 // not repeated on this hot path (kubelet publishes every pod's volumes);
 // any other path gets the full check.
-func (s *Server) resolveStagingForPublish(volumeID, p string) (string, error) {
+func (s *Server) resolveStagingForPublish(ctx context.Context, volumeID, p string) (string, error) {
 	if p == "" {
 		return "", invalid("staging_target_path is required")
 	}
@@ -176,7 +176,7 @@ func (s *Server) resolveStagingForPublish(volumeID, p string) (string, error) {
 	if err != nil {
 		return "", invalid("staging_target_path: %v", err)
 	}
-	if e, ok := s.cfg.Journal.Get(volumeID); ok && e.Staged && e.StagingPath == r {
+	if e, ok := s.cfg.Journal.Get(ctx, volumeID); ok && e.Staged && e.StagingPath == r {
 		return r, nil
 	}
 	if err := s.cfg.Root.CheckLinks(r, s.fs); err != nil {

@@ -3,9 +3,10 @@
 // Linux only: these tests run the node service on the simulated host,
 // which runs only on Linux (POSIX paths; pkg/host/sim doc.go).
 
-package node
+package node_test
 
 import (
+	"context"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -33,7 +34,7 @@ func TestUnstageRetryTakesDiskOffline(t *testing.T) {
 	if offline := diskOffline(t, e, "vol-r"); !offline {
 		t.Fatal("disk still online after the retried unstage")
 	}
-	if _, ok := e.srv.cfg.Journal.Get("vol-r"); ok {
+	if _, ok := e.p.Journal.Get(context.Background(), "vol-r"); ok {
 		t.Fatal("journal entry left after the retried unstage")
 	}
 }

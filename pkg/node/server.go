@@ -18,6 +18,11 @@ import (
 
 // Backend is what the node service needs from a volume backend.
 type Backend interface {
+	// Record returns the backend's record of a volume, which the node
+	// keeps in the volume's journal entry from the start of its stage.
+	Record(vol contract.Volume) (backend.Record, error)
+	// DecodeRecord reads back the record of an entry of this backend.
+	DecodeRecord(e journal.Entry) (backend.Record, error)
 	Stage(ctx context.Context, r backend.StageRequest) error
 	Unstage(ctx context.Context, r backend.UnstageRequest) error
 	Expand(ctx context.Context, r backend.ExpandRequest) (int64, error)
@@ -36,10 +41,16 @@ type Config struct {
 	// winpath.DefaultFS.
 	FS winpath.FS
 
-	Host     host.Host
-	Backends map[contract.Kind]Backend
-	Journal  *journal.Journal
-	Contract contract.Options
+	// Publisher does the host work every backend shares: publishing,
+	// and looking at what is at a request's paths.
+	Publisher *backend.Publisher
+	// ForVolume, when set, annotates the context of the host calls made
+	// for one volume. The plugin's wiring sets it for hosts that need to
+	// know the volume (the simulated host's auto-attach, sim.WithVolume).
+	ForVolume func(ctx context.Context, volumeID string) context.Context
+	Backends  map[contract.Kind]Backend
+	Journal   *journal.Journal
+	Contract  contract.Options
 }
 
 // Server implements csi.NodeServer.
@@ -49,7 +60,7 @@ type Server struct {
 	cfg       Config
 	fs        winpath.FS
 	volumes   *inflight.Set
-	publisher backend.Publisher
+	publisher *backend.Publisher
 
 	mu        sync.Mutex
 	published map[string]map[string]publication // volume ID -> target path -> publication
@@ -78,7 +89,7 @@ func New(cfg Config) *Server {
 		cfg:       cfg,
 		fs:        fs,
 		volumes:   inflight.NewSet(),
-		publisher: backend.Publisher{Files: cfg.Host.Files},
+		publisher: cfg.Publisher,
 		published: make(map[string]map[string]publication),
 	}
 }
@@ -92,8 +103,17 @@ func (s *Server) lockVolume(ctx context.Context, volumeID string) (context.Conte
 	if !ok {
 		return ctx, nil, status.Errorf(codes.Aborted, "an operation on volume %q is already in progress", volumeID)
 	}
-	ctx, tracker := host.Track(host.WithVolume(ctx, volumeID))
+	ctx, tracker := host.Track(s.forVolume(ctx, volumeID))
 	return ctx, func() { tracker.WhenIdle(release) }, nil
+}
+
+// forVolume returns ctx annotated for the host calls of volumeID
+// (Config.ForVolume).
+func (s *Server) forVolume(ctx context.Context, volumeID string) context.Context {
+	if s.cfg.ForVolume == nil {
+		return ctx
+	}
+	return s.cfg.ForVolume(ctx, volumeID)
 }
 
 func (s *Server) backendFor(kind contract.Kind) (Backend, error) {

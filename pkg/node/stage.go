@@ -12,7 +12,6 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
-	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
@@ -55,22 +54,26 @@ func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	}
 	defer unlock()
 
+	rec, err := b.Record(vol)
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	entry := journal.Entry{
 		VolumeID:    req.GetVolumeId(),
 		StagingPath: staging,
 		Backend:     string(vol.Kind),
-		ResourceKey: vol.ResourceKey(),
+		ResourceKey: rec.Resource(),
 		FsType:      vol.FS.Type,
 		AccessMode:  modeName(mode),
-		Attrs:       vol.Attrs(),
+		Attrs:       rec.Attrs(),
 	}
-	prev, hadPrev := s.cfg.Journal.Get(entry.VolumeID)
+	prev, hadPrev := s.cfg.Journal.Get(ctx, entry.VolumeID)
 	// restage is a compatible repeat of a completed stage at the same path:
 	// its record is already right, and a failure of the repeat must not
 	// downgrade it.
 	restage := false
 	if hadPrev {
-		if err := s.checkRestage(ctx, prev, entry); err != nil {
+		if err := s.checkRestage(ctx, prev, entry, rec); err != nil {
 			return nil, err
 		}
 		restage = prev.Staged && samePath(prev.StagingPath, staging)
@@ -78,7 +81,7 @@ func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	if !restage {
 		// Record the intent before touching the host, so a crash can never
 		// hide this volume from the count of a shared resource's users.
-		if err := s.cfg.Journal.Put(entry); err != nil {
+		if err := s.cfg.Journal.Put(ctx, entry); err != nil {
 			return nil, status.Errorf(codes.Internal, "record stage of volume %q: %v", entry.VolumeID, err)
 		}
 	}
@@ -94,7 +97,7 @@ func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	if !restage || !reflect.DeepEqual(prev, entry) {
 		// A repeat may carry new facts (the user name after a credential
 		// rotation): keep the record current.
-		if err := s.cfg.Journal.Put(entry); err != nil {
+		if err := s.cfg.Journal.Put(ctx, entry); err != nil {
 			return nil, status.Errorf(codes.Internal, "record stage of volume %q: %v", entry.VolumeID, err)
 		}
 	}
@@ -102,8 +105,8 @@ func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 }
 
 // checkRestage answers a NodeStageVolume for a volume the journal already
-// knows.
-func (s *Server) checkRestage(ctx context.Context, prev, next journal.Entry) error {
+// knows; next is the new entry and rec the backend's record of it.
+func (s *Server) checkRestage(ctx context.Context, prev, next journal.Entry, rec backend.Record) error {
 	if !samePath(prev.StagingPath, next.StagingPath) {
 		// Staged elsewhere: refuse while that stage is live on the host;
 		// a stale record (unstaged by hand, crashed) is replaced.
@@ -127,18 +130,17 @@ func (s *Server) checkRestage(ctx context.Context, prev, next journal.Entry) err
 	case prev.AccessMode != next.AccessMode:
 		return status.Errorf(codes.AlreadyExists, "volume %q is staged with access mode %s, not %s", prev.VolumeID, prev.AccessMode, next.AccessMode)
 	}
-	for _, k := range identityAttrs {
-		if a, b := prev.Attrs[k], next.Attrs[k]; a != b && a != "" && b != "" {
-			return status.Errorf(codes.AlreadyExists, "volume %q is staged with %s %s, not %s", prev.VolumeID, k, a, b)
+	// The same storage: the records name it (a disk selector, a directory
+	// of a share, a LUN). Other facts, such as the SMB user name, may change
+	// between stages. A record that cannot be read back names nothing to
+	// compare with.
+	if b, err := s.backendFor(contract.Kind(prev.Backend)); err == nil {
+		if old, err := b.DecodeRecord(prev); err == nil && old.Storage() != rec.Storage() {
+			return status.Errorf(codes.AlreadyExists, "volume %q is staged on %s, not %s", prev.VolumeID, old.Storage(), rec.Storage())
 		}
 	}
 	return nil
 }
-
-// identityAttrs are the journal attributes that say which storage a volume
-// is (contract.Volume.Attrs): a repeat naming other storage is incompatible.
-// Others, such as the SMB user name, may change between stages.
-var identityAttrs = []string{contract.AttrDiskSelector, "unc", "lun"}
 
 // forgetFailedStage drops the intent record of a stage that failed and left
 // nothing at the staging path; backends roll back their own partial work.
@@ -146,7 +148,7 @@ func (s *Server) forgetFailedStage(ctx context.Context, e journal.Entry) {
 	if _, live, err := s.publisher.Staged(ctx, e.StagingPath); err != nil || live {
 		return // keep the record: unstage or a retry will need it
 	}
-	if err := s.cfg.Journal.Delete(e.VolumeID); err != nil {
+	if err := s.cfg.Journal.Delete(ctx, e.VolumeID); err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot drop the record of a failed stage", "volumeID", e.VolumeID)
 	}
 }
@@ -166,7 +168,7 @@ func (s *Server) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	}
 	defer unlock()
 
-	entry, known := s.cfg.Journal.Get(req.GetVolumeId())
+	entry, known := s.cfg.Journal.Get(ctx, req.GetVolumeId())
 	if known && !samePath(entry.StagingPath, staging) {
 		// The journal knows the volume at another path: unstage what the
 		// host has at the requested path and keep the record.
@@ -175,7 +177,7 @@ func (s *Server) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	}
 	kind := contract.Kind(entry.Backend)
 	if !known {
-		k, err := s.inferKind(ctx, staging)
+		k, err := s.publisher.StagedKind(ctx, staging)
 		if err != nil {
 			return nil, toStatus(err)
 		}
@@ -193,7 +195,7 @@ func (s *Server) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 		return nil, toStatus(err)
 	}
 	if known {
-		if err := s.cfg.Journal.Delete(entry.VolumeID); err != nil {
+		if err := s.cfg.Journal.Delete(ctx, entry.VolumeID); err != nil {
 			return nil, status.Errorf(codes.Internal, "drop the stage record of volume %q: %v", entry.VolumeID, err)
 		}
 	}
@@ -201,29 +203,6 @@ func (s *Server) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	delete(s.published, req.GetVolumeId())
 	s.mu.Unlock()
 	return &csi.NodeUnstageVolumeResponse{}, nil
-}
-
-// inferKind guesses the backend of a stage the journal does not know, from
-// what is at the staging path: a link to a share is SMB, a volume mount
-// point is a disk (an iSCSI disk is unmounted the same way; its session is
-// then left for the operator, as nothing records which target it was).
-func (s *Server) inferKind(ctx context.Context, staging string) (contract.Kind, error) {
-	info, err := s.cfg.Host.Files.Stat(ctx, staging)
-	if err != nil {
-		return "", err
-	}
-	switch info.Kind {
-	case host.PathSymlink:
-		if strings.HasPrefix(info.Target, `\\`) {
-			return contract.KindSMB, nil
-		}
-		return "", status.Errorf(codes.FailedPrecondition, "staging path %s is a link to %s, which this plugin did not make", staging, info.Target)
-	case host.PathMountPoint:
-		return contract.KindDisk, nil
-	case host.PathMissing, host.PathDir:
-		return "", nil
-	}
-	return "", status.Errorf(codes.FailedPrecondition, "staging path %s is a %s", staging, info.Kind)
 }
 
 // samePath compares resolved paths the way the host would.

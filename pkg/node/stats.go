@@ -9,13 +9,12 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
-	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
 // stagedEntry returns the journal's record of a staged volume, or NotFound.
-func (s *Server) stagedEntry(volumeID string) (journal.Entry, error) {
-	e, ok := s.cfg.Journal.Get(volumeID)
+func (s *Server) stagedEntry(ctx context.Context, volumeID string) (journal.Entry, error) {
+	e, ok := s.cfg.Journal.Get(ctx, volumeID)
 	if !ok || !e.Staged {
 		return journal.Entry{}, status.Errorf(codes.NotFound, "volume %q is not staged on this node", volumeID)
 	}
@@ -28,11 +27,11 @@ func (s *Server) checkVolumePath(ctx context.Context, e journal.Entry, path stri
 	if samePath(path, e.StagingPath) {
 		return nil
 	}
-	info, err := s.cfg.Host.Files.Stat(ctx, path)
+	published, err := s.publisher.IsPublication(ctx, path, e.StagingPath)
 	if err != nil {
 		return toStatus(err)
 	}
-	if info.Kind == host.PathSymlink && backend.SameTarget(info.Target, e.StagingPath) {
+	if published {
 		return nil
 	}
 	return status.Errorf(codes.NotFound, "volume %q is not published at %s", e.VolumeID, path)
@@ -48,15 +47,15 @@ func (s *Server) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeS
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.stagedEntry(req.GetVolumeId())
+	e, err := s.stagedEntry(ctx, req.GetVolumeId())
 	if err != nil {
 		return nil, err
 	}
-	ctx = host.WithVolume(ctx, e.VolumeID)
+	ctx = s.forVolume(ctx, e.VolumeID)
 	if err := s.checkVolumePath(ctx, e, path); err != nil {
 		return nil, err
 	}
-	sp, err := backend.Stats(ctx, s.cfg.Host.Volumes, path)
+	sp, err := s.publisher.Stats(ctx, path)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -104,7 +103,7 @@ func (s *Server) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	defer unlock()
 	// Read the record under the lock: a concurrent unstage cannot remove
 	// it between the lookup and the host work.
-	e, err := s.stagedEntry(volumeID)
+	e, err := s.stagedEntry(ctx, volumeID)
 	if err != nil {
 		return nil, err
 	}
@@ -148,11 +147,11 @@ func (s *Server) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolume
 			return nil, err
 		}
 	}
-	e, err := s.stagedEntry(volumeID)
+	e, err := s.stagedEntry(ctx, volumeID)
 	if err != nil {
 		return nil, err
 	}
-	ctx = host.WithVolume(ctx, volumeID)
+	ctx = s.forVolume(ctx, volumeID)
 	if reqStaging != "" && !samePath(reqStaging, e.StagingPath) {
 		return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, e.StagingPath, reqStaging)
 	}

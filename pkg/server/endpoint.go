@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
 // ParseEndpoint returns the socket path of a unix:// endpoint. Both
@@ -48,7 +50,11 @@ func Listen(path string) (net.Listener, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("inspect socket %s: %w", path, err)
 	}
-	if err := os.MkdirAll(dirOf(path), 0o750); err != nil {
+	dir, ok := winpath.Parent(path)
+	if !ok {
+		dir = "."
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create socket directory of %s: %w", path, err)
 	}
 	l, err := net.Listen("unix", path)
@@ -56,11 +62,4 @@ func Listen(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	return l, nil
-}
-
-func dirOf(p string) string {
-	if i := strings.LastIndexAny(p, `\/`); i > 0 {
-		return p[:i]
-	}
-	return "."
 }

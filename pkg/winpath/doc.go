@@ -16,7 +16,9 @@
 //     Linux against the simulated Windows host).
 //   - String helpers for Windows paths: long (\\?\) forms, the target form
 //     of a directory symlink to an SMB share, canonical link targets for
-//     comparisons, volume GUID paths.
+//     comparisons, volume GUID paths, and the parent of a path of either
+//     style (Parent, IsRoot: the one place that knows where drive, share
+//     and device roots end).
 //
 // What does not: anything that opens, creates or removes files (the host
 // layer does that), build tags, runtime.GOOS checks, x/sys/windows, gRPC

@@ -8,17 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
-	"github.com/wincsi/csi-windows-node/pkg/contract"
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
-	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
 // BenchmarkNodePublishUnpublish is the bench's publish+unpublish cycle
 // without gRPC and without a second process: the node service called
-// directly on the simulated host, wired as cmd/csi-windows-node wires it.
+// directly on the simulated host, built by plugin.New as
+// cmd/csi-windows-node builds it (test/harness/simnode).
 // It is the focused benchmark to profile the cycle with
 // (go test -run NONE -bench NodePublishUnpublish -cpuprofile cpu.out
 // ./test/bench). The "ancestors-unchecked" case replaces the file system
@@ -52,19 +50,17 @@ func BenchmarkNodePublishUnpublish(b *testing.B) {
 // staged, the directories kubelet makes already there.
 func stagedNode(b *testing.B, fsys winpath.FS) (*node.Server, volume) {
 	b.Helper()
-	base := b.TempDir()
-	kubelet := filepath.Join(base, "kubelet")
-	s, err := sim.New(sim.Config{Dir: filepath.Join(base, "sim")})
+	n, err := simnode.Open(simnode.Options{Base: b.TempDir(), FS: fsys})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		if err := s.Close(); err != nil {
+		if err := n.Close(); err != nil {
 			b.Error(err)
 		}
 	})
-	v := diskVolume(kubelet, "cyc", 0, 0)
-	if err := attachDisks(s, []volume{v}, false); err != nil {
+	v := diskVolume(n.Kubelet, "cyc", 0, 0)
+	if err := attachDisks(n.Sim, []volume{v}, false); err != nil {
 		b.Fatal(err)
 	}
 	for _, d := range []string{v.staging, filepath.Dir(v.target)} {
@@ -72,24 +68,10 @@ func stagedNode(b *testing.B, fsys winpath.FS) (*node.Server, volume) {
 			b.Fatal(err)
 		}
 	}
-	jr, err := journal.Open(filepath.Join(base, "journal"))
-	if err != nil {
+	if _, err := n.Server.NodeStageVolume(context.Background(), v.stage()); err != nil {
 		b.Fatal(err)
 	}
-	root, err := winpath.NewRoot(kubelet, winpath.POSIX)
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := s.Host()
-	ns := node.New(node.Config{
-		NodeID: "bench-node", Root: root, FS: fsys, Host: h, Journal: jr,
-		Contract: contract.Options{VolumeIDDisk: "serial"},
-		Backends: map[contract.Kind]node.Backend{contract.KindDisk: disk.New(h, disk.Options{OfflineOnUnstage: true})},
-	})
-	if _, err := ns.NodeStageVolume(context.Background(), v.stage()); err != nil {
-		b.Fatal(err)
-	}
-	return ns, v
+	return n.Server, v
 }
 
 // plainDirs is a winpath.FS in which every path is a plain directory.

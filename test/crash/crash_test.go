@@ -227,7 +227,7 @@ func check(t *testing.T, base string, sc scenario, files map[string]string) {
 		t.Fatal(err)
 	}
 	var got, want []string
-	for _, e := range jr.List() {
+	for _, e := range jr.List(ctx) {
 		got = append(got, fmt.Sprintf("%s staged=%t", e.VolumeID, e.Staged))
 	}
 	for _, v := range final {

@@ -199,8 +199,8 @@ var hangCases = []hangCase{
 			// The hung Map made the mapping: the note of its user must
 			// still be there, or a later volume naming another user
 			// would not be noticed.
-			if u, ok := e.n.Journal.GetNote(`smb-mapping:\\srv\data`); !ok || u != "alice" {
-				t.Errorf("note of the mapping's user = %q, %v; want alice", u, ok)
+			if u, ok, err := e.n.Journal.Note(context.Background(), `smb-mapping:\\srv\data`); !ok || u != "alice" {
+				t.Errorf("note of the mapping's user = %q, %v, %v; want alice", u, ok, err)
 			}
 		}},
 	{name: "smb/hung-unmap", op: sim.OpSMBUnmap, unstage: true,

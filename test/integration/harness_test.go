@@ -21,13 +21,12 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/windows"
 
-	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wmiexec"
-	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -165,16 +164,15 @@ func diskState(t *testing.T, v *vhd) (offline, readOnly bool) {
 	return f[0] == "True", f[1] == "True"
 }
 
-// winNode is the real Windows host as the plugin wires it: winhost over
+// winNode is the real Windows host as the plugin uses it: winhost over
 // the WMI/Win32 executor, a journal in a temporary directory and a kubelet
 // directory under C:\. Cleanup closes the executor and removes the
 // directory, which a failed test keeps for inspection.
 type winNode struct {
-	exec    *wmiexec.Executor
-	host    host.Host
-	journal *journal.Journal
-	root    *winpath.Root
-	kubelet string
+	exec     *wmiexec.Executor
+	host     host.Host
+	stateDir string
+	kubelet  string
 }
 
 func newWinNode(t *testing.T) *winNode {
@@ -203,28 +201,27 @@ func newWinNode(t *testing.T) *winNode {
 			t.Errorf("remove %s: %v", base, err)
 		}
 	})
-	root, err := winpath.NewRoot(kubelet, winpath.Windows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jr, err := journal.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &winNode{exec: exec, host: winhost.New(exec), journal: jr, root: root, kubelet: kubelet}
+	return &winNode{exec: exec, host: winhost.New(exec), stateDir: t.TempDir(), kubelet: kubelet}
 }
 
-// server is the node service over w with the given contract options and
-// backends.
-func (w *winNode) server(nodeID string, copts contract.Options, backends map[contract.Kind]node.Backend) *node.Server {
-	return node.New(node.Config{
-		NodeID:   nodeID,
-		Root:     w.root,
-		Host:     w.host,
-		Journal:  w.journal,
-		Contract: copts,
-		Backends: backends,
-	})
+// server is the node service of the plugin over w, built by plugin.New as
+// the binary builds it (every backend, disks taken offline at unstage), with
+// the given contract options.
+func (w *winNode) server(t *testing.T, nodeID string, copts contract.Options) *node.Server {
+	t.Helper()
+	p, err := plugin.New(plugin.Options{
+		DriverName:           "integration.csi.wincsi.io",
+		NodeID:               nodeID,
+		KubeletDir:           w.kubelet,
+		PathStyle:            winpath.Windows,
+		StateDir:             w.stateDir,
+		Contract:             copts,
+		OfflineDiskOnUnstage: true,
+	}, plugin.Host{Host: w.host, Healthy: w.exec.Healthy})
+	if err != nil {
+		t.Fatalf("build the plugin: %v", err)
+	}
+	return p.Node
 }
 
 // harness is the node service with the disk backend over a winNode, whose
@@ -240,9 +237,7 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	requireHost(t)
 	w := newWinNode(t)
-	ns := w.server("integration", contract.Options{}, map[contract.Kind]node.Backend{
-		contract.KindDisk: disk.New(w.host, disk.Options{OfflineOnUnstage: true, Notes: w.journal}),
-	})
+	ns := w.server(t, "integration", contract.Options{})
 	return &harness{t: t, exec: w.exec, node: ns, kubelet: w.kubelet}
 }
 

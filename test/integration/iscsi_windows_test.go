@@ -16,10 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
-	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
-	"github.com/wincsi/csi-windows-node/pkg/node"
 )
 
 // iscsiOptIn enables TestISCSILoopbackLifecycle. The test installs the
@@ -105,11 +102,7 @@ Write-Output ("" + $target.TargetIqn + " " + $address)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	w := newWinNode(t)
-	db := disk.New(w.host, disk.Options{OfflineOnUnstage: true, Notes: w.journal})
-	ns := w.server("iscsi-it", contract.Options{}, map[contract.Kind]node.Backend{
-		contract.KindDisk:  db,
-		contract.KindISCSI: iscsi.New(w.host, db, w.journal, iscsi.Options{}),
-	})
+	ns := w.server(t, "iscsi-it", contract.Options{})
 
 	capability := &csi.VolumeCapability{
 		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: "ntfs"}},

@@ -14,9 +14,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/windows"
 
-	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
-	"github.com/wincsi/csi-windows-node/pkg/node"
 )
 
 // TestSMBGlobalMappingLifecycle creates a local user and an SMB share on
@@ -84,9 +82,7 @@ New-SmbShare -Name $Env:CSI_IT_SHARE -Path $Env:CSI_IT_DIR -FullAccess $Env:CSI_
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	w := newWinNode(t)
-	ns := w.server(computer, contract.Options{RequirePrivacy: true}, map[contract.Kind]node.Backend{
-		contract.KindSMB: smb.New(w.host, w.journal, smb.Options{Notes: w.journal}),
-	})
+	ns := w.server(t, computer, contract.Options{RequirePrivacy: true})
 
 	const volumeID = "smb-it-v1"
 	staging := filepath.Join(w.kubelet, `plugins\kubernetes.io\csi\smb.example.com`, volumeID, "globalmount")

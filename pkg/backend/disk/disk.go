@@ -25,19 +25,6 @@ type Options struct {
 	OfflineOnUnstage bool
 	// Backoff paces the wait for a disk to appear after attach.
 	Backoff backend.Backoff
-	// Notes records, crash-safely, that the plugin is about to create a
-	// volume's partition, so that a stage interrupted between creating
-	// the partition and formatting it formats it on retry. The node passes
-	// its journal. Without notes, a partition whose volume Windows does
-	// not recognise is never formatted unless this very stage created it.
-	Notes Notes
-}
-
-// Notes is the crash-safe note store of the stage journal.
-type Notes interface {
-	GetNote(key string) (string, bool)
-	PutNote(key, value string) error
-	DeleteNote(key string) error
 }
 
 // PrepareRequest says how to prepare and mount a found disk.
@@ -53,16 +40,20 @@ type PrepareRequest struct {
 // Backend is the disk backend.
 type Backend struct {
 	h     host.Host
+	store backend.Store
 	opts  Options
 	disks *inflight.KeyMutex // one disk's partition table at a time
 }
 
-// New returns a disk backend over h.
-func New(h host.Host, o Options) *Backend {
+// New returns a disk backend over h. store is the stage journal: the
+// backend notes there, crash-safely, that it is about to create a volume's
+// partition, so that a stage interrupted between creating the partition
+// and formatting it formats it on retry (partitionNote).
+func New(h host.Host, store backend.Store, o Options) *Backend {
 	if o.Backoff == (backend.Backoff{}) {
 		o.Backoff = backend.DefaultBackoff
 	}
-	return &Backend{h: h, opts: o, disks: inflight.NewKeyMutex()}
+	return &Backend{h: h, store: store, opts: o, disks: inflight.NewKeyMutex()}
 }
 
 // Stage makes the selected disk's volume available at the staging path.
@@ -265,11 +256,11 @@ func (b *Backend) online(ctx context.Context, d host.Disk) error {
 
 // notePartitioning records that the plugin is about to create the volume's
 // partition.
-func (b *Backend) notePartitioning(volumeID string, d host.Disk) error {
-	if b.opts.Notes == nil || volumeID == "" {
+func (b *Backend) notePartitioning(ctx context.Context, volumeID string, d host.Disk) error {
+	if volumeID == "" {
 		return nil
 	}
-	if err := b.opts.Notes.PutNote(partitionNote(volumeID), fmt.Sprintf("disk %d serial %q", d.Number, d.SerialNumber)); err != nil {
+	if err := b.store.PutNote(ctx, partitionNote(volumeID), fmt.Sprintf("disk %d serial %q", d.Number, d.SerialNumber)); err != nil {
 		return fmt.Errorf("record the partitioning of disk %d: %w", d.Number, err)
 	}
 	return nil
@@ -277,25 +268,31 @@ func (b *Backend) notePartitioning(volumeID string, d host.Disk) error {
 
 // partitionedByUs reports whether an earlier stage of the volume recorded
 // that it was creating the partition.
-func (b *Backend) partitionedByUs(volumeID string) bool {
-	if b.opts.Notes == nil || volumeID == "" {
-		return false
+func (b *Backend) partitionedByUs(ctx context.Context, volumeID string) (bool, error) {
+	if volumeID == "" {
+		return false, nil
 	}
-	_, ok := b.opts.Notes.GetNote(partitionNote(volumeID))
-	return ok
+	_, ok, err := b.store.Note(ctx, partitionNote(volumeID))
+	if err != nil {
+		return false, fmt.Errorf("read the partitioning note of volume %q: %w", volumeID, err)
+	}
+	return ok, nil
 }
 
 func (b *Backend) forgetPartitioning(ctx context.Context, volumeID string) {
-	if b.opts.Notes == nil || volumeID == "" {
+	if volumeID == "" {
 		return
 	}
-	if err := b.opts.Notes.DeleteNote(partitionNote(volumeID)); err != nil {
+	if err := b.store.DeleteNote(ctx, partitionNote(volumeID)); err != nil {
 		// Harmless: the note only allows formatting a RAW volume of this
 		// plugin's own partition, which now has a file system.
 		klog.FromContext(ctx).V(2).Info("Cannot drop the partitioning note", "err", err)
 	}
 }
 
+// partitionNote is the key of the note saying that the plugin is creating
+// the partition of a volume ("disk/partitioning/<volume ID>"; the value
+// names the disk, for people reading the journal).
 func partitionNote(volumeID string) string { return "disk/partitioning/" + volumeID }
 
 // BringUp clears read-only and brings the disk online, in that order: a
@@ -352,7 +349,7 @@ func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareReque
 		if r.ReadOnly {
 			return host.Partition{}, false, fmt.Errorf("disk %d is blank, and a read-only volume is never initialised: %w", d.Number, host.ErrConflict)
 		}
-		if err := b.notePartitioning(r.VolumeID, d); err != nil {
+		if err := b.notePartitioning(ctx, r.VolumeID, d); err != nil {
 			return host.Partition{}, false, err
 		}
 		log.V(4).Info("Initialising disk", "partitionStyle", "GPT")
@@ -380,7 +377,7 @@ func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareReque
 		if r.ReadOnly {
 			return host.Partition{}, false, fmt.Errorf("disk %d has no data partition, and a read-only volume is never partitioned: %w", d.Number, host.ErrConflict)
 		}
-		if err := b.notePartitioning(r.VolumeID, d); err != nil {
+		if err := b.notePartitioning(ctx, r.VolumeID, d); err != nil {
 			return host.Partition{}, false, err
 		}
 		return b.createPartition(ctx, d)
@@ -390,7 +387,11 @@ func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareReque
 			return host.Partition{}, false, fmt.Errorf("partition %d of disk %d has type %s, which this plugin does not create; "+
 				"refusing to touch a disk holding other data: %w", p.Number, d.Number, partType(p), host.ErrConflict)
 		}
-		return p, b.partitionedByUs(r.VolumeID), nil
+		ours, err := b.partitionedByUs(ctx, r.VolumeID)
+		if err != nil {
+			return host.Partition{}, false, err
+		}
+		return p, ours, nil
 	default:
 		return host.Partition{}, false, fmt.Errorf("disk %d holds %d data partitions; the plugin only uses disks with one: %w",
 			d.Number, len(data), host.ErrConflict)

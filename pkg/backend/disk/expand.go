@@ -8,7 +8,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
-	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
@@ -131,12 +130,12 @@ func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backen
 	}
 	// An offline disk hides its volume: tell it apart from a detached
 	// disk by looking the disk up with the selector the stage recorded.
-	if sel, ok := contract.DecodeDiskSelector(r.Entry.Attrs); ok {
+	if rec, ok := recordOf(r.Entry); ok {
 		disks, err := b.h.Disks.List(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("list disks: %w", err)
 		}
-		if d, err := b.match(ctx, disks, sel); err == nil {
+		if d, err := b.match(ctx, disks, rec.Selector); err == nil {
 			return DiskConditions(d), nil
 		}
 	}

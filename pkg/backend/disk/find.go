@@ -179,14 +179,10 @@ func isHex(s string) bool {
 func describe(sel contract.DiskSelector) string {
 	var parts []string
 	if sel.Serial != "" {
-		op := "="
-		if sel.SerialMatch == contract.MatchContains {
-			op = " contains "
-		}
-		parts = append(parts, "serial"+op+quote(sel.Serial))
+		parts = append(parts, "serial"+matchOp(sel.SerialMatch)+quote(sel.Serial))
 	}
 	if sel.Page83 != "" {
-		parts = append(parts, "page83="+quote(sel.Page83))
+		parts = append(parts, "page83"+matchOp(sel.Page83Match)+quote(sel.Page83))
 	}
 	if sel.LUN != nil {
 		parts = append(parts, fmt.Sprintf("lun=%d", *sel.LUN))
@@ -210,3 +206,14 @@ func describe(sel contract.DiskSelector) string {
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// matchOp renders a match mode between a field and its value.
+func matchOp(m contract.MatchMode) string {
+	switch m {
+	case contract.MatchContains:
+		return " contains "
+	case contract.MatchLastField:
+		return "'s last field="
+	}
+	return "="
+}

@@ -9,7 +9,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
-	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
@@ -23,15 +22,17 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	if err != nil || num != nil || !b.opts.OfflineOnUnstage {
 		return err
 	}
-	sel, ok := contract.DecodeDiskSelector(r.Entry.Attrs)
+	rec, ok := recordOf(r.Entry)
 	if !ok {
+		// Not a disk the journal knows: nothing says which disk to take
+		// offline.
 		return nil
 	}
 	disks, err := b.h.Disks.List(ctx)
 	if err != nil {
 		return fmt.Errorf("list disks: %w", err)
 	}
-	d, err := b.match(ctx, disks, sel)
+	d, err := b.match(ctx, disks, rec.Selector)
 	switch {
 	case errors.Is(err, backend.ErrRetry):
 		return nil // detached: nothing to take offline

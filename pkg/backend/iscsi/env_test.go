@@ -16,13 +16,11 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
-	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
-	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
-	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -77,26 +75,24 @@ var fast = backend.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond
 // that it can be restarted (new sim, journal and server on the same
 // directories) as a plugin restart would.
 type env struct {
-	t       *testing.T
-	simDir  string
-	jrDir   string
-	kubelet string
-	opts    iscsi.Options
-	wrap    func(host.Host) host.Host
+	t           *testing.T
+	simDir      string
+	jrDir       string
+	kubelet     string
+	keepPortals bool // --keep-iscsi-portals
+	wrap        func(host.Host) host.Host
 
 	sim *sim.Sim
 	jr  *journal.Journal
 	srv *node.Server
 }
 
-func newEnv(t *testing.T, opts iscsi.Options) *env {
+// newEnv starts the plugin; keepPortals is --keep-iscsi-portals.
+func newEnv(t *testing.T, keepPortals bool) *env {
 	t.Helper()
 	base := t.TempDir()
 	e := &env{t: t, simDir: filepath.Join(base, "sim"), jrDir: filepath.Join(base, "journal"),
-		kubelet: filepath.Join(base, "kubelet"), opts: opts}
-	if e.opts.Backoff == (backend.Backoff{}) {
-		e.opts.Backoff = fast
-	}
+		kubelet: filepath.Join(base, "kubelet"), keepPortals: keepPortals}
 	if err := os.MkdirAll(e.kubelet, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -121,18 +117,11 @@ func newEnv(t *testing.T, opts iscsi.Options) *env {
 	return e
 }
 
-// open starts the "plugin": sim, journal, backends and node service.
+// open starts the plugin (plugin.New) on the sim, the journal and the
+// kubelet directory.
 func (e *env) open() {
 	e.t.Helper()
 	s, err := sim.New(sim.Config{Dir: e.simDir})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	jr, err := journal.Open(e.jrDir)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	root, err := winpath.NewRoot(e.kubelet, winpath.POSIX)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -140,18 +129,21 @@ func (e *env) open() {
 	if e.wrap != nil {
 		h = e.wrap(h)
 	}
-	db := disk.New(h, disk.Options{OfflineOnUnstage: true, Backoff: fast, Notes: jr})
-	e.sim, e.jr = s, jr
-	e.srv = node.New(node.Config{
-		NodeID:  "node-1",
-		Root:    root,
-		Host:    h,
-		Journal: jr,
-		Backends: map[contract.Kind]node.Backend{
-			contract.KindDisk:  db,
-			contract.KindISCSI: iscsi.New(h, db, jr, e.opts),
-		},
-	})
+	p, err := plugin.New(plugin.Options{
+		DriverName:           "iscsi.test",
+		NodeID:               "node-1",
+		KubeletDir:           e.kubelet,
+		PathStyle:            winpath.POSIX,
+		StateDir:             e.jrDir,
+		OfflineDiskOnUnstage: true,
+		KeepISCSIPortals:     e.keepPortals,
+		Backoff:              fast,
+	}, plugin.Host{Host: h})
+	if err != nil {
+		_ = s.Close() // the wiring error is the one to report
+		e.t.Fatal(err)
+	}
+	e.sim, e.jr, e.srv = s, p.Journal, p.Node
 }
 
 // restart stops and starts the plugin on the same directories.

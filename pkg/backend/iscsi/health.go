@@ -18,10 +18,11 @@ func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backen
 	if err != nil {
 		return nil, err
 	}
-	iqn := iqnOf(r.Entry)
-	if iqn == "" {
+	rec, ok := recordOf(r.Entry)
+	if !ok {
 		return conds, nil
 	}
+	iqn := rec.IQN
 	sessions, err := b.h.ISCSI.Sessions(ctx, iqn)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions of target %s: %w", iqn, err)
@@ -36,8 +37,8 @@ func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backen
 		return append(conds, backend.Condition{Severity: backend.Inaccessible, Reason: "SessionLost",
 			Message: "no connected iSCSI session to target " + iqn}), nil
 	}
-	portals := portalsOf(r.Entry)
-	if multipathOf(r.Entry) && len(up) < len(portals) {
+	portals := rec.Portals
+	if rec.Multipath && len(up) < len(portals) {
 		var missing []string
 		for _, p := range portals {
 			if !up[portalKey(p)] {

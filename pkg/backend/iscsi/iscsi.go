@@ -14,7 +14,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inflight"
-	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
 // Options tune the iSCSI backend.
@@ -24,25 +23,6 @@ type Options struct {
 	KeepPortals bool
 	// Backoff paces the wait for the LUN's disk to appear after login.
 	Backoff backend.Backoff
-}
-
-// Lister lists every journal entry. The backend uses it, when the Registry
-// it is given implements it (*journal.Journal does), to see whether a
-// volume of another target still lists a portal before removing it;
-// without it only the volumes of the same target and the host's sessions
-// are consulted.
-type Lister interface {
-	List() []journal.Entry
-}
-
-// NoteStore keeps small non-secret facts durably. The backend keeps its
-// record of the node-wide mutual-CHAP initiator secret (a salted hash, never
-// the secret) there when the Registry implements it (*journal.Journal
-// does); otherwise the record lives in memory and is lost on restart.
-type NoteStore interface {
-	GetNote(key string) (string, bool)
-	PutNote(key, value string) error
-	DeleteNote(key string) error
 }
 
 // rollbackTimeout bounds the clean-up of a failed stage. The clean-up runs
@@ -56,9 +36,7 @@ const rollbackTimeout = 30 * time.Second
 type Backend struct {
 	h     host.Host
 	disks *disk.Backend
-	reg   backend.Registry
-	list  Lister // nil when reg cannot list
-	notes NoteStore
+	store backend.Store
 	opts  Options
 	// locks holds "target:<iqn>" (one stage or unstage of a target at a
 	// time), "portal:<address:port>" (adding a portal and logging in
@@ -69,20 +47,16 @@ type Backend struct {
 }
 
 // New returns an iSCSI backend over h that prepares and mounts the LUN's
-// disk with disks. reg is normally the node's *journal.Journal (see Lister
-// and NoteStore for what else the backend uses from it).
-func New(h host.Host, disks *disk.Backend, reg backend.Registry, o Options) *Backend {
+// disk with disks. store is the stage journal: the backend reads the
+// records of the volumes of a target from it (to count the target's users)
+// and of every iSCSI volume (to see whether another target's volume still
+// lists a portal), and keeps its record of the node-wide mutual-CHAP
+// initiator secret there (secretNoteKey).
+func New(h host.Host, disks *disk.Backend, store backend.Store, o Options) *Backend {
 	if o.Backoff == (backend.Backoff{}) {
 		o.Backoff = backend.DefaultBackoff
 	}
-	b := &Backend{h: h, disks: disks, reg: reg, opts: o, locks: inflight.NewKeyMutex()}
-	b.list, _ = reg.(Lister)
-	if n, ok := reg.(NoteStore); ok {
-		b.notes = n
-	} else {
-		b.notes = newMemNotes()
-	}
-	return b
+	return &Backend{h: h, disks: disks, store: store, opts: o, locks: inflight.NewKeyMutex()}
 }
 
 // Stage logs in to the volume's target and mounts the LUN's volume at the

@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 )
 
@@ -54,7 +53,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, iscsi.Options{})
+			e := newEnv(t, false)
 			must(t, "stage", e.stage(tc.v))
 			ss := e.sessions(tc.iqn)
 			if len(ss) != tc.sessions {
@@ -122,7 +121,7 @@ func TestCHAPFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, iscsi.Options{})
+			e := newEnv(t, false)
 			err := e.stage(tc.v)
 			wantCode(t, "stage", err, codes.Unauthenticated)
 			for _, s := range []string{wrong, chapSecret, discSecret} {
@@ -165,7 +164,7 @@ func TestHostFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, iscsi.Options{})
+			e := newEnv(t, false)
 			if tc.setup != nil {
 				tc.setup(e)
 			}
@@ -210,7 +209,7 @@ func TestBadParameters(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, iscsi.Options{})
+			e := newEnv(t, false)
 			err := e.stage(tc.v)
 			wantCode(t, "stage", err, codes.InvalidArgument)
 			if !strings.Contains(status.Convert(err).Message(), tc.key) {
@@ -234,7 +233,7 @@ func TestTwoLUNsOnOneTarget(t *testing.T) {
 			name = "restart between"
 		}
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, iscsi.Options{})
+			e := newEnv(t, false)
 			a := vol("a", "10.0.0.1", iqnOpen, 0)
 			b := vol("b", "10.0.0.1", iqnOpen, 1)
 			must(t, "stage a", e.stage(a))
@@ -272,7 +271,7 @@ func TestTwoLUNsOnOneTarget(t *testing.T) {
 // TestUnstageAfterCrashBeforeLogout: an unstage that unmounted but failed
 // to log out is finished by the retry, whose staging path holds nothing.
 func TestUnstageAfterCrashBeforeLogout(t *testing.T) {
-	e := newEnv(t, iscsi.Options{})
+	e := newEnv(t, false)
 	v := vol("v", "10.0.0.1", iqnOpen, 0)
 	must(t, "stage", e.stage(v))
 	must(t, "fault", e.sim.Faults().Add(sim.Rule{Op: sim.OpISCSIDisconnect, Nth: 1, Err: "internal"}))
@@ -282,7 +281,7 @@ func TestUnstageAfterCrashBeforeLogout(t *testing.T) {
 	if n := len(e.sessions(iqnOpen)); n != 0 {
 		t.Fatalf("%d sessions after the retry, want 0", n)
 	}
-	if _, ok := e.jr.Get(v.id); ok {
+	if _, ok := e.jr.Get(context.Background(), v.id); ok {
 		t.Fatal("journal entry left")
 	}
 }
@@ -293,7 +292,7 @@ func TestUnstageAfterCrashBeforeLogout(t *testing.T) {
 func TestReboot(t *testing.T) {
 	for _, persistent := range []bool{true, false} {
 		t.Run("persistent="+map[bool]string{true: "true", false: "false"}[persistent], func(t *testing.T) {
-			e := newEnv(t, iscsi.Options{})
+			e := newEnv(t, false)
 			v := vol("v", "10.0.0.1", iqnOpen, 0, "persistent", map[bool]string{true: "true", false: "false"}[persistent],
 				"portals", "10.0.1.1")
 			must(t, "stage", e.stage(v))
@@ -333,7 +332,7 @@ func TestReboot(t *testing.T) {
 
 // TestLateLUN: a LUN that shows up only after rescans is waited for.
 func TestLateLUN(t *testing.T) {
-	e := newEnv(t, iscsi.Options{})
+	e := newEnv(t, false)
 	v := vol("v", "10.0.0.1", iqnLate, 3)
 	must(t, "stage", e.stage(v))
 	if n := e.sim.Count(sim.OpDisksRescan); n < 2 {
@@ -346,7 +345,7 @@ func TestLateLUN(t *testing.T) {
 // health says PathDown, and a later stage adds the missing path; with every
 // path down health says SessionLost.
 func TestMultipathPathDown(t *testing.T) {
-	e := newEnv(t, iscsi.Options{})
+	e := newEnv(t, false)
 	v := vol("v", "10.0.0.1", iqnOpen, 0, "portals", "10.0.1.1")
 	must(t, "portal down", e.sim.SetPortalReachable(portal2, false))
 	must(t, "stage with one path down", e.stage(v))
@@ -383,7 +382,7 @@ func reasons(hs []*csi.VolumeHealth_VolumeHealthEntry) []string {
 // persistence registers them, so that they come back after a reboot as the
 // contract promises.
 func TestReusedSessionsBecomePersistent(t *testing.T) {
-	e := newEnv(t, iscsi.Options{})
+	e := newEnv(t, false)
 	transient := vol("transient", "10.0.0.1", iqnOpen, 0, "persistent", "false", "portals", "10.0.1.1")
 	durable := vol("durable", "10.0.0.1", iqnOpen, 1, "persistent", "true", "portals", "10.0.1.1")
 	must(t, "stage the transient volume", e.stage(transient))

@@ -14,7 +14,6 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
-	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 )
 
@@ -25,7 +24,7 @@ import (
 // crash matrix, test/crash: iscsi/unstage-nonlast, crash after
 // volumes.Unmount).
 func TestUnstageRetryTakesLUNDiskOffline(t *testing.T) {
-	e := newEnv(t, iscsi.Options{})
+	e := newEnv(t, false)
 	a := vol("a", "10.0.0.1", iqnOpen, 0)
 	b := vol("b", "10.0.0.1", iqnOpen, 1)
 	must(t, "stage a", e.stage(a))
@@ -56,7 +55,7 @@ func TestUnstageRetryTakesLUNDiskOffline(t *testing.T) {
 // number, under the offline). Found by the soak (test/soak): "take disk N
 // offline: not found".
 func TestUnstageHoldsTargetAcrossUnmountAndOffline(t *testing.T) {
-	e := newEnv(t, iscsi.Options{})
+	e := newEnv(t, false)
 	a := vol("a", "10.0.0.1", iqnOpen, 0)
 	b := vol("b", "10.0.0.1", iqnOpen, 1)
 	must(t, "stage a", e.stage(a))

@@ -7,14 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
-// secretNoteKey is the note holding the record of the initiator secret.
+// secretNoteKey is the note holding the record of the initiator secret
+// (secretRecord as JSON).
 const secretNoteKey = "iscsi/initiator-chap-secret"
 
 // secretRecord says which mutual-CHAP initiator secret the backend last
@@ -40,7 +40,7 @@ func digest(saltHex string, s host.Secret) string {
 // before the secret is set, so a crash in between leaves the record ahead
 // of the host, never behind. The caller holds the initiator lock.
 func (b *Backend) setInitiatorSecret(ctx context.Context, iqn string, secret host.Secret) error {
-	rec, err := b.secretRecord()
+	rec, err := b.secretRecord(ctx)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (b *Backend) setInitiatorSecret(ctx context.Context, iqn string, secret hos
 	}
 	slices.Sort(kept)
 	rec.Targets = kept
-	if err := b.putSecretRecord(rec); err != nil {
+	if err := b.putSecretRecord(ctx, rec); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).V(4).Info("Setting the initiator's mutual-CHAP secret")
@@ -95,7 +95,7 @@ func (b *Backend) forgetMutualTarget(ctx context.Context, iqn string) error {
 		return fmt.Errorf("wait for the initiator CHAP secret record: %w", err)
 	}
 	defer unlock()
-	rec, err := b.secretRecord()
+	rec, err := b.secretRecord(ctx)
 	if err != nil || rec == nil {
 		return err
 	}
@@ -105,16 +105,19 @@ func (b *Backend) forgetMutualTarget(ctx context.Context, iqn string) error {
 	case len(rec.Targets) == n:
 		return nil
 	case len(rec.Targets) == 0:
-		if err := b.notes.DeleteNote(secretNoteKey); err != nil {
+		if err := b.store.DeleteNote(ctx, secretNoteKey); err != nil {
 			return fmt.Errorf("drop the initiator secret record: %w", err)
 		}
 		return nil
 	}
-	return b.putSecretRecord(rec)
+	return b.putSecretRecord(ctx, rec)
 }
 
-func (b *Backend) secretRecord() (*secretRecord, error) {
-	v, ok := b.notes.GetNote(secretNoteKey)
+func (b *Backend) secretRecord(ctx context.Context) (*secretRecord, error) {
+	v, ok, err := b.store.Note(ctx, secretNoteKey)
+	if err != nil {
+		return nil, fmt.Errorf("read the initiator secret record: %w", err)
+	}
 	if !ok {
 		return nil, nil
 	}
@@ -125,42 +128,13 @@ func (b *Backend) secretRecord() (*secretRecord, error) {
 	return &rec, nil
 }
 
-func (b *Backend) putSecretRecord(rec *secretRecord) error {
+func (b *Backend) putSecretRecord(ctx context.Context, rec *secretRecord) error {
 	v, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("encode the initiator secret record: %w", err)
 	}
-	if err := b.notes.PutNote(secretNoteKey, string(v)); err != nil {
+	if err := b.store.PutNote(ctx, secretNoteKey, string(v)); err != nil {
 		return fmt.Errorf("record the initiator secret: %w", err)
 	}
-	return nil
-}
-
-// memNotes is a NoteStore in memory, used when the Registry keeps no notes.
-type memNotes struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func newMemNotes() *memNotes { return &memNotes{m: map[string]string{}} }
-
-func (n *memNotes) GetNote(k string) (string, bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	v, ok := n.m[k]
-	return v, ok
-}
-
-func (n *memNotes) PutNote(k, v string) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.m[k] = v
-	return nil
-}
-
-func (n *memNotes) DeleteNote(k string) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	delete(n.m, k)
 	return nil
 }

@@ -12,14 +12,13 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 )
 
 // TestFailover: without multipath, the first portal that answers is used.
 func TestFailover(t *testing.T) {
-	e := newEnv(t, iscsi.Options{})
+	e := newEnv(t, false)
 	v := vol("v", "10.0.0.1", iqnOpen, 0, "portals", "10.0.1.1", "multipath", "false")
 	must(t, "portal down", e.sim.SetPortalReachable(portal1, false))
 	must(t, "stage", e.stage(v))
@@ -45,7 +44,7 @@ func TestFailover(t *testing.T) {
 func TestPortalsSharedByTargets(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		t.Run(map[bool]string{false: "remove", true: "keep"}[keep], func(t *testing.T) {
-			e := newEnv(t, iscsi.Options{KeepPortals: keep})
+			e := newEnv(t, keep)
 			open := vol("open", "10.0.0.1", iqnOpen, 0)
 			late := vol("late", "10.0.0.1", iqnLate, 0)
 			must(t, "stage open", e.stage(open))
@@ -73,7 +72,7 @@ func TestPortalsSharedByTargets(t *testing.T) {
 // target needing another mutual secret is refused while the first is
 // logged in, also after a restart; once the first is gone it works.
 func TestMutualSecretConflict(t *testing.T) {
-	e := newEnv(t, iscsi.Options{})
+	e := newEnv(t, false)
 	first := vol("first", "10.0.0.1", iqnMutual, 0, "sessionCHAPAuth", "true").with(
 		"node.session.auth.username", chapUser, "node.session.auth.password", chapSecret,
 		"node.session.auth.password_in", mutualOK)
@@ -94,7 +93,7 @@ func TestMutualSecretConflict(t *testing.T) {
 // TestStagingPathHoldsAnotherVolume: a stage whose staging path holds the
 // volume of another LUN is AlreadyExists.
 func TestStagingPathHoldsAnotherVolume(t *testing.T) {
-	e := newEnv(t, iscsi.Options{})
+	e := newEnv(t, false)
 	a := vol("a", "10.0.0.1", iqnOpen, 0)
 	must(t, "stage a", e.stage(a))
 	b := vol("b", "10.0.0.1", iqnOpen, 1)
@@ -121,7 +120,7 @@ func (p pathDisks) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uin
 // TestMPIONotClaiming: two disks for one LUN are FailedPrecondition, and
 // the stage leaves no session behind.
 func TestMPIONotClaiming(t *testing.T) {
-	e := newEnv(t, iscsi.Options{})
+	e := newEnv(t, false)
 	var second uint32
 	e.wrap = func(h host.Host) host.Host {
 		h.ISCSI = pathDisks{ISCSI: h.ISCSI, extra: func() []uint32 { return []uint32{second} }}

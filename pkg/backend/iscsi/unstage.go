@@ -10,7 +10,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
 // Unstage unmounts the volume (flush, unmount, offline, as for disks), then
@@ -20,8 +19,9 @@ import (
 // crash between unmount and logout finishes the work.
 func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	log := klog.FromContext(ctx)
-	iqn := iqnOf(r.Entry)
-	if iqn == "" {
+	rec, known := recordOf(r.Entry)
+	iqn := rec.IQN
+	if !known {
 		// The journal does not know the volume at this path: nothing says
 		// which target it used, so its session is left alone.
 		if _, err := b.disks.Unmount(ctx, r.StagingPath); err != nil {
@@ -48,22 +48,18 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	if num == nil {
 		// Nothing was mounted: an earlier unstage may have crashed between
 		// the unmount and the offline. Finish it before the release.
-		if err := b.offlineLUN(ctx, iqn, r.Entry); err != nil {
+		if err := b.offlineLUN(ctx, rec); err != nil {
 			return err
 		}
 	}
-	return b.release(ctx, r.VolumeID, iqn, portalsOf(r.Entry))
+	return b.release(ctx, r.VolumeID, iqn, rec.Portals)
 }
 
-// offlineLUN takes the disk of the entry's LUN offline when it is online
+// offlineLUN takes the disk of the record's LUN offline when it is online
 // and none of its volumes is mounted (disk.Backend.OfflineUnused). A LUN
 // without a disk (no session, or not reported yet) needs nothing.
-func (b *Backend) offlineLUN(ctx context.Context, iqn string, e journal.Entry) error {
-	lun, ok := lunOf(e)
-	if !ok {
-		return nil
-	}
-	nums, err := b.targetDisks(ctx, iqn)
+func (b *Backend) offlineLUN(ctx context.Context, rec Record) error {
+	nums, err := b.targetDisks(ctx, rec.IQN)
 	if err != nil || len(nums) == 0 {
 		return err
 	}
@@ -72,7 +68,7 @@ func (b *Backend) offlineLUN(ctx context.Context, iqn string, e journal.Entry) e
 		return fmt.Errorf("list disks: %w", err)
 	}
 	for _, d := range disks {
-		if loc, ok := host.ParseLocation(d.Location); ok && nums[d.Number] && *loc.LUN == lun {
+		if loc, ok := host.ParseLocation(d.Location); ok && nums[d.Number] && *loc.LUN == rec.LUN {
 			if err := b.disks.OfflineUnused(ctx, d); err != nil {
 				return err
 			}
@@ -107,9 +103,13 @@ func (b *Backend) release(ctx context.Context, volumeID, iqn string, portals []h
 // reboot before the volume is staged again) counts too: a session is never
 // torn down under a volume that may still use it.
 func (b *Backend) otherUsers(ctx context.Context, iqn, volumeID string) ([]string, error) {
+	entries, err := b.store.ByResource(ctx, resourceKey(iqn))
+	if err != nil {
+		return nil, fmt.Errorf("read the volumes of target %s from the stage journal: %w", iqn, err)
+	}
 	var users []string
 	var disks map[uint32]bool
-	for _, e := range b.reg.WithResource(resourcePrefix + normalizeIQN(iqn)) {
+	for _, e := range entries {
 		if e.VolumeID == volumeID || e.StagingPath == "" {
 			continue
 		}
@@ -237,12 +237,12 @@ func (b *Backend) portalUser(ctx context.Context, k, volumeID string, sessions [
 			return "a session of target " + s.TargetNodeAddress, nil
 		}
 	}
-	var entries []journal.Entry
-	if b.list != nil {
-		entries = b.list.List()
+	entries, err := b.store.ByBackend(ctx, string(contract.KindISCSI))
+	if err != nil {
+		return "", fmt.Errorf("read the iSCSI volumes from the stage journal: %w", err)
 	}
 	for _, e := range entries {
-		if e.VolumeID == volumeID || e.Backend != string(contract.KindISCSI) || !listsPortal(e, k) {
+		if rec, ok := recordOf(e); e.VolumeID == volumeID || !ok || !rec.listsPortal(k) {
 			continue
 		}
 		info, err := b.h.Files.Stat(ctx, e.StagingPath)

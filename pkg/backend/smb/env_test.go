@@ -17,12 +17,12 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 
-	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -42,13 +42,13 @@ var allPasswords = []string{alicePW, alicePW2, bobPW, corpPW}
 // a kubelet directory, all under t.TempDir(). restart replaces all three
 // in-memory parts as a plugin restart would.
 type env struct {
-	t       *testing.T
-	ctx     context.Context
-	log     klog.Logger // given to the sim; zero: klog.Background()
-	simDir  string
-	kubelet string
-	jdir    string
-	opts    smb.Options
+	t            *testing.T
+	ctx          context.Context
+	log          klog.Logger // given to the sim; zero: klog.Background()
+	simDir       string
+	kubelet      string
+	jdir         string
+	keepMappings bool // --smb-keep-mappings
 
 	sim *sim.Sim
 	jr  *journal.Journal
@@ -102,33 +102,27 @@ func newEnvCtx(t *testing.T, ctx context.Context, log klog.Logger) *env {
 	return e
 }
 
-// start opens the sim, the journal and the node service.
+// start opens the sim and the plugin (plugin.New) over it.
 func (e *env) start() {
 	e.t.Helper()
 	s, err := sim.New(sim.Config{Dir: e.simDir, Logger: e.log})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	jr, err := journal.Open(e.jdir)
+	p, err := plugin.New(plugin.Options{
+		DriverName:      "smb.example.com",
+		NodeID:          "node-1",
+		KubeletDir:      e.kubelet,
+		PathStyle:       winpath.POSIX,
+		StateDir:        e.jdir,
+		Contract:        contract.Options{RequirePrivacy: true},
+		SMBKeepMappings: e.keepMappings,
+	}, plugin.Host{Host: s.Host()})
 	if err != nil {
+		_ = s.Close() // the wiring error is the one to report
 		e.t.Fatal(err)
 	}
-	root, err := winpath.NewRoot(e.kubelet, winpath.POSIX)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	h := s.Host()
-	opts := e.opts
-	opts.Notes = jr
-	e.sim, e.jr = s, jr
-	e.ns = node.New(node.Config{
-		NodeID:   "node-1",
-		Root:     root,
-		Host:     h,
-		Journal:  jr,
-		Contract: contract.Options{RequirePrivacy: true},
-		Backends: map[contract.Kind]node.Backend{contract.KindSMB: smb.New(h, jr, opts)},
-	})
+	e.sim, e.jr, e.ns = s, p.Journal, p.Node
 }
 
 // restart simulates a plugin restart: everything in memory is dropped.

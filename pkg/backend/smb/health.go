@@ -25,8 +25,8 @@ func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backen
 	if !ok {
 		return inaccessible("LinkMissing", "staging path %s links to %s, which is not on an SMB share", r.StagingPath, info.Target), nil
 	}
-	if want := r.Entry.Attrs["unc"]; want != "" && !backend.SameTarget(unc, want) {
-		return inaccessible("LinkMissing", "staging path %s links to %s, not to the volume's directory %s", r.StagingPath, unc, want), nil
+	if rec, ok := recordOf(r.Entry); ok && rec.UNC != "" && !backend.SameTarget(unc, rec.UNC) {
+		return inaccessible("LinkMissing", "staging path %s links to %s, not to the volume's directory %s", r.StagingPath, unc, rec.UNC), nil
 	}
 	root, _ := shareRoot(unc)
 

@@ -13,26 +13,11 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inflight"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
-
-// Notes stores small non-secret facts crash-safely; the stage journal
-// (*journal.Journal) implements it. The backend keeps one note per global
-// mapping it made: the user name the mapping was made with.
-type Notes interface {
-	GetNote(key string) (string, bool)
-	PutNote(key, value string) error
-	DeleteNote(key string) error
-}
 
 // Options tune the SMB backend.
 type Options struct {
-	// Notes records which user name each global mapping was made with
-	// (never the password), so that a volume whose secret names another
-	// user is noticed even after a restart. The node passes its stage
-	// journal. Nil: the user of an existing mapping is unknown, and a
-	// healthy mapping is always kept as it is.
-	Notes Notes
-
 	// KeepMappings leaves a share's global mapping in place when its last
 	// volume is unstaged (csi-driver-smb's --remove-smb-mapping-during-unmount
 	// set to false). The default, false, removes it. Keeping mappings makes
@@ -46,21 +31,26 @@ type Options struct {
 // does not leave a mapping nobody uses.
 const rollbackTimeout = 30 * time.Second
 
-// notePrefix starts the key of a mapping's note.
+// notePrefix starts the key of a mapping's note: "smb-mapping:" and the
+// share root; the value is the user name the mapping was made with ("" for
+// anonymous), never a password. MSFT_SmbGlobalMapping cannot tell the user,
+// so the note is how a volume whose secret names another user is noticed,
+// even after a restart, and how a mapping is known to be the plugin's.
 const notePrefix = "smb-mapping:"
 
 // Backend is the SMB backend.
 type Backend struct {
 	h      host.Host
-	reg    backend.Registry
+	store  backend.Store
 	opts   Options
 	shares *inflight.KeyMutex // one share root's mapping at a time
 }
 
-// New returns an SMB backend over h. reg is the stage journal, read to find
-// the other volumes that may use a share.
-func New(h host.Host, reg backend.Registry, o Options) *Backend {
-	return &Backend{h: h, reg: reg, opts: o, shares: inflight.NewKeyMutex()}
+// New returns an SMB backend over h. store is the stage journal: the
+// backend reads the records of the volumes of a share from it, to count the
+// share's users, and keeps a note per global mapping it made (notePrefix).
+func New(h host.Host, store backend.Store, o Options) *Backend {
+	return &Backend{h: h, store: store, opts: o, shares: inflight.NewKeyMutex()}
 }
 
 // stagingState is what a stage finds at the staging path.
@@ -246,7 +236,7 @@ func (b *Backend) reconcile(ctx context.Context, volumeID string, spec *contract
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 
 	var why string
-	if made, ok := b.maker(root); ok && !strings.EqualFold(made, user) {
+	if made, ok := b.maker(ctx, root); ok && !strings.EqualFold(made, user) {
 		why = fmt.Sprintf("it was made as user %q and this volume's secret names user %q", made, user)
 	}
 	privacy := spec.RequirePrivacy && !m.RequirePrivacy
@@ -286,10 +276,8 @@ func (b *Backend) remap(ctx context.Context, spec *contract.SMBSpec) error {
 // leave a mapping of unknown origin.
 func (b *Backend) mapShare(ctx context.Context, spec *contract.SMBSpec) error {
 	root, user := spec.MappingPath(), spec.Credential.User
-	if b.opts.Notes != nil {
-		if err := b.opts.Notes.PutNote(notePrefix+root, user); err != nil {
-			return fmt.Errorf("record the user of the global mapping of %s: %w", root, err)
-		}
+	if err := b.store.PutNote(ctx, notePrefix+root, user); err != nil {
+		return fmt.Errorf("record the user of the global mapping of %s: %w", root, err)
 	}
 	err := b.h.SMB.Map(ctx, root, spec.Credential, spec.RequirePrivacy)
 	if err == nil {
@@ -368,8 +356,10 @@ func (b *Backend) link(ctx context.Context, staging, unc string, state stagingSt
 			return fmt.Errorf("remove the directory at staging path %s before linking: %w", staging, err)
 		}
 	case stagingMissing:
-		if err := b.h.Files.MakeDir(ctx, parentDir(staging)); err != nil {
-			return fmt.Errorf("create the parent of staging path %s: %w", staging, err)
+		if parent, ok := winpath.Parent(staging); ok {
+			if err := b.h.Files.MakeDir(ctx, parent); err != nil {
+				return fmt.Errorf("create the parent of staging path %s: %w", staging, err)
+			}
 		}
 	}
 	klog.FromContext(ctx).V(4).Info("Linking staging path to the share", "stagingTargetPath", staging, "remotePath", unc)
@@ -403,42 +393,23 @@ func (b *Backend) rollback(ctx context.Context, volumeID, root string) {
 	b.forgetMaker(ctx, root)
 }
 
-// maker returns the user name the share's mapping was made with, when known.
-func (b *Backend) maker(root string) (string, bool) {
-	if b.opts.Notes == nil {
+// maker returns the user name the share's mapping was made with, when
+// known. A note that cannot be read counts as unknown: the mapping is then
+// kept as it is.
+func (b *Backend) maker(ctx context.Context, root string) (string, bool) {
+	user, ok, err := b.store.Note(ctx, notePrefix+root)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot read the note of a global mapping", "remotePath", root)
 		return "", false
 	}
-	return b.opts.Notes.GetNote(notePrefix + root)
+	return user, ok
 }
 
 // forgetMaker drops the note of a mapping that no longer exists. A note
 // left behind is harmless: it is only read while the mapping exists, and
 // the next Map replaces it.
 func (b *Backend) forgetMaker(ctx context.Context, root string) {
-	if b.opts.Notes == nil {
-		return
-	}
-	if err := b.opts.Notes.DeleteNote(notePrefix + root); err != nil {
+	if err := b.store.DeleteNote(ctx, notePrefix+root); err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot drop the note of a removed global mapping", "remotePath", root)
 	}
-}
-
-// resourceKey is the journal's ResourceKey of the volumes of a share
-// (contract.Volume.ResourceKey).
-func resourceKey(root string) string { return "smb:" + root }
-
-// parentDir returns the parent of a resolved path of either style.
-func parentDir(p string) string {
-	i := strings.LastIndexAny(p, `\/`)
-	switch {
-	case i < 0:
-		return p
-	case i == 0:
-		return p[:1]
-	}
-	parent := p[:i]
-	if len(parent) == 2 && parent[1] == ':' { // "C:" -> "C:\"
-		return parent + `\`
-	}
-	return parent
 }

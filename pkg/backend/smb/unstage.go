@@ -28,7 +28,8 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	}
 
 	var roots []string
-	journalRoot, known := strings.CutPrefix(r.Entry.ResourceKey, "smb:")
+	rec, known := recordOf(r.Entry)
+	journalRoot := rec.Share
 	switch info.Kind {
 	case host.PathSymlink:
 		root, ok := shareRoot(info.Target)
@@ -53,7 +54,7 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	case host.PathDir, host.PathMissing:
 		// Not staged (any more). From the spec: reply 0 OK; but first
 		// finish what a crashed unstage may have left undone.
-		if !known || journalRoot == "" {
+		if !known {
 			log.V(4).Info("Nothing staged at the staging path")
 			return nil
 		}
@@ -114,8 +115,15 @@ func (b *Backend) release(ctx context.Context, volumeID, root string) error {
 // cannot be inspected counts too: keeping a mapping nobody needs costs far
 // less than removing one in use.
 func (b *Backend) otherUsers(ctx context.Context, root, volumeID string) int {
+	entries, err := b.store.ByResource(ctx, resourceKey(root))
+	if err != nil {
+		// Without the records the users cannot be counted: count one, so
+		// that the mapping stays.
+		klog.FromContext(ctx).Error(err, "Cannot read the volumes of the share from the stage journal; keeping its global mapping", "remotePath", root)
+		return 1
+	}
 	n := 0
-	for _, e := range b.reg.WithResource(resourceKey(root)) {
+	for _, e := range entries {
 		if e.VolumeID == volumeID || e.StagingPath == "" {
 			continue
 		}

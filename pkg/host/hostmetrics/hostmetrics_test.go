@@ -13,6 +13,7 @@ import (
 	"k8s.io/component-base/metrics"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/host/hosttest"
 )
 
 const (
@@ -82,7 +83,7 @@ func newMetrics(t *testing.T) (*Metrics, metrics.KubeRegistry) {
 // one series per method, named after the area field and the method.
 func TestWrapCountsEveryMethod(t *testing.T) {
 	m, reg := newMetrics(t)
-	wrapped := reflect.ValueOf(m.Wrap(host.Unimplemented()))
+	wrapped := reflect.ValueOf(m.Wrap(hosttest.Unimplemented()))
 	want := map[string]float64{}
 	wantObs := map[string]uint64{}
 	for i := range wrapped.NumField() {
@@ -161,7 +162,7 @@ type ctxKey struct{}
 
 func TestWrapPassesThrough(t *testing.T) {
 	m, reg := newMetrics(t)
-	inner := host.Unimplemented()
+	inner := hosttest.Unimplemented()
 	ff := &fakeFiles{Files: inner.Files}
 	inner.Files = ff
 	h := m.Wrap(inner)
@@ -193,7 +194,7 @@ func TestWrapPassesThrough(t *testing.T) {
 // BenchmarkWrappedCall measures what the decorator adds to one host call
 // (the inner call returns at once).
 func BenchmarkWrappedCall(b *testing.B) {
-	inner := host.Unimplemented()
+	inner := hosttest.Unimplemented()
 	inner.Files = &fakeFiles{Files: inner.Files}
 	ctx := context.Background()
 	for _, c := range []struct {

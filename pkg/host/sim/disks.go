@@ -335,7 +335,7 @@ func (h disks) Page83(ctx context.Context, disk host.Disk) (string, error) {
 
 func (h disks) Rescan(ctx context.Context) error {
 	_, err := call(ctx, h.s, OpDisksRescan, true, func(st *State) (struct{}, error) {
-		h.s.rescan(st, host.VolumeFrom(ctx))
+		h.s.rescan(st, volumeFrom(ctx))
 		return struct{}{}, nil
 	})
 	return err

@@ -293,7 +293,7 @@ func TestAutoAttach(t *testing.T) {
 	if got := len(s.Snapshot().Disks); got != 1 {
 		t.Fatalf("rescan without a volume attached something: %d disks", got)
 	}
-	vctx := host.WithVolume(ctx, "pvc-123")
+	vctx := WithVolume(ctx, "pvc-123")
 	for i := 0; i < 2; i++ {
 		if err := h.Rescan(vctx); err != nil {
 			t.Fatal(err)
@@ -339,7 +339,7 @@ func TestDetachReattachKeepsContents(t *testing.T) {
 	_, err = s.AttachDisk(DiskSpec{Serial: "cloud-1", FileSystem: "NTFS"})
 	wantErr(t, "attach with layout over stored contents", err, host.ErrAlreadyExists)
 	// Auto-attach brings the same disk back, offline by SAN policy.
-	if err := s.Host().Disks.Rescan(host.WithVolume(ctx, "cloud-1")); err != nil {
+	if err := s.Host().Disks.Rescan(WithVolume(ctx, "cloud-1")); err != nil {
 		t.Fatal(err)
 	}
 	st := s.Snapshot()

@@ -119,7 +119,7 @@
 // # Auto-attach
 //
 // With Config.AutoAttach, Disks.Rescan called with a ctx carrying a volume
-// ID V (host.WithVolume) attaches a disk for V when no disk has serial V:
+// ID V (WithVolume) attaches a disk for V when no disk has serial V:
 // the disk detached earlier with serial V if any (its contents come back),
 // else a blank one of Config.AutoAttachSize (default 1 GiB): RAW, writable,
 // offline with OfflineReason Policy, BusType SCSI, serial V, page 83 the

@@ -238,7 +238,7 @@ func TestGroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx := host.WithVolume(context.Background(), fmt.Sprintf("vol-%03d", i))
+			ctx := WithVolume(context.Background(), fmt.Sprintf("vol-%03d", i))
 			errs <- s.Host().Disks.Rescan(ctx)
 		}()
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
 	"github.com/wincsi/csi-windows-node/pkg/host/winhost/scripted"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
 // End-to-end: the disk backend (pkg/backend/disk) and the publisher over
@@ -40,7 +41,11 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	e := scripted.New(t)
 	h := winhost.New(e)
-	b := disk.New(h, disk.Options{OfflineOnUnstage: true,
+	jr, err := journal.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := disk.New(h, jr, disk.Options{OfflineOnUnstage: true,
 		Backoff: backend.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Bound: 20 * time.Millisecond}})
 	return &rig{e: e, h: h, b: b}
 }
@@ -207,7 +212,7 @@ func TestBackendStageRepeated(t *testing.T) {
 // (c) Publish, unpublish and stats cost no WMI round trip.
 func TestBackendPublishUnpublishStats(t *testing.T) {
 	r := newRig(t)
-	p := backend.Publisher{Files: r.h.Files}
+	p := backend.NewPublisher(r.h)
 	ctx := context.Background()
 	link := winhost.BuildReparse(winhost.IOReparseTagSymlink, `\??\`+staging, staging, 0)
 
@@ -256,7 +261,7 @@ func TestBackendPublishMissingTarget(t *testing.T) {
 		r := newRig(t)
 		r.e.ExpectWin32("GetFileAttributes", []any{lTarget}, scripted.Reply{Err: w32("GetFileAttributesW", winhost.ErrorFileNotFound)})
 		r.e.ExpectWin32("CreateSymbolicLink", []any{lTarget, staging, uint32(3)}, ok())
-		if created, err := (backend.Publisher{Files: r.h.Files}).Publish(context.Background(), staging, target); err != nil || !created {
+		if created, err := backend.NewPublisher(r.h).Publish(context.Background(), staging, target); err != nil || !created {
 			t.Fatalf("Publish = %t, %v", created, err)
 		}
 		if n := r.e.WMIRoundTrips(); n != 0 {
@@ -273,7 +278,7 @@ func TestBackendPublishMissingTarget(t *testing.T) {
 		r.e.ExpectWin32("CreateSymbolicLink", []any{lTarget, staging, uint32(3)}, scripted.Reply{Err: w32("CreateSymbolicLinkW", winhost.ErrorPathNotFound)})
 		r.e.ExpectWin32("CreateDirectory", []any{`\\?\` + parent}, ok())
 		r.e.ExpectWin32("CreateSymbolicLink", []any{lTarget, staging, uint32(3)}, ok())
-		if created, err := (backend.Publisher{Files: r.h.Files}).Publish(context.Background(), staging, target); err != nil || !created {
+		if created, err := backend.NewPublisher(r.h).Publish(context.Background(), staging, target); err != nil || !created {
 			t.Fatalf("Publish = %t, %v", created, err)
 		}
 	})

@@ -155,8 +155,9 @@ func (f *Files) MakeDir(ctx context.Context, path string) error {
 			}
 			break // created concurrently; its children follow
 		}
-		parent, ok := parentDir(cur)
-		if !isCode(err, ErrorPathNotFound) || !ok {
+		// Never above a drive or share root: those are not created.
+		parent, ok := winpath.Parent(cur)
+		if !isCode(err, ErrorPathNotFound) || !ok || winpath.IsRoot(parent) {
 			return fmt.Errorf("create directory %s: %w", cur, mapHostErr(err))
 		}
 		missing = append(missing, cur)
@@ -185,28 +186,6 @@ func (f *Files) existingDir(ctx context.Context, path string) error {
 		return fmt.Errorf("create directory %s: a file of that name exists: %w", path, host.ErrAlreadyExists)
 	}
 	return nil
-}
-
-// parentDir returns the parent of a drive or UNC path, and false when the
-// parent would be a drive root (C:\) or a share root (\\srv\share), or when
-// there is none: those are never created.
-func parentDir(p string) (string, bool) {
-	s := strings.TrimRight(p, `\/`)
-	i := strings.LastIndexAny(s, `\/`)
-	if i <= 0 {
-		return "", false
-	}
-	parent := s[:i]
-	switch {
-	case len(parent) == 2 && parent[1] == ':': // C:
-		return "", false
-	case strings.HasPrefix(parent, `\\`) || strings.HasPrefix(parent, `//`):
-		// \\srv\share is the root of a UNC path: at least one more component.
-		if strings.Count(strings.ReplaceAll(parent[2:], "/", `\`), `\`) < 2 {
-			return "", false
-		}
-	}
-	return parent, true
 }
 
 // Remove implements host.Files. It removes an empty directory or a

@@ -11,59 +11,36 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
-	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
-	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
-	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
-	"github.com/wincsi/csi-windows-node/pkg/identity"
-	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
-	"github.com/wincsi/csi-windows-node/pkg/winpath"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
-// Library is a node service with every backend on a fresh simulated host,
-// the way cmd/csi-windows-node wires it, for csi-sanity in library mode.
+// Library is the plugin on a fresh simulated host, built as
+// cmd/csi-windows-node builds it (test/harness/simnode, plugin.New), for
+// csi-sanity in library mode. Auto-attach is off: the controller double
+// attaches disks.
 type Library struct {
 	Sim     *sim.Sim
 	Kubelet string
 	Base    string
+	Plugin  *plugin.Plugin
 	Node    *node.Server
 }
 
-// NewLibrary builds the node service with the contract options.
+// NewLibrary builds the plugin with the contract options.
 func NewLibrary(t *testing.T, copts contract.Options) *Library {
 	t.Helper()
 	base := t.TempDir()
-	kubelet := filepath.Join(base, "kubelet")
-	if err := os.MkdirAll(kubelet, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.New(sim.Config{Dir: filepath.Join(base, "sim")})
+	n, err := simnode.Open(simnode.Options{Base: base, NoAutoAttach: true, Contract: &copts,
+		Backoff: backend.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Bound: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
-	jr, err := journal.Open(filepath.Join(base, "journal"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := winpath.NewRoot(kubelet, winpath.POSIX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := s.Host()
-	fast := backend.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Bound: time.Second}
-	disks := disk.New(h, disk.Options{OfflineOnUnstage: true, Backoff: fast, Notes: jr})
-	ns := node.New(node.Config{
-		NodeID: "sanity-node", Root: root, Host: h, Journal: jr, Contract: copts,
-		Backends: map[contract.Kind]node.Backend{
-			contract.KindDisk:  disks,
-			contract.KindSMB:   smb.New(h, jr, smb.Options{Notes: jr}),
-			contract.KindISCSI: iscsi.New(h, disks, jr, iscsi.Options{Backoff: fast}),
-		},
-	})
-	return &Library{Sim: s, Kubelet: kubelet, Base: base, Node: ns}
+	t.Cleanup(func() { _ = n.Close() })
+	return &Library{Sim: n.Sim, Kubelet: n.Kubelet, Base: base, Plugin: n.Plugin, Node: n.Server}
 }
 
 // Run serves the node service with ctl as the controller and runs
@@ -72,9 +49,8 @@ func NewLibrary(t *testing.T, copts contract.Options) *Library {
 // secrets of every request.
 func (l *Library) Run(t *testing.T, ctl *Controller, params, stageSecrets map[string]string) {
 	t.Helper()
-	ids := identity.New("sim.csi.wincsi.io", "test", false)
-	ids.SetReady(true)
-	endpoint := Serve(t, filepath.Join(l.Base, "csi.sock"), WithController{IdentityServer: ids}, ctl, l.Node)
+	l.Plugin.Identity.SetReady(true)
+	endpoint := Serve(t, filepath.Join(l.Base, "csi.sock"), WithController{IdentityServer: l.Plugin.Identity}, ctl, l.Node)
 
 	cfg := sanity.NewTestConfig()
 	cfg.Address = endpoint

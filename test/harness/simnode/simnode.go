@@ -1,11 +1,13 @@
-// Package simnode wires the node service over the simulated Windows host in
-// the test process ("library mode") exactly the way cmd/csi-windows-node
-// wires it with --host=sim and default flags: the same backends and
-// options, the journal in <sim-dir>/journal, the kubelet directory as the
-// confinement root. The reliability suites (crash matrix, soak, hangs,
-// confinement, fuzzing, secrets) use it to prepare host state, to learn the
-// host-call sequence of an RPC and to drive hundreds of volumes without a
-// process per run.
+// Package simnode builds the plugin over the simulated Windows host in the
+// test process ("library mode") exactly as cmd/csi-windows-node does with
+// --host=sim: the options come from the binary's own flags (pkg/config,
+// then plugin.FromConfig, so the defaults cannot drift), the plugin from
+// plugin.New, with the journal in <sim-dir>/journal and the kubelet
+// directory as the confinement root. The reliability suites (crash matrix,
+// soak, hangs, confinement, fuzzing, secrets), the csi-sanity library runs
+// and the benchmarks use it to prepare host state, to learn the host-call
+// sequence of an RPC and to drive hundreds of volumes without a process per
+// run.
 //
 // The directory layout is the one test/harness/testbin gives the plugin binary
 // (<base>/kubelet, <base>/sim, <base>/sim/journal), so a base directory
@@ -16,23 +18,30 @@
 package simnode
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
-	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
-	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
-	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
+	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
+
+// DriverName is the driver name the plugin is built with, as
+// test/harness/testbin starts the binary.
+const DriverName = "sim.csi.wincsi.io"
 
 // Options configure Open. The zero value (apart from Base) is the binary's
 // default configuration with --host=sim.
@@ -44,29 +53,36 @@ type Options struct {
 	NoAutoAttach bool
 	// AutoAttachSize is --sim-disk-size (0: the sim's default, 1 GiB).
 	AutoAttachSize uint64
+	// Args are more flags of the binary (--smb-keep-mappings, ...).
+	Args []string
 	// Backoff paces waits for disks (zero: backend.DefaultBackoff, the
 	// binary's).
 	Backoff backend.Backoff
-	// Contract overrides the contract options; nil means the binary's
-	// defaults with --host=sim (--volume-id-disk=serial,
+	// Contract overrides the contract options the flags give; nil keeps
+	// them (with --host=sim: --volume-id-disk=serial,
 	// --smb-require-privacy=true).
 	Contract *contract.Options
+	// FS overrides what the node service checks the ancestors of request
+	// paths with (plugin.Options.FS); nil keeps the machine's.
+	FS winpath.FS
 	// Logger is given to the simulated host (zero: klog.Background()).
 	Logger klog.Logger
-	// WrapHost, when set, wraps the host before the backends see it (the
-	// binary wraps it with host-call metrics).
+	// WrapHost, when set, wraps the simulated host before the plugin sees
+	// it (to inject hangs); the plugin wraps the result with host-call
+	// metrics as it wraps any host.
 	WrapHost func(host.Host) host.Host
 }
 
-// Node is a node service on a simulated host.
+// Node is the plugin on a simulated host.
 type Node struct {
 	Base    string
 	Kubelet string
 	SimDir  string
 	Sim     *sim.Sim
-	Journal *journal.Journal
-	Root    *winpath.Root
-	Server  *node.Server
+	Plugin  *plugin.Plugin
+	Journal *journal.Journal // Plugin.Journal
+	Root    *winpath.Root    // Plugin.Root
+	Server  *node.Server     // Plugin.Node
 }
 
 // Dirs returns the kubelet, sim and journal directories under base.
@@ -75,61 +91,67 @@ func Dirs(base string) (kubelet, simDir, journalDir string) {
 }
 
 // Open opens (or creates) the simulated host and journal under o.Base and
-// builds the node service.
+// builds the plugin over them with plugin.New.
 func Open(o Options) (*Node, error) {
 	if o.Base == "" {
 		return nil, fmt.Errorf("simnode: Options.Base is required")
 	}
-	kubelet, simDir, jdir := Dirs(o.Base)
+	kubelet, simDir, _ := Dirs(o.Base)
 	if err := os.MkdirAll(kubelet, 0o755); err != nil {
 		return nil, err
 	}
-	s, err := sim.New(sim.Config{Dir: simDir, AutoAttach: !o.NoAutoAttach, AutoAttachSize: o.AutoAttachSize, Logger: o.Logger})
+	args := []string{"--host=sim", "--sim-dir=" + simDir, "--kubelet-dir=" + kubelet,
+		"--driver-name=" + DriverName, "--node-id=test-node"}
+	if o.NoAutoAttach {
+		args = append(args, "--sim-auto-attach=false")
+	}
+	if o.AutoAttachSize != 0 {
+		args = append(args, "--sim-disk-size="+strconv.FormatUint(o.AutoAttachSize, 10))
+	}
+	cfg, err := Flags(append(args, o.Args...)...)
 	if err != nil {
 		return nil, err
 	}
-	jr, err := journal.Open(jdir)
+	opts, err := plugin.FromConfig(cfg, runtime.GOOS)
 	if err != nil {
-		_ = s.Close() // the journal error is the one to report
 		return nil, err
 	}
-	root, err := winpath.NewRoot(kubelet, winpath.POSIX)
-	if err != nil {
-		_ = s.Close() // the root error is the one to report
-		return nil, err
-	}
-	copts := contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true}
+	opts.Backoff, opts.FS = o.Backoff, o.FS
 	if o.Contract != nil {
-		copts = *o.Contract
+		opts.Contract = *o.Contract
+	}
+	s, err := sim.New(sim.Config{Dir: cfg.SimDir, AutoAttach: cfg.SimAutoAttach, AutoAttachSize: uint64(cfg.SimDiskSize), Logger: o.Logger})
+	if err != nil {
+		return nil, err
 	}
 	h := s.Host()
 	if o.WrapHost != nil {
 		h = o.WrapHost(h)
 	}
+	p, err := plugin.New(opts, plugin.Host{Host: h, ForVolume: sim.WithVolume})
+	if err != nil {
+		_ = s.Close() // the wiring error is the one to report
+		return nil, err
+	}
 	return &Node{
-		Base: o.Base, Kubelet: kubelet, SimDir: simDir,
-		Sim: s, Journal: jr, Root: root,
-		Server: node.New(node.Config{
-			NodeID:   "test-node",
-			Root:     root,
-			Host:     h,
-			Journal:  jr,
-			Contract: copts,
-			Backends: Backends(h, jr, o.Backoff),
-		}),
+		Base: o.Base, Kubelet: kubelet, SimDir: simDir, Sim: s,
+		Plugin: p, Journal: p.Journal, Root: p.Root, Server: p.Node,
 	}, nil
 }
 
-// Backends returns the three backends as cmd/csi-windows-node builds them
-// with default flags (disks offlined at unstage, SMB mappings and iSCSI
-// portals removed with their last volume).
-func Backends(h host.Host, jr *journal.Journal, b backend.Backoff) map[contract.Kind]node.Backend {
-	disks := disk.New(h, disk.Options{OfflineOnUnstage: true, Backoff: b})
-	return map[contract.Kind]node.Backend{
-		contract.KindDisk:  disks,
-		contract.KindSMB:   smb.New(h, jr, smb.Options{Notes: jr}),
-		contract.KindISCSI: iscsi.New(h, disks, jr, iscsi.Options{Backoff: b}),
+// Flags parses the binary's flags as cmd/csi-windows-node does on this
+// machine's OS, with "test-node" as the host name.
+func Flags(args ...string) (*config.Options, error) {
+	fs := flag.NewFlagSet("csi-windows-node", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg := config.Register(fs, runtime.GOOS)
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("simnode: flags %q: %w", args, err)
 	}
+	if err := cfg.Finish(fs, runtime.GOOS, "test-node"); err != nil {
+		return nil, fmt.Errorf("simnode: flags %q: %w", args, err)
+	}
+	return cfg, nil
 }
 
 // Close closes the simulated host, releasing its directory.

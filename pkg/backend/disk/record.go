@@ -1,0 +1,148 @@
+package disk
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+)
+
+// Record is what the journal keeps about a disk volume: the selector it
+// was staged with, so that after a restart an unstage can find the disk to
+// take offline and a health check can tell an offline disk from a
+// detached one. A disk is never shared, so the record names no resource.
+type Record struct {
+	Selector contract.DiskSelector
+}
+
+var _ backend.Record = Record{}
+
+// RecordOf returns the record of a disk volume.
+func RecordOf(spec *contract.DiskSpec) Record { return Record{Selector: spec.Selector} }
+
+// Resource implements backend.Record: a disk shares nothing.
+func (Record) Resource() string { return "" }
+
+// Storage implements backend.Record: the selector, every field and match
+// mode included.
+func (r Record) Storage() string { return describe(r.Selector) }
+
+// Attrs implements backend.Record. The selector is one JSON value under
+// attrSelector, in the form the plugin has written since its first
+// release (selectorJSON).
+func (r Record) Attrs() map[string]string {
+	b, err := json.Marshal(encodeSelector(r.Selector))
+	if err != nil { // cannot happen: strings, integers and pointers to them
+		panic(fmt.Sprintf("encode a disk selector: %v", err))
+	}
+	return map[string]string{attrSelector: string(b)}
+}
+
+// attrSelector is the Entry.Attrs key of the selector.
+const attrSelector = "diskSelector"
+
+// DecodeRecord reads the record of a disk volume's journal entry.
+func DecodeRecord(e journal.Entry) (Record, error) {
+	if _, err := backend.RecordResource(e, string(contract.KindDisk), ""); err != nil {
+		return Record{}, err
+	}
+	s, ok := e.Attrs[attrSelector]
+	if !ok {
+		return Record{}, fmt.Errorf("journal entry of volume %q holds no disk selector: %w", e.VolumeID, backend.ErrNoRecord)
+	}
+	var sj selectorJSON
+	if err := json.Unmarshal([]byte(s), &sj); err != nil {
+		return Record{}, fmt.Errorf("journal entry of volume %q: decode the disk selector: %w: %w", e.VolumeID, err, backend.ErrNoRecord)
+	}
+	sel, err := sj.decode()
+	if err != nil {
+		return Record{}, fmt.Errorf("journal entry of volume %q: %w: %w", e.VolumeID, err, backend.ErrNoRecord)
+	}
+	if sel.IsZero() {
+		return Record{}, fmt.Errorf("journal entry of volume %q holds an empty disk selector: %w", e.VolumeID, backend.ErrNoRecord)
+	}
+	return Record{Selector: sel}, nil
+}
+
+// recordOf returns the disk record of an entry, and false when the entry
+// holds none (the journal did not know the volume, or it is another
+// backend's).
+func recordOf(e journal.Entry) (Record, bool) {
+	r, err := DecodeRecord(e)
+	return r, err == nil
+}
+
+// selectorJSON is the journal form of a contract.DiskSelector. Its field
+// names and the numbers of the match modes are a file format: they are
+// what the first releases wrote (the Go field names of DiskSelector,
+// MatchExact 0, MatchContains 1, MatchLastField 2) and must not change.
+type selectorJSON struct {
+	Serial      string  `json:"Serial"`
+	SerialMatch int     `json:"SerialMatch"`
+	Page83      string  `json:"Page83"`
+	Page83Match int     `json:"Page83Match"`
+	LUN         *uint32 `json:"LUN"`
+	Target      *uint32 `json:"Target"`
+	Bus         *uint32 `json:"Bus"`
+	Location    string  `json:"Location"`
+	Number      *uint32 `json:"Number"`
+}
+
+// matchModes maps the journal's numbers of the match modes to the
+// contract's.
+var matchModes = []contract.MatchMode{0: contract.MatchExact, 1: contract.MatchContains, 2: contract.MatchLastField}
+
+func encodeMatch(m contract.MatchMode) int {
+	for n, mm := range matchModes {
+		if mm == m {
+			return n
+		}
+	}
+	panic(fmt.Sprintf("disk record: match mode %d has no journal number", m))
+}
+
+func decodeMatch(n int) (contract.MatchMode, error) {
+	if n < 0 || n >= len(matchModes) {
+		return 0, fmt.Errorf("unknown match mode %d in the disk selector", n)
+	}
+	return matchModes[n], nil
+}
+
+func encodeSelector(s contract.DiskSelector) selectorJSON {
+	return selectorJSON{
+		Serial: s.Serial, SerialMatch: encodeMatch(s.SerialMatch),
+		Page83: s.Page83, Page83Match: encodeMatch(s.Page83Match),
+		LUN: s.LUN, Target: s.Target, Bus: s.Bus, Location: s.Location, Number: s.Number,
+	}
+}
+
+func (sj selectorJSON) decode() (contract.DiskSelector, error) {
+	serial, err := decodeMatch(sj.SerialMatch)
+	if err != nil {
+		return contract.DiskSelector{}, err
+	}
+	page83, err := decodeMatch(sj.Page83Match)
+	if err != nil {
+		return contract.DiskSelector{}, err
+	}
+	return contract.DiskSelector{
+		Serial: sj.Serial, SerialMatch: serial, Page83: sj.Page83, Page83Match: page83,
+		LUN: sj.LUN, Target: sj.Target, Bus: sj.Bus, Location: sj.Location, Number: sj.Number,
+	}, nil
+}
+
+// Record implements the node's Backend: the record of a disk volume.
+func (b *Backend) Record(vol contract.Volume) (backend.Record, error) {
+	if vol.Disk == nil {
+		return nil, fmt.Errorf("volume has no disk spec: %w", host.ErrInvalid)
+	}
+	return RecordOf(vol.Disk), nil
+}
+
+// DecodeRecord implements the node's Backend.
+func (b *Backend) DecodeRecord(e journal.Entry) (backend.Record, error) {
+	return DecodeRecord(e)
+}

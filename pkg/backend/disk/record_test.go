@@ -1,0 +1,83 @@
+package disk_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+)
+
+func u32(v uint32) *uint32 { return &v }
+
+func diskEntry(r backend.Record) journal.Entry {
+	return journal.Entry{VolumeID: "v", Backend: "disk", ResourceKey: r.Resource(), Attrs: r.Attrs()}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	selectors := []contract.DiskSelector{
+		{Serial: "SER-1"},
+		{Serial: "0ab", SerialMatch: contract.MatchContains, LUN: u32(3)},
+		{Serial: "pd-1", SerialMatch: contract.MatchLastField},
+		{Page83: "6000c298595e0d8d2f3e2e3c1e9d6b1a", Page83Match: contract.MatchExact, Target: u32(0), Bus: u32(1)},
+		{Page83: "Google", Page83Match: contract.MatchContains},
+		{Page83: "pd-2", Page83Match: contract.MatchLastField},
+		{Location: "Integrated : Adapter 1 : Port 0 : Target 0 : LUN 1"},
+		{Number: u32(0)},
+	}
+	storages := map[string]bool{}
+	for _, sel := range selectors {
+		rec := disk.RecordOf(&contract.DiskSpec{Selector: sel})
+		if rec.Resource() != "" {
+			t.Errorf("%+v: a disk shares no resource, Resource = %q", sel, rec.Resource())
+		}
+		got, err := disk.DecodeRecord(diskEntry(rec))
+		if err != nil || !reflect.DeepEqual(got, rec) {
+			t.Errorf("DecodeRecord = %+v, %v; want %+v", got, err, rec)
+		}
+		if storages[rec.Storage()] {
+			t.Errorf("%+v: Storage %q names another selector too", sel, rec.Storage())
+		}
+		storages[rec.Storage()] = true
+	}
+}
+
+// TestRecordFormat holds the journal form of a selector: the entries the
+// plugin wrote since its first release (see also pkg/plugin's
+// TestStateOfThePreviousVersion).
+func TestRecordFormat(t *testing.T) {
+	const written = `{"Serial":"SER-1","SerialMatch":1,"Page83":"","Page83Match":2,"LUN":3,"Target":null,"Bus":null,"Location":"","Number":null}`
+	rec := disk.Record{Selector: contract.DiskSelector{Serial: "SER-1", SerialMatch: contract.MatchContains,
+		Page83Match: contract.MatchLastField, LUN: u32(3)}}
+	if got := rec.Attrs(); !reflect.DeepEqual(got, map[string]string{"diskSelector": written}) {
+		t.Errorf("Attrs = %v", got)
+	}
+	got, err := disk.DecodeRecord(journal.Entry{VolumeID: "v", Backend: "disk", Attrs: map[string]string{"diskSelector": written}})
+	if err != nil || !reflect.DeepEqual(got, rec) {
+		t.Errorf("DecodeRecord = %+v, %v; want %+v", got, err, rec)
+	}
+}
+
+func TestDecodeRecordRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		e    journal.Entry
+	}{
+		{"another backend's entry", journal.Entry{VolumeID: "v", Backend: "iscsi", Attrs: map[string]string{"diskSelector": `{"Serial":"x"}`}}},
+		{"no selector", journal.Entry{VolumeID: "v", Backend: "disk"}},
+		{"damaged selector", journal.Entry{VolumeID: "v", Backend: "disk", Attrs: map[string]string{"diskSelector": `{"Serial":`}}},
+		{"empty selector", journal.Entry{VolumeID: "v", Backend: "disk", Attrs: map[string]string{"diskSelector": `{}`}}},
+		{"unknown match mode", journal.Entry{VolumeID: "v", Backend: "disk", Attrs: map[string]string{"diskSelector": `{"Serial":"x","SerialMatch":7}`}}},
+		{"the zero entry of a volume the journal does not know", journal.Entry{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if rec, err := disk.DecodeRecord(tt.e); !errors.Is(err, backend.ErrNoRecord) {
+				t.Fatalf("DecodeRecord = %+v, %v; want ErrNoRecord", rec, err)
+			}
+		})
+	}
+}

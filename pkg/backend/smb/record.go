@@ -1,0 +1,91 @@
+package smb
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+)
+
+// Record is what the journal keeps about an SMB volume: the share whose
+// global mapping it uses (the resource the volumes of a share have in
+// common, whose last unstage removes the mapping) and the volume's own
+// directory on it.
+type Record struct {
+	// Share is the lower-cased share root \\server\share, the path of the
+	// global mapping (contract.SMBSpec.MappingPath).
+	Share string
+	// UNC is the volume's directory, \\server\share[\dir], as given.
+	UNC string
+	// User is the user name of the node-stage secret the volume was
+	// staged with, "" for anonymous access; never a password.
+	User string
+}
+
+var _ backend.Record = Record{}
+
+// RecordOf returns the record of an SMB volume.
+func RecordOf(spec *contract.SMBSpec) Record {
+	return Record{Share: spec.MappingPath(), UNC: spec.UNC(), User: spec.Credential.User}
+}
+
+// Resource implements backend.Record: "smb:" and the share root.
+func (r Record) Resource() string { return resourceKey(r.Share) }
+
+// Storage implements backend.Record: the volume's directory, lower-cased
+// (SMB paths compare case-insensitively).
+func (r Record) Storage() string { return strings.ToLower(r.UNC) }
+
+// Attrs implements backend.Record. The share is the entry's ResourceKey;
+// the attributes hold the directory and the user name.
+func (r Record) Attrs() map[string]string {
+	a := map[string]string{attrUNC: r.UNC}
+	if r.User != "" {
+		a[attrUser] = r.User
+	}
+	return a
+}
+
+// The Entry.Attrs keys of an SMB record.
+const (
+	attrUNC  = "unc"
+	attrUser = "user"
+)
+
+// resourceKeyPrefix starts the ResourceKey of the volumes of a share.
+const resourceKeyPrefix = "smb:"
+
+// resourceKey is the ResourceKey of the volumes of the share root.
+func resourceKey(root string) string { return resourceKeyPrefix + root }
+
+// DecodeRecord reads the record of an SMB volume's journal entry.
+func DecodeRecord(e journal.Entry) (Record, error) {
+	share, err := backend.RecordResource(e, string(contract.KindSMB), resourceKeyPrefix)
+	if err != nil {
+		return Record{}, err
+	}
+	return Record{Share: share, UNC: e.Attrs[attrUNC], User: e.Attrs[attrUser]}, nil
+}
+
+// recordOf returns the SMB record of an entry, and false when the entry
+// holds none (the journal did not know the volume at this path).
+func recordOf(e journal.Entry) (Record, bool) {
+	r, err := DecodeRecord(e)
+	return r, err == nil
+}
+
+// Record implements the node's Backend: the record of an SMB volume.
+func (b *Backend) Record(vol contract.Volume) (backend.Record, error) {
+	if vol.SMB == nil {
+		return nil, fmt.Errorf("volume has no smb spec: %w", host.ErrInvalid)
+	}
+	return RecordOf(vol.SMB), nil
+}
+
+// DecodeRecord implements the node's Backend.
+func (b *Backend) DecodeRecord(e journal.Entry) (backend.Record, error) {
+	return DecodeRecord(e)
+}

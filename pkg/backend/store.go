@@ -1,0 +1,88 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+)
+
+// Store is the stage journal as the backends use it: the records of the
+// volumes that share a host resource, and small notes about the shared
+// resources a backend made. Every backend's constructor takes one; the
+// plugin passes its *journal.Journal (pkg/plugin), tests pass a journal in
+// a temporary directory.
+//
+// The journal holds an entry for every volume from the moment its stage
+// starts (an intent, Entry.Staged false) until its unstage has finished,
+// so the entries of a resource are a superset of its users: a backend
+// checks each against the host before relying on it. Reads are served from
+// memory, never block on a write and may run concurrently with each other
+// and with writes.
+//
+// Note keys and values are the backend's own: each backend names its keys
+// with a prefix of its own (documented where it writes them) and never
+// stores a secret.
+type Store interface {
+	// ByResource returns the entries whose ResourceKey is key (see
+	// Record.Resource), intents included, ordered by volume ID.
+	ByResource(ctx context.Context, key string) ([]journal.Entry, error)
+	// ByBackend returns the entries of one backend ("disk", "smb",
+	// "iscsi"), intents included, ordered by volume ID.
+	ByBackend(ctx context.Context, backend string) ([]journal.Entry, error)
+	// Note returns the note under key and whether there is one.
+	Note(ctx context.Context, key string) (string, bool, error)
+	// PutNote stores value under key durably.
+	PutNote(ctx context.Context, key, value string) error
+	// DeleteNote removes the note under key durably; a missing note is
+	// not an error.
+	DeleteNote(ctx context.Context, key string) error
+}
+
+var _ Store = (*journal.Journal)(nil)
+
+// Record is a backend's typed record of one volume, kept in the volume's
+// journal entry (Entry.ResourceKey and Entry.Attrs) from the start of its
+// stage until its unstage has finished. Each backend has its own type,
+// builds it from the volume's contract, and is the only package that
+// encodes and decodes it: what a record holds is read back through the
+// backend's DecodeRecord, never as attribute strings elsewhere.
+type Record interface {
+	// Resource is the key of the host resource the volume shares with
+	// other volumes (an SMB share, an iSCSI target), "" when it shares
+	// none. The journal indexes entries by it; two volumes on one resource
+	// have the same key.
+	Resource() string
+	// Storage names, canonically, the storage the volume is (a disk
+	// selector, a directory of a share, a LUN of a target): a repeated
+	// stage whose record names other storage is incompatible with the
+	// completed one.
+	Storage() string
+	// Attrs encodes the record for the journal entry.
+	Attrs() map[string]string
+}
+
+// ErrNoRecord is wrapped by a backend's DecodeRecord when an entry holds no
+// usable record of that backend: it is another backend's entry, or the
+// record is missing or damaged.
+var ErrNoRecord = errors.New("no usable backend record")
+
+// RecordResource checks that e is an entry of backend kind, and returns
+// the name its ResourceKey gives after prefix (the share, the target);
+// with an empty prefix it only checks the kind. Both failures wrap
+// ErrNoRecord. The backends' DecodeRecord start with it.
+func RecordResource(e journal.Entry, kind, prefix string) (string, error) {
+	if e.Backend != kind {
+		return "", fmt.Errorf("journal entry of volume %q is a %q entry, not %s: %w", e.VolumeID, e.Backend, kind, ErrNoRecord)
+	}
+	if prefix == "" {
+		return "", nil
+	}
+	name, ok := strings.CutPrefix(e.ResourceKey, prefix)
+	if !ok || name == "" {
+		return "", fmt.Errorf("journal entry of volume %q names no %s resource (%q): %w", e.VolumeID, kind, e.ResourceKey, ErrNoRecord)
+	}
+	return name, nil
+}

@@ -1,0 +1,205 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kubernetes-csi/csi-lib-utils/metrics"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
+	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
+	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
+	"github.com/wincsi/csi-windows-node/pkg/config"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/host/hostmetrics"
+	"github.com/wincsi/csi-windows-node/pkg/identity"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/version"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
+)
+
+// Options is the configuration of a plugin: what the flags say
+// (FromConfig), plus what only tests change.
+type Options struct {
+	DriverName string
+	// Version is what GetPluginInfo reports; "" means version.Version.
+	Version           string
+	NodeID            string
+	MaxVolumesPerNode int64
+	Topology          map[string]string
+
+	// KubeletDir is the confinement root of every path from the CO, in
+	// PathStyle (winpath.Windows on Windows, winpath.POSIX with the
+	// simulated host on Linux).
+	KubeletDir string
+	PathStyle  winpath.Style
+	// StateDir is the stage journal's directory.
+	StateDir string
+
+	// Contract says how volume_context, publish_context and secrets are
+	// read.
+	Contract contract.Options
+
+	// Backend behaviour (see the flags of the same names).
+	OfflineDiskOnUnstage bool
+	SMBKeepMappings      bool
+	KeepISCSIPortals     bool
+
+	// Serving (Serve).
+	HTTPEndpoint  string
+	EnablePprof   bool
+	ShutdownGrace time.Duration
+	// Started is when start-up began, for the start-up time Serve logs
+	// once ready; zero means when New was called.
+	Started time.Time
+
+	// Backoff paces the waits for a disk or LUN to appear; zero means
+	// backend.DefaultBackoff. Tests shorten it; no flag sets it.
+	Backoff backend.Backoff
+	// FS is what the node service checks the ancestors of request paths
+	// with; nil means the machine's (winpath.DefaultFS). Benchmarks
+	// replace it to measure what the check costs.
+	FS winpath.FS
+}
+
+// FromConfig returns the options the parsed flags give, for a binary
+// running on goos. It checks what config cannot check alone (the kubelet
+// directory as a confinement root, the parameter contract's flags
+// together), so that a bad flag fails before the host is touched.
+func FromConfig(c *config.Options, goos string) (Options, error) {
+	o := Options{
+		DriverName:        c.DriverName,
+		Version:           version.Version,
+		NodeID:            c.NodeID,
+		MaxVolumesPerNode: c.MaxVolumesPerNode,
+		Topology:          c.Topology,
+		KubeletDir:        c.KubeletDir,
+		PathStyle:         winpath.POSIX,
+		StateDir:          c.StateDir,
+		Contract: contract.Options{
+			DefaultKind:    contract.Kind(c.DefaultBackend),
+			Aliases:        c.ContextAliases,
+			Presets:        c.DiskPresets,
+			VolumeIDDisk:   c.VolumeIDDisk,
+			RequirePrivacy: c.SMBRequirePriv,
+			DefaultDomain:  c.SMBDefaultDomain,
+		},
+		OfflineDiskOnUnstage: c.OfflineDiskOnUnstage,
+		SMBKeepMappings:      c.SMBKeepMappings,
+		KeepISCSIPortals:     c.KeepISCSIPortals,
+		HTTPEndpoint:         c.HTTPEndpoint,
+		EnablePprof:          c.EnablePprof,
+		ShutdownGrace:        c.ShutdownGrace,
+	}
+	if goos == "windows" {
+		o.PathStyle = winpath.Windows
+	}
+	if _, err := winpath.NewRoot(o.KubeletDir, o.PathStyle); err != nil {
+		return Options{}, fmt.Errorf("--kubelet-dir: %w", err)
+	}
+	if err := o.Contract.Validate(); err != nil {
+		return Options{}, fmt.Errorf("parameter contract flags (--context-alias, --disk-preset, --default-backend, --volume-id-disk): %w", err)
+	}
+	return o, nil
+}
+
+// Host is a started host as the plugin uses it.
+type Host struct {
+	host.Host
+	// Healthy reports a host that can no longer serve (a wedged Windows
+	// executor); Probe turns not ready while it fails. Nil: always healthy.
+	Healthy func() error
+	// ForVolume annotates the context of the host calls made for one
+	// volume; nil for hosts that need nothing. The wiring of the
+	// simulated host sets sim.WithVolume, which its auto-attach reads.
+	ForVolume func(ctx context.Context, volumeID string) context.Context
+}
+
+// Plugin is a wired plugin: what the gRPC server serves, and the parts
+// tests and tools look at.
+type Plugin struct {
+	Identity *identity.Server
+	Node     *node.Server
+	// Journal is the stage journal every backend keeps its records in.
+	Journal *journal.Journal
+	// Metrics holds the CSI operation metrics and the host-call metrics
+	// (/metrics).
+	Metrics metrics.CSIMetricsManager
+	// Host is the host as the backends see it: counted and timed.
+	Host host.Host
+	// Root is the confinement root (the kubelet directory).
+	Root *winpath.Root
+
+	opts Options
+}
+
+// New wires a plugin over h: it opens the stage journal in o.StateDir,
+// wraps the host with host-call metrics, builds the three backends over
+// the host and the journal, and the node and identity services over them.
+// It is the only place that decides how these are put together: the binary
+// and every test harness call it.
+func New(o Options, h Host) (*Plugin, error) {
+	if o.Started.IsZero() {
+		o.Started = time.Now()
+	}
+	if o.DriverName == "" {
+		return nil, errors.New("plugin: no driver name")
+	}
+	if o.StateDir == "" {
+		return nil, errors.New("plugin: no state directory for the stage journal")
+	}
+	if err := o.Contract.Validate(); err != nil {
+		return nil, fmt.Errorf("parameter contract options: %w", err)
+	}
+	root, err := winpath.NewRoot(o.KubeletDir, o.PathStyle)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet directory: %w", err)
+	}
+	// Every host call is counted and timed on /metrics
+	// (csi_windows_node_host_calls_total and
+	// csi_windows_node_host_call_duration_seconds, docs/performance.md).
+	mm := metrics.NewCSIMetricsManagerForPlugin(o.DriverName)
+	hm, err := hostmetrics.New(mm.GetRegistry())
+	if err != nil {
+		return nil, err
+	}
+	hh := hm.Wrap(h.Host)
+	jr, err := journal.Open(o.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("open the stage journal: %w", err)
+	}
+
+	disks := disk.New(hh, jr, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff})
+	backends := map[contract.Kind]node.Backend{
+		contract.KindDisk:  disks,
+		contract.KindSMB:   smb.New(hh, jr, smb.Options{KeepMappings: o.SMBKeepMappings}),
+		contract.KindISCSI: iscsi.New(hh, disks, jr, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff}),
+	}
+
+	ver := o.Version
+	if ver == "" {
+		ver = version.Version
+	}
+	ids := identity.New(o.DriverName, ver, len(o.Topology) > 0)
+	if h.Healthy != nil {
+		ids.SetHealthCheck(h.Healthy)
+	}
+	ns := node.New(node.Config{
+		NodeID:     o.NodeID,
+		MaxVolumes: o.MaxVolumesPerNode,
+		Topology:   o.Topology,
+		Root:       root,
+		FS:         o.FS,
+		Publisher:  backend.NewPublisher(hh),
+		ForVolume:  h.ForVolume,
+		Backends:   backends,
+		Journal:    jr,
+		Contract:   o.Contract,
+	})
+	return &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root, opts: o}, nil
+}

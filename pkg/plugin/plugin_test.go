@@ -1,0 +1,200 @@
+package plugin_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/wincsi/csi-windows-node/pkg/config"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/host/hostmetrics"
+	"github.com/wincsi/csi-windows-node/pkg/host/hosttest"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
+)
+
+// flags parses the binary's flags for goos.
+func flags(t *testing.T, goos string, args ...string) *config.Options {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c := config.Register(fs, goos)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Finish(fs, goos, "node-a"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestFromConfig(t *testing.T) {
+	c := flags(t, "windows", "--driver-name=disk.csi.example.com", "--topology=topology.kubernetes.io/zone=z1",
+		"--context-alias=LUN=diskLUN", "--disk-preset=azure-disk", "--default-backend=disk", "--smb-require-privacy=false",
+		"--smb-default-domain=CORP", "--smb-keep-mappings", "--keep-iscsi-portals", "--max-volumes-per-node=8",
+		"--http-endpoint=127.0.0.1:0")
+	got, err := plugin.FromConfig(c, "windows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Started != (plugin.Options{}).Started || got.Version == "" {
+		t.Errorf("Started %v, Version %q: want zero and the build's version", got.Started, got.Version)
+	}
+	got.Version = ""
+	want := plugin.Options{
+		DriverName: "disk.csi.example.com", NodeID: "node-a", MaxVolumesPerNode: 8,
+		Topology:   map[string]string{"topology.kubernetes.io/zone": "z1"},
+		KubeletDir: `C:\var\lib\kubelet`, PathStyle: winpath.Windows,
+		StateDir: `C:\var\lib\kubelet\plugins\disk.csi.example.com\state`,
+		Contract: contract.Options{DefaultKind: contract.KindDisk, Aliases: map[string]string{"LUN": "diskLUN"},
+			Presets: []string{"azure-disk"}, DefaultDomain: "CORP"},
+		OfflineDiskOnUnstage: true, SMBKeepMappings: true, KeepISCSIPortals: true,
+		HTTPEndpoint: "127.0.0.1:0", ShutdownGrace: c.ShutdownGrace,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FromConfig =\n%+v\nwant\n%+v", got, want)
+	}
+
+	sim, err := plugin.FromConfig(flags(t, "linux", "--driver-name=a.b", "--host=sim", "--sim-dir=/s"), "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sim.PathStyle != winpath.POSIX || sim.StateDir != "/s/journal" || sim.Contract.VolumeIDDisk != contract.VolumeIDDiskSerial ||
+		!sim.Contract.RequirePrivacy || !sim.OfflineDiskOnUnstage {
+		t.Errorf("defaults with --host=sim: %+v", sim)
+	}
+}
+
+func TestFromConfigRefusesBeforeTouchingTheHost(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // the flag the error names
+	}{
+		{"relative kubelet dir", []string{"--kubelet-dir=kubelet"}, "--kubelet-dir"},
+		{"alias to an unknown key", []string{"--context-alias=X=noSuchKey"}, "--context-alias"},
+		{"unknown preset", []string{"--disk-preset=nope"}, "--disk-preset"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := flags(t, "linux", append([]string{"--driver-name=a.b", "--host=sim", "--sim-dir=/s"}, tt.args...)...)
+			if _, err := plugin.FromConfig(c, "linux"); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("FromConfig: %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func validOptions(t *testing.T) plugin.Options {
+	return plugin.Options{DriverName: "a.b", NodeID: "n1", KubeletDir: "/var/lib/kubelet", PathStyle: winpath.POSIX,
+		StateDir: t.TempDir(), Topology: map[string]string{"zone": "z1"}, Version: "v9"}
+}
+
+func TestNewRefusesIncompleteOptions(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*plugin.Options)
+	}{
+		{"no driver name", func(o *plugin.Options) { o.DriverName = "" }},
+		{"no state dir", func(o *plugin.Options) { o.StateDir = "" }},
+		{"relative kubelet dir", func(o *plugin.Options) { o.KubeletDir = "kubelet" }},
+		{"Windows kubelet dir in POSIX style", func(o *plugin.Options) { o.KubeletDir = `C:\k` }},
+		{"invalid contract", func(o *plugin.Options) { o.Contract.DefaultKind = "nfs" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := validOptions(t)
+			tt.change(&o)
+			if p, err := plugin.New(o, plugin.Host{Host: hosttest.Unimplemented()}); err == nil {
+				t.Fatalf("New accepted it: %+v", p)
+			}
+		})
+	}
+}
+
+// statFiles answers Stat for the staging path with an empty directory and
+// records the contexts it was called with.
+type statFiles struct {
+	host.Files
+	ctxs []context.Context
+}
+
+func (f *statFiles) Stat(ctx context.Context, _ string) (host.PathInfo, error) {
+	f.ctxs = append(f.ctxs, ctx)
+	return host.PathInfo{Kind: host.PathDir}, nil
+}
+
+type volumeKey struct{}
+
+// TestNewWiresTheServices checks what New puts together: the identity
+// (name, version, topology, health check), the node (ID, topology), the
+// journal in StateDir, the host-call metrics around the host, and the
+// per-volume context hook on every host call of a volume's RPC.
+func TestNewWiresTheServices(t *testing.T) {
+	ctx := context.Background()
+	o := validOptions(t)
+	files := &statFiles{}
+	h := hosttest.Unimplemented()
+	h.Files = files
+	unhealthy := errors.New("wedged")
+	healthy := true
+	p, err := plugin.New(o, plugin.Host{Host: h,
+		Healthy:   func() error { return map[bool]error{true: nil, false: unhealthy}[healthy] },
+		ForVolume: func(ctx context.Context, id string) context.Context { return context.WithValue(ctx, volumeKey{}, id) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := p.Identity.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+	if err != nil || info.GetName() != "a.b" || info.GetVendorVersion() != "v9" {
+		t.Errorf("GetPluginInfo = %v, %v", info, err)
+	}
+	ni, err := p.Node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
+	if err != nil || ni.GetNodeId() != "n1" || ni.GetAccessibleTopology().GetSegments()["zone"] != "z1" {
+		t.Errorf("NodeGetInfo = %v, %v", ni, err)
+	}
+	p.Identity.SetReady(true)
+	if !p.Identity.Ready() {
+		t.Error("not ready with a healthy host")
+	}
+	healthy = false
+	if p.Identity.Ready() {
+		t.Error("ready with a host whose health check fails")
+	}
+	if p.Journal.Dir() != o.StateDir || p.Root.Dir() != o.KubeletDir {
+		t.Errorf("journal in %s, root %s; want %s and %s", p.Journal.Dir(), p.Root.Dir(), o.StateDir, o.KubeletDir)
+	}
+
+	staging := filepath.Join(o.KubeletDir, "plugins", "x", "vol-1", "globalmount")
+	if _, err := p.Node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: staging}); err != nil {
+		t.Fatalf("unstage of a volume that is not staged: %v", err)
+	}
+	if len(files.ctxs) != 1 || files.ctxs[0].Value(volumeKey{}) != "vol-1" {
+		t.Fatalf("host calls of the RPC: %d, first annotated with %v; want one, with the volume", len(files.ctxs), files.ctxs[0].Value(volumeKey{}))
+	}
+	mfs, err := p.Metrics.GetRegistry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := false
+	for _, mf := range mfs {
+		if mf.GetName() == hostmetrics.Namespace+"_"+hostmetrics.Name {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					counted = counted || l.GetName() == hostmetrics.LabelOperation && l.GetValue() == "Stat"
+				}
+			}
+		}
+	}
+	if !counted {
+		t.Error("the Stat of the unstage is not counted in the host-call metrics")
+	}
+}

@@ -1,0 +1,246 @@
+//go:build linux
+
+// The simulated host runs on Linux only (pkg/host/sim).
+
+package plugin_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
+	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
+	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
+)
+
+// previous is the state directory the plugin at commit fe78f2d wrote for
+// the volumes of upgradeVolumes (testdata/journal-fe78f2d/README.md).
+const previous = "testdata/journal-fe78f2d"
+
+const (
+	upgradeIQN      = "iqn.2024-01.io.wincsi:upgrade"
+	upgradePassword = "Alice-Pw-7f3c9e1d"
+)
+
+var (
+	snw = &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: "ntfs"}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}
+	mnmw = &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER}}
+)
+
+// upgradeVolumes are the stages the previous version made, as kubelet sent
+// them (testdata/journal-fe78f2d was written by exactly these).
+func upgradeVolumes(kubelet string) []*csi.NodeStageVolumeRequest {
+	reqs := []*csi.NodeStageVolumeRequest{
+		{VolumeId: "vol-disk", VolumeCapability: snw, VolumeContext: map[string]string{"diskSerial": "SER-1", "diskLUN": "3"}},
+		{VolumeId: "vol-smb", VolumeCapability: mnmw, VolumeContext: map[string]string{"source": "//srv/data", "subDir": "vol-smb"},
+			Secrets: map[string]string{"username": "alice", "password": upgradePassword}},
+		{VolumeId: "vol-iscsi", VolumeCapability: snw, VolumeContext: map[string]string{"targetPortal": "10.0.0.1", "portals": "10.0.1.1",
+			"iqn": upgradeIQN, "lun": "1", "multipath": "true"}},
+	}
+	for _, r := range reqs {
+		r.StagingTargetPath = filepath.Join(kubelet, "plugins", "kubernetes.io", "csi", "sim.csi.wincsi.io", r.VolumeId, "globalmount")
+	}
+	return reqs
+}
+
+// upgradeNode is the plugin on a simulated host under one directory,
+// restartable on the same directories.
+type upgradeNode struct {
+	t                         *testing.T
+	kubelet, simDir, stateDir string
+	sim                       *sim.Sim
+	p                         *plugin.Plugin
+}
+
+func (n *upgradeNode) start() {
+	n.t.Helper()
+	s, err := sim.New(sim.Config{Dir: n.simDir})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	p, err := plugin.New(plugin.Options{
+		DriverName: "sim.csi.wincsi.io", NodeID: "node-1",
+		KubeletDir: n.kubelet, PathStyle: winpath.POSIX, StateDir: n.stateDir,
+		Contract:             contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true},
+		OfflineDiskOnUnstage: true,
+		Backoff:              backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Bound: time.Second},
+	}, plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume})
+	if err != nil {
+		_ = s.Close()
+		n.t.Fatal(err)
+	}
+	n.sim, n.p = s, p
+}
+
+func (n *upgradeNode) stop() {
+	n.t.Helper()
+	if err := n.sim.Close(); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// jsonFiles returns the JSON files of dir and dir/notes, by path below dir,
+// decoded, with the kubelet directory written as ${KUBELET}.
+func jsonFiles(t *testing.T, dir, kubelet string) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for _, sub := range []string{"", "notes"} {
+		names, err := filepath.Glob(filepath.Join(dir, sub, "*.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range names {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v any
+			if err := json.Unmarshal([]byte(strings.ReplaceAll(string(b), kubelet, "${KUBELET}")), &v); err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			out[filepath.Join(sub, filepath.Base(p))] = v
+		}
+	}
+	return out
+}
+
+// TestStateOfThePreviousVersion: a DaemonSet upgrade keeps the state
+// directory. The current version writes the entries and notes the
+// previous version wrote for the same volumes (so a rollback reads them
+// too), reads the previous version's files into its typed records, and
+// restages and unstages the volumes from them, releasing the mapping, the
+// sessions and the portals and taking the disks offline.
+func TestStateOfThePreviousVersion(t *testing.T) {
+	base := t.TempDir()
+	n := &upgradeNode{t: t, kubelet: filepath.Join(base, "kubelet"), simDir: filepath.Join(base, "sim"), stateDir: filepath.Join(base, "state")}
+	ctx := context.Background()
+
+	// The host as the previous version left it: the three volumes staged.
+	n.start()
+	if _, err := n.sim.AttachDisk(sim.DiskSpec{Serial: "SER-1", Adapter: 1, Target: 0, LUN: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.sim.AddShare(sim.ShareSpec{Server: "srv", Share: "data", Users: map[string]string{"alice": upgradePassword}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(n.sim.Dir(), "smb", "srv", "data", "vol-smb"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.sim.AddTarget(sim.TargetSpec{IQN: upgradeIQN,
+		Portals: []host.Portal{{Address: "10.0.0.1", Port: 3260}, {Address: "10.0.1.1", Port: 3260}},
+		LUNs:    []sim.LUNSpec{{LUN: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := upgradeVolumes(n.kubelet)
+	for _, r := range reqs {
+		if err := os.MkdirAll(r.StagingTargetPath, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.p.Node.NodeStageVolume(ctx, r); err != nil {
+			t.Fatalf("stage %s: %v", r.VolumeId, err)
+		}
+	}
+	n.stop()
+
+	want := jsonFiles(t, previous, "${KUBELET}")
+	if len(want) != 4 {
+		t.Fatalf("%d files in %s, want 3 entries and 1 note", len(want), previous)
+	}
+	if got := jsonFiles(t, n.stateDir, n.kubelet); !reflect.DeepEqual(got, want) {
+		t.Errorf("the current version writes\n%v\nwhere the previous one wrote\n%v", got, want)
+	}
+
+	// The previous version's files replace the current one's.
+	if err := os.RemoveAll(n.stateDir); err != nil {
+		t.Fatal(err)
+	}
+	for path := range want {
+		b, err := os.ReadFile(filepath.Join(previous, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(n.stateDir, path)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, []byte(strings.ReplaceAll(string(b), "${KUBELET}", n.kubelet)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.start()
+	defer n.stop()
+
+	lun3 := uint32(3)
+	wantRecords := map[string]backend.Record{
+		"vol-disk":  disk.Record{Selector: contract.DiskSelector{Serial: "SER-1", LUN: &lun3}},
+		"vol-smb":   smb.Record{Share: `\\srv\data`, UNC: `\\srv\data\vol-smb`, User: "alice"},
+		"vol-iscsi": iscsi.Record{IQN: upgradeIQN, LUN: 1, Multipath: true, Portals: []host.Portal{{Address: "10.0.0.1", Port: 3260}, {Address: "10.0.1.1", Port: 3260}}},
+	}
+	decode := map[string]func(journal.Entry) (backend.Record, error){
+		"disk":  func(e journal.Entry) (backend.Record, error) { return disk.DecodeRecord(e) },
+		"smb":   func(e journal.Entry) (backend.Record, error) { return smb.DecodeRecord(e) },
+		"iscsi": func(e journal.Entry) (backend.Record, error) { return iscsi.DecodeRecord(e) },
+	}
+	entries := n.p.Journal.List(ctx)
+	if len(entries) != len(wantRecords) {
+		t.Fatalf("journal holds %d entries, want %d", len(entries), len(wantRecords))
+	}
+	for _, e := range entries {
+		rec, err := decode[e.Backend](e)
+		if err != nil || !reflect.DeepEqual(rec, wantRecords[e.VolumeID]) {
+			t.Errorf("record of %s = %#v, %v; want %#v", e.VolumeID, rec, err, wantRecords[e.VolumeID])
+			continue
+		}
+		if e.ResourceKey != rec.Resource() {
+			t.Errorf("%s: resource key %q, its record says %q", e.VolumeID, e.ResourceKey, rec.Resource())
+		}
+	}
+	if got, err := n.p.Journal.ByResource(ctx, `smb:\\srv\data`); err != nil || len(got) != 1 {
+		t.Errorf("ByResource(the share) = %d entries, %v; want vol-smb", len(got), err)
+	}
+
+	// A repeated stage finds the same storage in the old record; then
+	// every volume unstages and releases what it used.
+	for _, r := range reqs {
+		if _, err := n.p.Node.NodeStageVolume(ctx, r); err != nil {
+			t.Errorf("restage %s over the previous version's record: %v", r.VolumeId, err)
+		}
+	}
+	for _, r := range reqs {
+		if _, err := n.p.Node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: r.VolumeId, StagingTargetPath: r.StagingTargetPath}); err != nil {
+			t.Errorf("unstage %s: %v", r.VolumeId, err)
+		}
+	}
+	st := n.sim.Snapshot()
+	if len(st.Mappings) != 0 || len(st.Sessions) != 0 || len(st.Portals) != 0 || len(st.Mounts) != 0 {
+		t.Errorf("left on the host: mappings %v, sessions %v, portals %v, mounts %v", st.Mappings, st.Sessions, st.Portals, st.Mounts)
+	}
+	for _, d := range st.Disks {
+		if d.Serial == "SER-1" && !d.Offline {
+			t.Errorf("disk %d (SER-1) is online after its unstage", d.Number)
+		}
+	}
+	if es := n.p.Journal.List(ctx); len(es) != 0 {
+		t.Errorf("journal entries left: %v", es)
+	}
+	if notes, _ := n.p.Journal.Notes(ctx, ""); len(notes) != 0 {
+		t.Errorf("journal notes left: %v", notes)
+	}
+}
