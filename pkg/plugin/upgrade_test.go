@@ -1,6 +1,7 @@
 //go:build linux
 
-// The simulated host runs on Linux only (pkg/host/sim).
+// Linux only: these tests run on the simulated host, which runs only on
+// Linux (POSIX paths; pkg/host/sim doc.go).
 
 package plugin_test
 
