@@ -135,6 +135,10 @@ type Plugin struct {
 	// Root is the confinement root (the kubelet directory).
 	Root *winpath.Root
 
+	// releasers are the backends whose volumes share host resources
+	// (ReleaseUnused).
+	releasers []backend.Releaser
+
 	opts Options
 }
 
@@ -175,10 +179,12 @@ func New(o Options, h Host) (*Plugin, error) {
 	}
 
 	disks := disk.New(hh, jr, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff})
+	smbs := smb.New(hh, jr, smb.Options{KeepMappings: o.SMBKeepMappings})
+	iscsis := iscsi.New(hh, disks, jr, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff})
 	backends := map[contract.Kind]node.Backend{
 		contract.KindDisk:  disks,
-		contract.KindSMB:   smb.New(hh, jr, smb.Options{KeepMappings: o.SMBKeepMappings}),
-		contract.KindISCSI: iscsi.New(hh, disks, jr, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff}),
+		contract.KindSMB:   smbs,
+		contract.KindISCSI: iscsis,
 	}
 
 	ver := o.Version
@@ -201,5 +207,22 @@ func New(o Options, h Host) (*Plugin, error) {
 		Journal:    jr,
 		Contract:   o.Contract,
 	})
-	return &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root, opts: o}, nil
+	return &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root,
+		releasers: []backend.Releaser{smbs, iscsis}, opts: o}, nil
+}
+
+// ReleaseUnused asks the backend that owns key (smb.ShareKey,
+// iscsi.TargetKey, iscsi.PortalKey) whether the shared host resource it
+// names is unused, and with remove removes it: the same decision, through
+// the same transition and locks, as the unstage of the resource's last
+// volume (backend.Releaser). It is for callers that are not a volume, such
+// as an orphan sweep, which must only ask about resources the plugin made.
+// A key no backend owns is host.ErrInvalid.
+func (p *Plugin) ReleaseUnused(ctx context.Context, key string, remove bool) (bool, error) {
+	for _, r := range p.releasers {
+		if r.Owns(key) {
+			return r.ReleaseUnused(ctx, key, remove)
+		}
+	}
+	return false, fmt.Errorf("%q is not the key of a shared host resource: %w", key, host.ErrInvalid)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"k8s.io/klog/v2"
@@ -103,8 +104,8 @@ type release struct {
 	// trustAbsent: a target this process logged out and nothing logged
 	// in to since needs no host call.
 	trustAbsent bool
-	// dryRun decides without changing the host; unused reports the
-	// decision (ReleaseUnused).
+	// dryRun decides without changing the host; unused, when set,
+	// receives whether the target is unused (ReleaseUnused).
 	dryRun bool
 	unused *bool
 }
@@ -122,21 +123,21 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 		}
 		next := t.Prev()
 		portals := r.added
-		switch {
-		case user != "":
+		if user != "" {
 			log.V(4).Info("Other staged volumes use the target; keeping its sessions", "volumes", []string{user})
-		case r.dryRun:
+		} else if r.unused != nil {
 			*r.unused = true
-		case r.keepSessions:
-		default:
-			if err := b.logout(ctx, r.iqn, r.match); err != nil {
+		}
+		if user == "" && !r.dryRun && !r.keepSessions {
+			through, err := b.logout(ctx, r.iqn, r.match)
+			if err != nil {
 				return shared.Unknown, err
 			}
 			next = shared.Unknown // only some sessions went: the host decides next time
 			if r.match == nil {
 				next = shared.Absent
 			}
-			portals = append(append(portals, r.portals...), b.listedPortals(ctx, t)...)
+			portals = slices.Concat(portals, r.portals, through, b.listedPortals(ctx, t))
 		}
 		if b.opts.KeepPortals || r.dryRun {
 			return next, nil
@@ -222,14 +223,16 @@ func (b *Backend) otherUser(ctx context.Context, t *shared.Transition, iqn strin
 
 // logout logs out of the target's sessions that match (all when match is
 // nil), unregistering persistent ones first so that Windows does not log
-// in again at boot. Sessions already gone are fine. Windows refusing
-// because the target's disks are in use fails with host.ErrInUse.
-func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSISession) bool) error {
+// in again at boot, and returns the portals of the sessions it logged out
+// of. Sessions already gone are fine. Windows refusing because the
+// target's disks are in use fails with host.ErrInUse.
+func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSISession) bool) ([]host.Portal, error) {
 	log := klog.FromContext(ctx)
 	sessions, err := b.h.ISCSI.Sessions(ctx, iqn)
 	if err != nil {
-		return fmt.Errorf("list sessions of target %s: %w", iqn, err)
+		return nil, fmt.Errorf("list sessions of target %s: %w", iqn, err)
 	}
+	var portals []host.Portal
 	remaining := len(sessions)
 	for _, s := range sessions {
 		if match != nil && !match(s) {
@@ -240,25 +243,26 @@ func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSIS
 			// afterwards (csi-proxy does the same, csi-proxy.md §2.6).
 			log.V(4).Info("Removing persistent login", "sessionID", s.SessionID, "portal", s.TargetPortal.String())
 			if err := b.h.ISCSI.Unregister(ctx, s); err != nil && !errors.Is(err, host.ErrNotFound) {
-				return fmt.Errorf("remove persistent login of target %s (session %s): %w", iqn, s.SessionID, err)
+				return portals, fmt.Errorf("remove persistent login of target %s (session %s): %w", iqn, s.SessionID, err)
 			}
 		}
 		log.V(2).Info("Logging out of target", "sessionID", s.SessionID, "portal", s.TargetPortal.String())
 		switch err := b.h.ISCSI.Disconnect(ctx, s); {
 		case err == nil, errors.Is(err, host.ErrNotFound):
 			remaining--
+			portals = append(portals, s.TargetPortal)
 		case errors.Is(err, host.ErrInUse):
-			return fmt.Errorf("log out of target %s (session %s): something still holds its disks: %w", iqn, s.SessionID, err)
+			return portals, fmt.Errorf("log out of target %s (session %s): something still holds its disks: %w", iqn, s.SessionID, err)
 		default:
-			return fmt.Errorf("log out of target %s (session %s): %w", iqn, s.SessionID, err)
+			return portals, fmt.Errorf("log out of target %s (session %s): %w", iqn, s.SessionID, err)
 		}
 	}
 	if remaining == 0 {
 		if err := b.forgetMutualTarget(ctx, iqn); err != nil {
-			return err
+			return portals, err
 		}
 	}
-	return nil
+	return portals, nil
 }
 
 // removeUnusedPortals removes each of portals that no session of any target
@@ -301,10 +305,20 @@ func (b *Backend) removeUnusedPortals(ctx context.Context, portals []host.Portal
 			log.V(4).Info("Keeping target portal", "portal", k, "usedBy", why)
 			continue
 		}
-		log.V(2).Info("Removing target portal", "portal", k)
-		if err := b.h.ISCSI.RemovePortal(ctx, p); err != nil && !errors.Is(err, host.ErrNotFound) {
-			return fmt.Errorf("remove target portal %s: %w", k, err)
+		if err := b.removePortal(ctx, p); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// removePortal removes a target portal; one already gone is fine. The
+// caller holds the portal's lock.
+func (b *Backend) removePortal(ctx context.Context, p host.Portal) error {
+	k := portalKey(p)
+	klog.FromContext(ctx).V(2).Info("Removing target portal", "portal", k)
+	if err := b.h.ISCSI.RemovePortal(ctx, p); err != nil && !errors.Is(err, host.ErrNotFound) {
+		return fmt.Errorf("remove target portal %s: %w", k, err)
 	}
 	return nil
 }
