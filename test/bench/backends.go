@@ -46,9 +46,9 @@ type volume struct {
 	secrets map[string]string
 
 	// For setup.
-	share  string // SMB share name
-	iqn    string // iSCSI target
-	lun    uint32 // iSCSI LUN
+	share string // SMB share name
+	iqn   string // iSCSI target
+	lun   uint32 // iSCSI LUN
 }
 
 // backend describes one volume kind.

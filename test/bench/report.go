@@ -24,9 +24,9 @@ type report struct {
 	BareFloor *dist           `json:"bareFloor,omitempty"`
 	Backends  []backendReport `json:"backends"`
 	Scaling   []scalingRow    `json:"scaling"`
-	Memory   *memoryReport   `json:"memory"`
-	Ready    []readySample   `json:"ready"`
-	Targets  []targetCheck   `json:"targets"`
+	Memory    *memoryReport   `json:"memory"`
+	Ready     []readySample   `json:"ready"`
+	Targets   []targetCheck   `json:"targets"`
 }
 
 type machineInfo struct {
