@@ -74,8 +74,9 @@ func measureBareFloor(ctx context.Context, c *config, dir string) (dist, error) 
 	if err := cmd.Start(); err != nil {
 		return dist{}, fmt.Errorf("start the bare floor server: %w", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM) // it may have exited already
 		select {
@@ -92,8 +93,8 @@ func measureBareFloor(ctx context.Context, c *config, dir string) (dist, error) 
 			break
 		}
 		select {
-		case err := <-done:
-			return dist{}, fmt.Errorf("the bare floor server exited: %v", err)
+		case <-done:
+			return dist{}, fmt.Errorf("the bare floor server exited: %w", waitErr)
 		case <-time.After(time.Millisecond):
 		}
 	}

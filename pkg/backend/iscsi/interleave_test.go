@@ -98,7 +98,7 @@ func TestStageWhileTheLastOtherLUNUnstages(t *testing.T) {
 		// hang is held while the other RPC runs: the unstage's logout
 		// (the unstage decided first) or the stage's disk listing (the
 		// stage is past its login check).
-		hang      string
+		hang  string
 		stage volume
 		// fail, when set, fails the stage's first call of this op.
 		fail      string

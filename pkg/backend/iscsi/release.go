@@ -46,7 +46,7 @@ func (b *Backend) ReleaseUnused(ctx context.Context, key string, remove bool) (b
 	if addr, ok := strings.CutPrefix(key, portalKeyPrefix); ok {
 		p, err := contract.ParsePortal(addr)
 		if err != nil {
-			return false, fmt.Errorf("%q is not the key of an iSCSI target portal: %v: %w", key, err, host.ErrInvalid)
+			return false, fmt.Errorf("%q is not the key of an iSCSI target portal (%s): %w", key, err.Error(), host.ErrInvalid)
 		}
 		return b.releasePortal(ctx, p, remove)
 	}

@@ -428,11 +428,11 @@ func (b *Backend) link(ctx context.Context, staging, unc string, state stagingSt
 func (b *Backend) releaseAfterFailure(ctx context.Context, root string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
-	log := klog.FromContext(ctx).WithValues("remotePath", root)
 	if b.opts.KeepMappings {
 		return
 	}
-	if _, err := b.releaseShare(ctx, "", root, false); err != nil {
+	log := klog.FromContext(ctx).WithValues("remotePath", root)
+	if err := b.releaseShare(ctx, "", root, false); err != nil {
 		log.Error(err, "Cannot remove the global mapping after a failed stage; the last unstage of the share removes it")
 	}
 }

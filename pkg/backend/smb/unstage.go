@@ -95,7 +95,7 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 		use.Done()
 	}
 	for _, root := range roots {
-		if _, err := b.releaseShare(ctx, r.VolumeID, root, true); err != nil {
+		if err := b.releaseShare(ctx, r.VolumeID, root, true); err != nil {
 			return err
 		}
 	}
@@ -106,20 +106,21 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 // than volumeID uses it, as a transition of the share (shared.Set.Release:
 // a volume still registered with the share takes the decision over). With
 // trustAbsent, a share this process unmapped and nothing mapped since
-// needs no host call. It returns the share's state afterwards.
-func (b *Backend) releaseShare(ctx context.Context, volumeID, root string, trustAbsent bool) (shared.State, error) {
+// needs no host call.
+func (b *Backend) releaseShare(ctx context.Context, volumeID, root string, trustAbsent bool) error {
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 	if b.opts.KeepMappings {
 		log.V(4).Info("Keeping the global mapping (mappings are kept by configuration)")
-		return b.shares.State(resourceKey(root)), nil
+		return nil
 	}
-	return b.shares.Release(ctx, resourceKey(root), volumeID, trustAbsent, func(ctx context.Context, t *shared.Transition) (shared.State, error) {
+	_, err := b.shares.Release(ctx, resourceKey(root), volumeID, trustAbsent, func(ctx context.Context, t *shared.Transition) (shared.State, error) {
 		if other := b.otherUser(ctx, t, root); other != "" {
 			log.V(4).Info("Keeping the global mapping: other staged volumes use it", "volumes", []string{other})
 			return t.Prev(), nil
 		}
 		return b.unmap(ctx, root)
 	})
+	return err
 }
 
 // unmap removes the share's global mapping and its note.
