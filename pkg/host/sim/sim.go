@@ -46,11 +46,13 @@ const (
 	OpFilesRemove     = "files.Remove"
 	OpFilesSymlink    = "files.Symlink"
 	OpFilesIsEmptyDir = "files.IsEmptyDir"
+	OpFilesReadDir    = "files.ReadDir"
 
-	OpSMBMapping = "smb.Mapping"
-	OpSMBMap     = "smb.Map"
-	OpSMBUnmap   = "smb.Unmap"
-	OpSMBCheck   = "smb.Check"
+	OpSMBMapping  = "smb.Mapping"
+	OpSMBMappings = "smb.Mappings"
+	OpSMBMap      = "smb.Map"
+	OpSMBUnmap    = "smb.Unmap"
+	OpSMBCheck    = "smb.Check"
 
 	OpISCSIPortals            = "iscsi.Portals"
 	OpISCSIAddPortal          = "iscsi.AddPortal"
@@ -73,8 +75,8 @@ var AllOps = []string{
 	OpDisksMaxPartitionSize, OpDisksResizePartition,
 	OpVolumesOfPartition, OpVolumesGet, OpVolumesFormat, OpVolumesMount, OpVolumesUnmount,
 	OpVolumesFlush, OpVolumesDiskNumber, OpVolumesFreeSpace,
-	OpFilesStat, OpFilesMakeDir, OpFilesRemove, OpFilesSymlink, OpFilesIsEmptyDir,
-	OpSMBMapping, OpSMBMap, OpSMBUnmap, OpSMBCheck,
+	OpFilesStat, OpFilesMakeDir, OpFilesRemove, OpFilesSymlink, OpFilesIsEmptyDir, OpFilesReadDir,
+	OpSMBMapping, OpSMBMappings, OpSMBMap, OpSMBUnmap, OpSMBCheck,
 	OpISCSIPortals, OpISCSIAddPortal, OpISCSIRefreshPortal, OpISCSIRemovePortal,
 	OpISCSITargets, OpISCSIConnect, OpISCSISessions, OpISCSIDisconnect, OpISCSIUnregister, OpISCSIRegister,
 	OpISCSISetInitiatorSecret, OpISCSISessionDisks,
