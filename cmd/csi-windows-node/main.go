@@ -28,12 +28,16 @@ func main() {
 
 func run(args []string) int {
 	fs := flag.NewFlagSet("csi-windows-node", flag.ContinueOnError)
-	klog.InitFlags(fs)
+	logging := config.RegisterLogging(fs)
 	opts := config.Register(fs, runtime.GOOS)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if err := logging.Apply(); err != nil {
+		fmt.Fprintf(os.Stderr, "csi-windows-node: invalid flags:\n%v\n", err)
 		return 2
 	}
 	if opts.Version {
