@@ -27,6 +27,9 @@ func main() {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == diagnoseCommand {
+		return diagnose(args[1:], os.Stdout, os.Stderr)
+	}
 	fs := flag.NewFlagSet("csi-windows-node", flag.ContinueOnError)
 	logging := config.RegisterLogging(fs)
 	opts := config.Register(fs, runtime.GOOS)
@@ -34,6 +37,10 @@ func run(args []string) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "csi-windows-node: unexpected argument %q; the only subcommand is %s, which comes first\n", fs.Arg(0), diagnoseCommand)
 		return 2
 	}
 	if err := logging.Apply(); err != nil {

@@ -375,7 +375,9 @@ func smbContext(s share) map[string]string {
 	return map[string]string{"source": "//" + s.server + "/" + s.name, "subDir": s.dir}
 }
 
-func smbSecrets() map[string]string { return map[string]string{"username": smbUser, "password": smbPass} }
+func smbSecrets() map[string]string {
+	return map[string]string{"username": smbUser, "password": smbPass}
+}
 
 func iscsiContext(tg target, lun int) map[string]string {
 	return map[string]string{"targetPortal": tg.portal.String(), "iqn": tg.iqn(), "lun": itoa(lun), "sessionCHAPAuth": "true"}
