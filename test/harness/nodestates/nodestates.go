@@ -155,14 +155,14 @@ func Build(t testing.TB, base string) Want {
 	okPub := b.publish(DiskOK, "pod-a")
 	b.stage(SMBOK, smbContext(shareOK), smbSecrets())
 	smbPub := b.publish(SMBOK, "pod-b")
-	b.stage(ISCSIOK, iscsiContext(targetOK, 1), iscsiSecrets())
+	b.stage(ISCSIOK, iscsiContext(targetOK), iscsiSecrets())
 
 	// Staged, then broken under the plugin.
 	b.stage(DiskOffline, nil, nil)
 	b.check(n.Sim.SetDiskState(b.diskOf(DiskOffline), sim.DiskChange{Offline: ptr(true)}))
 	b.stage(SMBBad, smbContext(shareBad), smbSecrets())
 	b.check(n.Sim.SetMappingStatus(shareBad.root(), host.MappingDisconnected))
-	b.stage(ISCSILost, iscsiContext(targetLost, 1), iscsiSecrets())
+	b.stage(ISCSILost, iscsiContext(targetLost), iscsiSecrets())
 	b.check(n.Sim.SetPortalReachable(targetLost.portal, false))
 	b.stage(DiskUnmounted, nil, nil)
 	b.check(n.Sim.Host().Volumes.Unmount(ctx, b.staging(DiskUnmounted)))
@@ -181,10 +181,10 @@ func Build(t testing.TB, base string) Want {
 	// Unstages that failed half-way, never retried.
 	b.stage(SMBHalf, smbContext(shareHalf), smbSecrets())
 	b.failedUnstage(SMBHalf, sim.OpSMBUnmap)
-	b.stage(ISCSIHalf, iscsiContext(targetHalf, 1), iscsiSecrets())
+	b.stage(ISCSIHalf, iscsiContext(targetHalf), iscsiSecrets())
 	b.failedUnstage(ISCSIHalf, sim.OpISCSIUnregister)
 	b.check(os.Remove(b.staging(ISCSIHalf)))
-	b.stage(ISCSIPortal, iscsiContext(targetPortal, 1), iscsiSecrets())
+	b.stage(ISCSIPortal, iscsiContext(targetPortal), iscsiSecrets())
 	b.failedUnstage(ISCSIPortal, sim.OpISCSIRemovePortal)
 
 	// Journal entries lost.
@@ -379,8 +379,9 @@ func smbSecrets() map[string]string {
 	return map[string]string{"username": smbUser, "password": smbPass}
 }
 
-func iscsiContext(tg target, lun int) map[string]string {
-	return map[string]string{"targetPortal": tg.portal.String(), "iqn": tg.iqn(), "lun": itoa(lun), "sessionCHAPAuth": "true"}
+// iscsiContext is the context of the volume on LUN 1 of the target.
+func iscsiContext(tg target) map[string]string {
+	return map[string]string{"targetPortal": tg.portal.String(), "iqn": tg.iqn(), "lun": "1", "sessionCHAPAuth": "true"}
 }
 
 func iscsiSecrets() map[string]string {
