@@ -174,12 +174,7 @@ func New(o Options, h Host) (*Plugin, error) {
 		return nil, fmt.Errorf("open the stage journal: %w", err)
 	}
 
-	disks := disk.New(hh, jr, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff})
-	backends := map[contract.Kind]node.Backend{
-		contract.KindDisk:  disks,
-		contract.KindSMB:   smb.New(hh, jr, smb.Options{KeepMappings: o.SMBKeepMappings}),
-		contract.KindISCSI: iscsi.New(hh, disks, jr, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff}),
-	}
+	_, backends := newBackends(hh, jr, o)
 
 	ver := o.Version
 	if ver == "" {
@@ -202,4 +197,16 @@ func New(o Options, h Host) (*Plugin, error) {
 		Contract:   o.Contract,
 	})
 	return &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root, opts: o}, nil
+}
+
+// newBackends builds the disk, SMB and iSCSI backends over h and store, as
+// the plugin runs them; it returns the disk backend too, which the iSCSI
+// backend prepares its disks with.
+func newBackends(h host.Host, store backend.Store, o Options) (*disk.Backend, map[contract.Kind]node.Backend) {
+	disks := disk.New(h, store, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff})
+	return disks, map[contract.Kind]node.Backend{
+		contract.KindDisk:  disks,
+		contract.KindSMB:   smb.New(h, store, smb.Options{KeepMappings: o.SMBKeepMappings}),
+		contract.KindISCSI: iscsi.New(h, disks, store, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff}),
+	}
 }
