@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
+	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 )
@@ -40,4 +41,25 @@ func newHost(ctx context.Context, opts *config.Options) (plugin.Host, func(), er
 		return windowsHost(ctx, opts)
 	}
 	return plugin.Host{}, nil, fmt.Errorf("unknown host %q", opts.Host)
+}
+
+// diagnoseHost opens the host diagnose reads while the plugin may be
+// serving it: the Windows host as the plugin opens it (diagnose makes only
+// calls that read; WMI and Win32 serve any number of processes), or the
+// simulated host read-only (sim.OpenReadOnly: no lock taken, nothing
+// written, every call that would change it refused).
+func diagnoseHost(ctx context.Context, opts *config.Options) (host.Host, func(), error) {
+	logger := klog.FromContext(ctx)
+	if opts.Host == config.HostSim {
+		s, err := sim.OpenReadOnly(opts.SimDir, logger)
+		if err != nil {
+			return host.Host{}, nil, fmt.Errorf("open the simulated host read-only: %w", err)
+		}
+		return s.Host(), func() { _ = s.Close() }, nil // closing a read-only sim cannot fail
+	}
+	h, closeHost, err := newHost(ctx, opts)
+	if err != nil {
+		return host.Host{}, nil, err
+	}
+	return h.Host, closeHost, nil
 }

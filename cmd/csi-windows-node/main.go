@@ -27,13 +27,24 @@ func main() {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == diagnoseCommand {
+		return diagnose(args[1:], os.Stdout, os.Stderr)
+	}
 	fs := flag.NewFlagSet("csi-windows-node", flag.ContinueOnError)
-	klog.InitFlags(fs)
+	logging := config.RegisterLogging(fs)
 	opts := config.Register(fs, runtime.GOOS)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "csi-windows-node: unexpected argument %q; the only subcommand is %s, which comes first\n", fs.Arg(0), diagnoseCommand)
+		return 2
+	}
+	if err := logging.Apply(); err != nil {
+		fmt.Fprintf(os.Stderr, "csi-windows-node: invalid flags:\n%v\n", err)
 		return 2
 	}
 	if opts.Version {

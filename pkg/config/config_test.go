@@ -3,6 +3,7 @@ package config
 import (
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -156,5 +157,31 @@ func TestCloudFlags(t *testing.T) {
 				t.Errorf("NodeID = %q, want %q", o.NodeID, tt.nodeID)
 			}
 		})
+	}
+}
+
+// TestRegisterLogging: the logging flags are component-base's format,
+// verbosity and flush options, nothing else (not klog's output flags, not
+// the alpha options the plugin has no feature gate for).
+func TestRegisterLogging(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	l := RegisterLogging(fs)
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if want := []string{"log-flush-frequency", "logging-format", "v", "vmodule"}; !slices.Equal(names, want) {
+		t.Fatalf("logging flags %v, want %v", names, want)
+	}
+	if l.Format() != "text" {
+		t.Fatalf("default format %q, want text", l.Format())
+	}
+	if err := fs.Parse([]string{"--logging-format=json", "--v=3"}); err != nil {
+		t.Fatal(err)
+	}
+	if l.Format() != "json" {
+		t.Fatalf("format %q after --logging-format=json", l.Format())
+	}
+	if err := fs.Parse([]string{"--logtostderr=false"}); err == nil {
+		t.Fatal("klog's --logtostderr accepted")
 	}
 }

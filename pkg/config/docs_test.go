@@ -9,15 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/klog/v2"
-
 	"github.com/wincsi/csi-windows-node/pkg/config"
 )
 
 const flagsDoc = "../../docs/flags.md"
 
 // docsNamingFlags are the pages that mention the plugin's flags; every
-// --flag they name must exist (in the plugin, in klog, or in otherFlags).
+// --flag they name must exist (in the plugin, its logging flags, or in
+// otherFlags).
 var docsNamingFlags = []string{
 	"../../docs/flags.md",
 	"../../docs/install.md",
@@ -43,7 +42,7 @@ var otherFlags = map[string]bool{
 }
 
 // pluginFlags registers the plugin's flags as cmd/csi-windows-node does
-// on Windows, without klog's.
+// on Windows, without the logging flags.
 func pluginFlags() *flag.FlagSet {
 	fs := flag.NewFlagSet("csi-windows-node", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -51,10 +50,11 @@ func pluginFlags() *flag.FlagSet {
 	return fs
 }
 
-func klogFlags() *flag.FlagSet {
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+// loggingFlags registers the logging flags as cmd/csi-windows-node does.
+func loggingFlags() *flag.FlagSet {
+	fs := flag.NewFlagSet("logging", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	klog.InitFlags(fs)
+	config.RegisterLogging(fs)
 	return fs
 }
 
@@ -168,17 +168,16 @@ func TestFlagsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTable(t, string(b), "flag", pluginFlags(), true)
-	// Only some of klog's many flags are documented, but those must exist.
-	checkTable(t, string(b), "logging flag", klogFlags(), false)
+	checkTable(t, string(b), "logging flag", loggingFlags(), true)
 }
 
 var flagMention = regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])--([a-z][a-z0-9_-]*[a-z0-9])`)
 
 // TestDocsNameRealFlags fails when a page names a --flag that neither the
-// plugin, nor klog, nor one of the other programs the pages show has, such
-// as a misspelt --drivername.
+// plugin (its logging flags included), nor one of the other programs the
+// pages show has, such as a misspelt --drivername.
 func TestDocsNameRealFlags(t *testing.T) {
-	plugin, logging := pluginFlags(), klogFlags()
+	plugin, logging := pluginFlags(), loggingFlags()
 	for _, path := range docsNamingFlags {
 		b, err := os.ReadFile(path)
 		if err != nil {

@@ -63,4 +63,11 @@ type Files interface {
 
 	// IsEmptyDir reports whether path is a plain directory with no entries.
 	IsEmptyDir(ctx context.Context, path string) (bool, error)
+
+	// ReadDir returns the names of the entries of the plain directory at
+	// path ("." and ".." left out), in no particular order. It never
+	// follows a link or mount point: one at path fails with ErrInvalid. A
+	// missing path fails with ErrNotFound. Tools that take stock of the
+	// kubelet directory use it (pkg/inventory); the backends never do.
+	ReadDir(ctx context.Context, path string) ([]string, error)
 }

@@ -58,6 +58,9 @@ type SMB interface {
 	// Mapping returns the global mapping of remotePath (compared
 	// case-insensitively), or ErrNotFound.
 	Mapping(ctx context.Context, remotePath string) (SMBMapping, error)
+	// Mappings returns every global mapping of the node, whoever made it,
+	// in no particular order.
+	Mappings(ctx context.Context) ([]SMBMapping, error)
 
 	// Map creates a global mapping of remotePath with the credential.
 	// Errors: ErrLogonFailure (wrong user or password), ErrAccessDenied,

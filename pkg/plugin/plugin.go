@@ -178,13 +178,14 @@ func New(o Options, h Host) (*Plugin, error) {
 		return nil, fmt.Errorf("open the stage journal: %w", err)
 	}
 
-	disks := disk.New(hh, jr, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff})
-	smbs := smb.New(hh, jr, smb.Options{KeepMappings: o.SMBKeepMappings})
-	iscsis := iscsi.New(hh, disks, jr, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff})
-	backends := map[contract.Kind]node.Backend{
-		contract.KindDisk:  disks,
-		contract.KindSMB:   smbs,
-		contract.KindISCSI: iscsis,
+	_, backends := newBackends(hh, jr, o)
+	// The backends whose volumes share host resources answer
+	// ReleaseUnused.
+	var releasers []backend.Releaser
+	for _, k := range []contract.Kind{contract.KindDisk, contract.KindSMB, contract.KindISCSI} {
+		if r, ok := backends[k].(backend.Releaser); ok {
+			releasers = append(releasers, r)
+		}
 	}
 
 	ver := o.Version
@@ -208,7 +209,7 @@ func New(o Options, h Host) (*Plugin, error) {
 		Contract:   o.Contract,
 	})
 	return &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root,
-		releasers: []backend.Releaser{smbs, iscsis}, opts: o}, nil
+		releasers: releasers, opts: o}, nil
 }
 
 // ReleaseUnused asks the backend that owns key (smb.ShareKey,
@@ -225,4 +226,16 @@ func (p *Plugin) ReleaseUnused(ctx context.Context, key string, remove bool) (bo
 		}
 	}
 	return false, fmt.Errorf("%q is not the key of a shared host resource: %w", key, host.ErrInvalid)
+}
+
+// newBackends builds the disk, SMB and iSCSI backends over h and store, as
+// the plugin runs them; it returns the disk backend too, which the iSCSI
+// backend prepares its disks with.
+func newBackends(h host.Host, store backend.Store, o Options) (*disk.Backend, map[contract.Kind]node.Backend) {
+	disks := disk.New(h, store, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff})
+	return disks, map[contract.Kind]node.Backend{
+		contract.KindDisk:  disks,
+		contract.KindSMB:   smb.New(h, store, smb.Options{KeepMappings: o.SMBKeepMappings}),
+		contract.KindISCSI: iscsi.New(h, disks, store, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff}),
+	}
 }

@@ -22,7 +22,7 @@ const httpShutdownTimeout = 5 * time.Second
 // a server cannot start or stops by itself.
 func (p *Plugin) Serve(ctx context.Context, l net.Listener) error {
 	logger := klog.FromContext(ctx)
-	srv := server.New(server.Config{Identity: p.Identity, Node: p.Node, Metrics: p.Metrics})
+	srv := server.New(server.Config{Identity: p.Identity, Node: p.Node, Metrics: p.Metrics, Logger: logger})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 

@@ -23,6 +23,10 @@ type Config struct {
 	Node     csi.NodeServer
 	// Metrics records csi_plugin_operations_seconds; nil disables it.
 	Metrics metrics.CSIMetricsManager
+	// Logger is what every RPC's log lines derive from (the plugin's,
+	// carrying the driver name); zero means klog.Background(). gRPC hands
+	// handlers a context of its own, without the caller's logger.
+	Logger klog.Logger
 }
 
 // Server is the plugin's gRPC server.
@@ -32,7 +36,11 @@ type Server struct {
 
 // New returns a server with the identity and node services registered.
 func New(cfg Config) *Server {
-	g := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors(cfg.Metrics)...))
+	ics := interceptors(cfg.Metrics)
+	if cfg.Logger.GetSink() != nil {
+		ics = append([]grpc.UnaryServerInterceptor{withLogger(cfg.Logger)}, ics...)
+	}
+	g := grpc.NewServer(grpc.ChainUnaryInterceptor(ics...))
 	csi.RegisterIdentityServer(g, cfg.Identity)
 	csi.RegisterNodeServer(g, cfg.Node)
 	return &Server{grpc: g}
@@ -93,6 +101,14 @@ func shortMethod(full string) string {
 		return full[i+1:]
 	}
 	return full
+}
+
+// withLogger puts base into the context of every RPC, for logRPC to derive
+// the RPC's logger from.
+func withLogger(base klog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		return handler(klog.NewContext(ctx, base), req)
+	}
 }
 
 // logRPC puts a contextual logger carrying the method and volume ID into

@@ -79,6 +79,11 @@ func (r *Root) Dir() string { return r.dir }
 // Style returns the grammar of the root.
 func (r *Root) Style() Style { return r.style }
 
+// Join returns the path of names below the root, in the root's spelling
+// and with the style's separator. Each name is one component (no
+// separator); Join does not check them.
+func (r *Root) Join(names ...string) string { return r.join(names) }
+
 // join renders the root's drive and components followed by rel, in the
 // root's own spelling.
 func (r *Root) join(rel []string) string {

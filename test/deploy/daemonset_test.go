@@ -12,7 +12,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
@@ -214,14 +213,15 @@ func checkDaemonSet(t *testing.T, what string, ds *appsv1.DaemonSet) deployment 
 }
 
 // parsePluginArgs expands and parses the plugin's arguments exactly as
-// cmd/csi-windows-node does (klog flags plus config.Register on Windows),
+// cmd/csi-windows-node does (config.RegisterLogging plus config.Register
+// on Windows),
 // then applies Finish and the contract options' validation. It returns
 // the options and the parameter contract options they make.
 func parsePluginArgs(t *testing.T, what string, c corev1.Container) (*config.Options, contract.Options) {
 	t.Helper()
 	fs := flag.NewFlagSet("csi-windows-node", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	klog.InitFlags(fs)
+	config.RegisterLogging(fs)
 	opts := config.Register(fs, "windows")
 	args := expandArgs(t, what, c)
 	if err := fs.Parse(args); err != nil {

@@ -3,6 +3,7 @@ package secrets
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +17,20 @@ import (
 // TestMain removes the plugin build when the tests are done.
 func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
-// TestBinaryAtV10: the real plugin binary with --v=10 and /metrics; no
-// secret in its stderr, in the errors and messages it returns, on
-// /metrics, or in any file below its kubelet and sim directories (the
-// simulated host's state, the journal, its notes).
+// TestBinaryAtV10: the real plugin binary with --v=10 and /metrics, in
+// both log formats; no secret in its stderr, in the errors and messages it
+// returns, on /metrics, in any file below its kubelet and sim directories
+// (the simulated host's state, the journal, its notes), or in what
+// csi-windows-node diagnose prints (both outputs, and its own --v=10 log)
+// while the SMB and the iSCSI volume are staged.
 func TestBinaryAtV10(t *testing.T) {
 	bin := testbin.Build(t)
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) { binaryAtV10(t, bin, format) })
+	}
+}
+
+func binaryAtV10(t *testing.T, bin, format string) {
 	base := t.TempDir()
 	n, err := simnode.Open(simnode.Options{Base: base})
 	if err != nil {
@@ -33,9 +42,17 @@ func TestBinaryAtV10(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: true, Args: []string{"--v=10"}})
-	files := 0
-	msgs := runSteps(t, client{csi.NewNodeClient(p.Dial(t))}, p.Kubelet, func() { files += checkFiles(t, base) })
+	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: true, Args: []string{"--v=10", "--logging-format=" + format}})
+	files, reports := 0, 0
+	msgs := runSteps(t, client{csi.NewNodeClient(p.Dial(t))}, p.Kubelet, func(step string) {
+		files += checkFiles(t, base)
+		if step == "smb health" || step == "iscsi health" {
+			for _, out := range []string{"table", "json"} {
+				checkNoLeak(t, "diagnose -o "+out+" after "+step, diagnose(t, bin, base, "-o", out, "--v=10", "--logging-format="+format))
+				reports++
+			}
+		}
+	})
 	metrics := p.Get(t, "/metrics")
 	if !strings.Contains(metrics, "csi_windows_node_host_calls_total") {
 		t.Fatalf("/metrics lacks the host-call counters: the check would prove nothing:\n%s", metrics)
@@ -53,8 +70,23 @@ func TestBinaryAtV10(t *testing.T) {
 		checkNoLeak(t, "message", m)
 	}
 	files += checkFiles(t, base)
-	t.Logf("binary: %d steps, %d bytes of --v=10 log, %d bytes of /metrics, %d messages, %d file reads checked",
-		len(steps), len(log), len(metrics), len(msgs), files)
+	t.Logf("binary, %s logs: %d steps, %d bytes of --v=10 log, %d bytes of /metrics, %d messages, %d file reads, %d diagnose reports checked",
+		format, len(steps), len(log), len(metrics), len(msgs), files, reports)
+}
+
+// diagnose runs csi-windows-node diagnose on the node under base and
+// returns its stdout and stderr together.
+func diagnose(t *testing.T, bin, base string, args ...string) string {
+	t.Helper()
+	kubelet, simDir, _ := simnode.Dirs(base)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, append([]string{"diagnose", "--host=sim", "--sim-dir=" + simDir,
+		"--kubelet-dir=" + kubelet, "--driver-name=" + simnode.DriverName}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("diagnose %q: %v\n%s", args, err, out)
+	}
+	return string(out)
 }
 
 // client adapts a csi.NodeClient to nodeAPI.

@@ -38,7 +38,7 @@ func TestLibraryModeAtV10(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := 0
-	msgs := runSteps(t, n.Server, n.Kubelet, func() { files += checkFiles(t, base) })
+	msgs := runSteps(t, n.Server, n.Kubelet, func(string) { files += checkFiles(t, base) })
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}

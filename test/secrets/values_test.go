@@ -218,10 +218,10 @@ var steps = []step{
 }
 
 // runSteps sends every step to ns; staging paths are below kubelet. It
-// checks each code and every error message, calls after once each step is
-// done (to scan the files the step wrote: journal entries and notes live
-// only while a volume is staged), and returns the messages.
-func runSteps(t *testing.T, ns nodeAPI, kubelet string, after func()) []string {
+// checks each code and every error message, calls after with each step's
+// name once it is done (to scan the files the step wrote: journal entries
+// and notes live only while a volume is staged), and returns the messages.
+func runSteps(t *testing.T, ns nodeAPI, kubelet string, after func(step string)) []string {
 	t.Helper()
 	var msgs []string
 	for _, s := range steps {
@@ -253,7 +253,7 @@ func runSteps(t *testing.T, ns nodeAPI, kubelet string, after func()) []string {
 			msgs = append(msgs, err.Error())
 			checkNoLeak(t, "error of "+s.name, err.Error())
 		}
-		after()
+		after(s.name)
 	}
 	return msgs
 }

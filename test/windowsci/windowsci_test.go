@@ -28,6 +28,7 @@ var simOnly = []string{
 	"github.com/wincsi/csi-windows-node/test/harness/simnode",
 	"github.com/wincsi/csi-windows-node/test/harness/sanitytest",
 	"github.com/wincsi/csi-windows-node/test/harness/testbin",
+	"github.com/wincsi/csi-windows-node/test/harness/nodestates",
 }
 
 func TestWorkflowSelection(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -130,16 +131,41 @@ func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backen
 	}
 	// An offline disk hides its volume: tell it apart from a detached
 	// disk by looking the disk up with the selector the stage recorded.
-	if rec, ok := recordOf(r.Entry); ok {
-		disks, err := b.h.Disks.List(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list disks: %w", err)
-		}
-		if d, err := b.match(ctx, disks, rec.Selector); err == nil {
-			return DiskConditions(d), nil
-		}
+	d, err := b.Locate(ctx, r.Entry)
+	switch {
+	case err == nil:
+		return DiskConditions(d), nil
+	case errors.Is(err, errListDisks):
+		return nil, err
 	}
 	return conds, nil
+}
+
+// errListDisks marks Locate's failure to list the disks (a host failure),
+// as opposed to no disk matching.
+var errListDisks = errors.New("list disks")
+
+// Locate returns the disk the selector of a disk volume's journal entry
+// names among the disks the host lists now, without rescanning and without
+// changing anything: an offline disk, whose volume Windows hides, is found
+// too. An entry without a disk record fails with an error wrapping
+// backend.ErrNoRecord; no matching disk with host.ErrNotFound; two, or the
+// boot disk, with host.ErrConflict. Health uses it, and so do tools that
+// report what backs a volume (pkg/inventory).
+func (b *Backend) Locate(ctx context.Context, e journal.Entry) (host.Disk, error) {
+	rec, err := DecodeRecord(e)
+	if err != nil {
+		return host.Disk{}, err
+	}
+	disks, err := b.h.Disks.List(ctx)
+	if err != nil {
+		return host.Disk{}, fmt.Errorf("%w: %w", errListDisks, err)
+	}
+	d, err := b.match(ctx, disks, rec.Selector)
+	if errors.Is(err, backend.ErrRetry) {
+		return host.Disk{}, fmt.Errorf("no attached disk matches %s: %w", describe(rec.Selector), host.ErrNotFound)
+	}
+	return d, err
 }
 
 // DiskConditions reports a disk's own abnormal conditions.

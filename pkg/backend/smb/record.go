@@ -89,3 +89,15 @@ func (b *Backend) Record(vol contract.Volume) (backend.Record, error) {
 func (b *Backend) DecodeRecord(e journal.Entry) (backend.Record, error) {
 	return DecodeRecord(e)
 }
+
+// MappingNotePrefix starts the key of the journal note the backend keeps
+// for every global mapping it makes, from just before the mapping is made
+// until it is removed; the rest of the key is the share root and the value
+// the user name (never a password). A mapping with such a note is the
+// plugin's; tools that take stock of a node read them (pkg/inventory).
+const MappingNotePrefix = notePrefix
+
+// ShareRoot returns the lower-cased share root \\server\share of a UNC
+// path or link target, in the form of Record.Share, or false when the path
+// is not on a share.
+func ShareRoot(p string) (string, bool) { return shareRoot(p) }

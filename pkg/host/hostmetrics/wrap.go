@@ -196,6 +196,13 @@ func (f files) IsEmptyDir(ctx context.Context, path string) (bool, error) {
 	return r, err
 }
 
+func (f files) ReadDir(ctx context.Context, path string) ([]string, error) {
+	start := time.Now()
+	r, err := f.next.ReadDir(ctx, path)
+	f.m.observe(AreaFiles, "ReadDir", start, err)
+	return r, err
+}
+
 type smb struct {
 	next host.SMB
 	m    *Metrics
@@ -207,6 +214,13 @@ func (s smb) Mapping(ctx context.Context, remotePath string) (host.SMBMapping, e
 	start := time.Now()
 	r, err := s.next.Mapping(ctx, remotePath)
 	s.m.observe(AreaSMB, "Mapping", start, err)
+	return r, err
+}
+
+func (s smb) Mappings(ctx context.Context) ([]host.SMBMapping, error) {
+	start := time.Now()
+	r, err := s.next.Mappings(ctx)
+	s.m.observe(AreaSMB, "Mappings", start, err)
 	return r, err
 }
 

@@ -3,6 +3,7 @@ package hosttest
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -222,11 +223,37 @@ var Cases = []Case{
 		kind(t, ctx, f, link, host.PathMissing)
 	}},
 
+	// A listing names the directory's own entries, links included, and
+	// never lists through a link (FindFirstFileW reports each entry by
+	// its own name; a link is not a plain directory to list).
+	{Name: "files/read-dir", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		target, link := f.Path("target"), f.Path("link")
+		is(t, "MakeDir", f.Host.Files.MakeDir(ctx, target), nil)
+		is(t, "Symlink", f.Host.Files.Symlink(ctx, link, target), nil)
+		names, err := f.Host.Files.ReadDir(ctx, f.Dir)
+		is(t, "ReadDir", err, nil)
+		slices.Sort(names)
+		if !slices.Equal(names, []string{"link", "target"}) {
+			t.Fatalf("ReadDir: %q, want [link target]", names)
+		}
+		_, err = f.Host.Files.ReadDir(ctx, link)
+		is(t, "ReadDir of a link", err, host.ErrInvalid)
+		_, err = f.Host.Files.ReadDir(ctx, f.Path("missing"))
+		is(t, "ReadDir of a missing path", err, host.ErrNotFound)
+	}},
+
 	// --- SMB -------------------------------------------------------------
 	{Name: "smb/missing-mapping", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
 		_, err := f.Host.SMB.Mapping(ctx, f.MissingShare)
 		is(t, "Mapping of an unmapped share", err, host.ErrNotFound)
 		is(t, "Unmap of an unmapped share", f.Host.SMB.Unmap(ctx, f.MissingShare), host.ErrNotFound)
+		ms, err := f.Host.SMB.Mappings(ctx)
+		is(t, "Mappings", err, nil)
+		for _, m := range ms {
+			if strings.EqualFold(m.RemotePath, f.MissingShare) {
+				t.Fatalf("Mappings lists %s, which Mapping does not find", m.RemotePath)
+			}
+		}
 	}},
 
 	// --- iSCSI -----------------------------------------------------------
@@ -253,6 +280,10 @@ var Cases = []Case{
 		is(t, "Files.Stat", err, context.Canceled)
 		_, err = f.Host.SMB.Mapping(ctx, f.MissingShare)
 		is(t, "SMB.Mapping", err, context.Canceled)
+		_, err = f.Host.Files.ReadDir(ctx, f.Dir)
+		is(t, "Files.ReadDir", err, context.Canceled)
+		_, err = f.Host.SMB.Mappings(ctx)
+		is(t, "SMB.Mappings", err, context.Canceled)
 		_, err = f.Host.ISCSI.Portals(ctx)
 		is(t, "ISCSI.Portals", err, context.Canceled)
 	}},

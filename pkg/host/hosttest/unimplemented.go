@@ -96,11 +96,17 @@ func (unimplementedFiles) Symlink(context.Context, string, string) error {
 func (unimplementedFiles) IsEmptyDir(context.Context, string) (bool, error) {
 	return false, notImpl("files.IsEmptyDir")
 }
+func (unimplementedFiles) ReadDir(context.Context, string) ([]string, error) {
+	return nil, notImpl("files.ReadDir")
+}
 
 type unimplementedSMB struct{}
 
 func (unimplementedSMB) Mapping(context.Context, string) (host.SMBMapping, error) {
 	return host.SMBMapping{}, notImpl("smb.Mapping")
+}
+func (unimplementedSMB) Mappings(context.Context) ([]host.SMBMapping, error) {
+	return nil, notImpl("smb.Mappings")
 }
 func (unimplementedSMB) Map(context.Context, string, host.Credential, bool) error {
 	return notImpl("smb.Map")

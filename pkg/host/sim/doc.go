@@ -44,7 +44,10 @@
 //
 // Only one process may open a directory at a time; a test that sets up a
 // host with the Go API closes its Sim before the plugin binary opens the
-// same directory with --sim-dir.
+// same directory with --sim-dir. OpenReadOnly is the exception: it takes no
+// lock and changes nothing (only the host calls that read are answered,
+// every other fails with ErrReadOnly), so csi-windows-node diagnose can look
+// at the host while the plugin simulates it, as on a Windows node.
 //
 // state.json is written by a single persister: a mutation bumps a
 // generation number, the persister writes the newest model (temporary

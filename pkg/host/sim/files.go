@@ -241,3 +241,28 @@ func (h files) IsEmptyDir(ctx context.Context, path string) (bool, error) {
 		return empty, nil
 	})
 }
+
+func (h files) ReadDir(ctx context.Context, path string) ([]string, error) {
+	return call(ctx, h.s, OpFilesReadDir, false, func(*State) ([]string, error) {
+		path, err := cleanAbs(path)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return nil, pathError("directory", path, err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("%s is not a plain directory: %w", path, host.ErrInvalid)
+		}
+		ents, err := os.ReadDir(path)
+		if err != nil {
+			return nil, pathError("directory", path, err)
+		}
+		names := make([]string, len(ents))
+		for i, e := range ents {
+			names[i] = e.Name()
+		}
+		return names, nil
+	})
+}

@@ -46,11 +46,13 @@ const (
 	OpFilesRemove     = "files.Remove"
 	OpFilesSymlink    = "files.Symlink"
 	OpFilesIsEmptyDir = "files.IsEmptyDir"
+	OpFilesReadDir    = "files.ReadDir"
 
-	OpSMBMapping = "smb.Mapping"
-	OpSMBMap     = "smb.Map"
-	OpSMBUnmap   = "smb.Unmap"
-	OpSMBCheck   = "smb.Check"
+	OpSMBMapping  = "smb.Mapping"
+	OpSMBMappings = "smb.Mappings"
+	OpSMBMap      = "smb.Map"
+	OpSMBUnmap    = "smb.Unmap"
+	OpSMBCheck    = "smb.Check"
 
 	OpISCSIPortals            = "iscsi.Portals"
 	OpISCSIAddPortal          = "iscsi.AddPortal"
@@ -73,8 +75,8 @@ var AllOps = []string{
 	OpDisksMaxPartitionSize, OpDisksResizePartition,
 	OpVolumesOfPartition, OpVolumesGet, OpVolumesFormat, OpVolumesMount, OpVolumesUnmount,
 	OpVolumesFlush, OpVolumesDiskNumber, OpVolumesFreeSpace,
-	OpFilesStat, OpFilesMakeDir, OpFilesRemove, OpFilesSymlink, OpFilesIsEmptyDir,
-	OpSMBMapping, OpSMBMap, OpSMBUnmap, OpSMBCheck,
+	OpFilesStat, OpFilesMakeDir, OpFilesRemove, OpFilesSymlink, OpFilesIsEmptyDir, OpFilesReadDir,
+	OpSMBMapping, OpSMBMappings, OpSMBMap, OpSMBUnmap, OpSMBCheck,
 	OpISCSIPortals, OpISCSIAddPortal, OpISCSIRefreshPortal, OpISCSIRemovePortal,
 	OpISCSITargets, OpISCSIConnect, OpISCSISessions, OpISCSIDisconnect, OpISCSIUnregister, OpISCSIRegister,
 	OpISCSISetInitiatorSecret, OpISCSISessionDisks,
@@ -128,6 +130,12 @@ type Sim struct {
 	p persister
 
 	unlock func() // releases the directory lock
+
+	// readOnly marks a Sim opened with OpenReadOnly: no lock, no
+	// persister, only readOps answered; stamp is the version of
+	// state.json st was read from (readonly.go).
+	readOnly bool
+	stamp    stateStamp
 }
 
 // New opens the simulated host in cfg.Dir: it loads <Dir>/state.json when
@@ -231,6 +239,10 @@ func (s *Sim) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.readOnly {
+		s.mu.Unlock()
+		return nil
+	}
 	s.gen++
 	g := s.gen
 	s.mu.Unlock()
@@ -313,6 +325,17 @@ func (s *Sim) record(op string) {
 func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st *State) (T, error)) (T, error) {
 	var zero T
 	s.record(op)
+	if s.readOnly {
+		if !readOps[op] {
+			return zero, fmt.Errorf("%s: %w", op, ErrReadOnly)
+		}
+		if err := ctx.Err(); err != nil {
+			return zero, fmt.Errorf("%s: host call not started: %w", op, err)
+		}
+		if err := s.refresh(); err != nil {
+			return zero, fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	act := s.faults.fire(op)
 	if act.delay > 0 {
 		s.log.V(2).Info("injected delay", "method", op, "delay", act.delay)
@@ -403,6 +426,9 @@ func perform[T any](s *Sim, write bool, fn func(st *State) (T, error)) (T, error
 // control runs a test/dev control operation (not a host call): no counting,
 // no faults, no latency, but the same mutex and durability.
 func (s *Sim) control(fn func(st *State) error) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
 	_, err := perform(s, true, func(st *State) (struct{}, error) { return struct{}{}, fn(st) })
 	return err
 }

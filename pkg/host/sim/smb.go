@@ -164,6 +164,16 @@ func (h smbHost) Mapping(ctx context.Context, remotePath string) (host.SMBMappin
 	})
 }
 
+func (h smbHost) Mappings(ctx context.Context) ([]host.SMBMapping, error) {
+	return call(ctx, h.s, OpSMBMappings, false, func(st *State) ([]host.SMBMapping, error) {
+		out := make([]host.SMBMapping, len(st.Mappings))
+		for i, m := range st.Mappings {
+			out[i] = host.SMBMapping{RemotePath: m.RemotePath, Status: m.Status, RequirePrivacy: m.RequirePrivacy}
+		}
+		return out, nil
+	})
+}
+
 func (h smbHost) Map(ctx context.Context, remotePath string, cred host.Credential, requirePrivacy bool) error {
 	_, err := call(ctx, h.s, OpSMBMap, true, func(st *State) (struct{}, error) {
 		server, share, rest, err := parseUNC(remotePath)

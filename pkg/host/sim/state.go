@@ -219,14 +219,20 @@ func loadState(dir string) (st *State, fresh bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("sim state in %s: %w", dir, err)
 	}
-	st = new(State)
+	st, err = decodeState(filepath.Join(dir, stateFile), data)
+	return st, false, err
+}
+
+// decodeState decodes the contents of the state file at path.
+func decodeState(path string, data []byte) (*State, error) {
+	st := new(State)
 	if err := json.Unmarshal(data, st); err != nil {
-		return nil, false, fmt.Errorf("sim state %s: %w", filepath.Join(dir, stateFile), err)
+		return nil, fmt.Errorf("sim state %s: %w", path, err)
 	}
 	if st.Version != StateVersion {
-		return nil, false, fmt.Errorf("sim state %s: version %d, want %d", filepath.Join(dir, stateFile), st.Version, StateVersion)
+		return nil, fmt.Errorf("sim state %s: version %d, want %d", path, st.Version, StateVersion)
 	}
-	return st, false, nil
+	return st, nil
 }
 
 // encodeState writes st into buf as compact JSON ending in a newline and

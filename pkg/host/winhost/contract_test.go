@@ -196,9 +196,19 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		e.ExpectWin32("RemoveDirectory", []any{link}, ok())
 		e.ExpectWin32("GetFileAttributes", []any{long(target)}, scripted.Reply{Uint32: attrDir})
 		e.ExpectWin32("GetFileAttributes", []any{link}, notFound)
+	case "files/read-dir":
+		target, link := cPath("target"), long(cPath("link"))
+		e.ExpectWin32("CreateDirectory", []any{long(target)}, ok())
+		e.ExpectWin32("CreateSymbolicLink", []any{link, target, uint32(3)}, ok())
+		e.ExpectWin32("GetFileAttributes", []any{lcDir}, scripted.Reply{Uint32: attrDir})
+		e.ExpectWin32("DirectoryEntries", []any{lcDir}, scripted.Reply{Strings: []string{"target", "link"}})
+		e.ExpectWin32("GetFileAttributes", []any{link}, scripted.Reply{Uint32: attrDir | attrReparse})
+		e.ExpectWin32("GetFileAttributes", []any{long(cPath("missing"))}, notFound)
 	case "smb/missing-mapping":
 		e.ExpectQuery(nsSMB, wqlMapping(`\\nosuchserver\share`), scripted.Reply{})
 		e.ExpectQuery(nsSMB, wqlMapping(`\\nosuchserver\share`), scripted.Reply{})
+		e.ExpectQuery(nsSMB, wqlMappings, scripted.Reply{Instances: []winhost.Instance{
+			mappingInstance(`\\srv\data`, 0, true)}})
 	case "iscsi/missing":
 		e.ExpectQuery(iscNS, wqlPortal1, scripted.Reply{})
 		e.ExpectQuery(iscNS, wqlSessions, scripted.Reply{Instances: []winhost.Instance{
@@ -210,6 +220,8 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		e.ExpectQuery(ns, wqlVolume(guidB), scripted.Reply{})
 		e.ExpectWin32("GetFileAttributes", []any{lcDir}, scripted.Reply{Uint32: attrDir})
 		e.ExpectQuery(nsSMB, wqlMapping(`\\nosuchserver\share`), scripted.Reply{})
+		e.ExpectWin32("GetFileAttributes", []any{lcDir}, scripted.Reply{Uint32: attrDir})
+		e.ExpectQuery(nsSMB, wqlMappings, scripted.Reply{})
 		e.ExpectQuery(iscNS, wqlPortalList, scripted.Reply{})
 	default:
 		t.Fatalf("no script for case %s", c.Name)

@@ -156,4 +156,8 @@ type Win32 interface {
 	// DirectoryHasEntries reports whether a directory holds any entry
 	// besides "." and "..".
 	DirectoryHasEntries(ctx context.Context, path string) (bool, error)
+
+	// DirectoryEntries returns the names of a directory's entries
+	// besides "." and "..".
+	DirectoryEntries(ctx context.Context, path string) ([]string, error)
 }

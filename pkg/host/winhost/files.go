@@ -273,3 +273,30 @@ func (f *Files) IsEmptyDir(ctx context.Context, path string) (bool, error) {
 	}
 	return !has, nil
 }
+
+// ReadDir implements host.Files: GetFileAttributes, then, for a plain
+// directory only, a full directory listing (FindFirstFileW/FindNextFileW,
+// which report the entries' own names without following them). A link or
+// mount point at path is refused rather than listed: what it leads to is
+// a volume's or share's contents, never the kubelet directory's.
+func (f *Files) ReadDir(ctx context.Context, path string) ([]string, error) {
+	if path == "" {
+		return nil, fmt.Errorf("list an empty path: %w", host.ErrInvalid)
+	}
+	long := winpath.LongPath(path)
+	attrs, err := f.e.GetFileAttributes(ctx, long)
+	if isCode(err, ErrorFileNotFound, ErrorPathNotFound) {
+		return nil, fmt.Errorf("list directory %s: %w", path, host.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read attributes of %s: %w", path, mapHostErr(err))
+	}
+	if attrs&fileAttributeDirectory == 0 || attrs&fileAttributeReparsePoint != 0 {
+		return nil, fmt.Errorf("%s is not a plain directory: %w", path, host.ErrInvalid)
+	}
+	names, err := f.e.DirectoryEntries(ctx, long)
+	if err != nil {
+		return nil, fmt.Errorf("list directory %s: %w", path, mapHostErr(err))
+	}
+	return names, nil
+}

@@ -3,6 +3,7 @@ package winhost_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -340,4 +341,55 @@ func TestFilesIsEmptyDir(t *testing.T) {
 			t.Fatalf("err = %v, want ErrAccessDenied", err)
 		}
 	})
+}
+
+func TestFilesReadDir(t *testing.T) {
+	ctx := context.Background()
+	lStage := long(staging)
+	tests := []struct {
+		name   string
+		script func(e *scripted.Executor)
+		want   []string
+		wantEr error
+	}{
+		{"plain directory", func(e *scripted.Executor) {
+			e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir})
+			e.ExpectWin32("DirectoryEntries", []any{lStage}, scripted.Reply{Strings: []string{"a", "globalmount"}})
+		}, []string{"a", "globalmount"}, nil},
+		{"empty directory", func(e *scripted.Executor) {
+			e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir})
+			e.ExpectWin32("DirectoryEntries", []any{lStage}, scripted.Reply{})
+		}, nil, nil},
+		// A link or mount point is never listed: what it leads to is
+		// another volume's or a share's contents.
+		{"mount point", func(e *scripted.Executor) {
+			e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
+		}, nil, host.ErrInvalid},
+		{"file", func(e *scripted.Executor) {
+			e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrArchive})
+		}, nil, host.ErrInvalid},
+		{"missing", func(e *scripted.Executor) {
+			e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Err: w32("GetFileAttributesW", winhost.ErrorPathNotFound)})
+		}, nil, host.ErrNotFound},
+		{"listing refused", func(e *scripted.Executor) {
+			e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir})
+			e.ExpectWin32("DirectoryEntries", []any{lStage}, scripted.Reply{Err: w32("FindFirstFileW", winhost.ErrorAccessDenied)})
+		}, nil, host.ErrAccessDenied},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := scripted.New(t)
+			tc.script(e)
+			got, err := filesOf(e).ReadDir(ctx, staging)
+			if !errors.Is(err, tc.wantEr) || (tc.wantEr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tc.wantEr)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("names = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if _, err := filesOf(scripted.New(t)).ReadDir(ctx, ""); !errors.Is(err, host.ErrInvalid) {
+		t.Fatalf("ReadDir(\"\") = %v, want ErrInvalid", err)
+	}
 }

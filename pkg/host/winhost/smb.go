@@ -49,6 +49,41 @@ func (s *SMB) Mapping(ctx context.Context, remotePath string) (host.SMBMapping, 
 	if err != nil {
 		return host.SMBMapping{}, err
 	}
+	m, err := mappingOf(in)
+	if err != nil {
+		return host.SMBMapping{}, fmt.Errorf("read global mapping of %s: %w", remotePath, err)
+	}
+	return m, nil
+}
+
+// Mappings returns every global mapping of the node:
+//
+//	SELECT * FROM MSFT_SmbGlobalMapping
+//
+// A mapping whose properties cannot be read fails the whole list: a tool
+// that takes stock of the node must not silently miss one.
+func (s *SMB) Mappings(ctx context.Context) ([]host.SMBMapping, error) {
+	q, err := wql.Select(classSmbGlobalMapping, nil)
+	if err != nil {
+		return nil, fmt.Errorf("query global mappings: %w: %w", err, host.ErrInvalid)
+	}
+	insts, err := s.e.Query(ctx, NamespaceSMB, q)
+	if err != nil {
+		return nil, fmt.Errorf("query global mappings: %w", mapSMBErr(err))
+	}
+	out := make([]host.SMBMapping, 0, len(insts))
+	for _, in := range insts {
+		m, err := mappingOf(in)
+		if err != nil {
+			return nil, fmt.Errorf("read global mapping %s: %w", in.Path, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// mappingOf reads the properties of an MSFT_SmbGlobalMapping instance.
+func mappingOf(in Instance) (host.SMBMapping, error) {
 	p := PropsOf(in)
 	m := host.SMBMapping{
 		RemotePath:     p.RequiredString("RemotePath"),
@@ -56,10 +91,7 @@ func (s *SMB) Mapping(ctx context.Context, remotePath string) (host.SMBMapping, 
 		Status:         host.MappingStatus(p.Uint32("Status")),
 		RequirePrivacy: p.Bool("RequirePrivacy"),
 	}
-	if err := p.Err(); err != nil {
-		return host.SMBMapping{}, fmt.Errorf("read global mapping of %s: %w", remotePath, err)
-	}
-	return m, nil
+	return m, p.Err()
 }
 
 // find returns the MSFT_SmbGlobalMapping instance of remotePath, or an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +61,48 @@ func hrWin32(code uint32) uint32 { return 0x80070000 | code }
 
 func comErr(op string, hr uint32) error {
 	return &winhost.COMError{Op: op, HResult: hr, Detail: "provider message"}
+}
+
+// wqlMappings lists every global mapping.
+const wqlMappings = "SELECT * FROM MSFT_SmbGlobalMapping"
+
+func TestSMBMappings(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		reply  scripted.Reply
+		want   []host.SMBMapping
+		wantEr error
+	}{
+		{"none", scripted.Reply{}, []host.SMBMapping{}, nil},
+		{"every mapping, as stored", scripted.Reply{Instances: []winhost.Instance{
+			mappingInstance(`\\srv\data`, 0, true), mappingInstance(`\\SRV2\Other\`, 6, false)}},
+			[]host.SMBMapping{{RemotePath: `\\srv\data`, RequirePrivacy: true}, {RemotePath: `\\SRV2\Other\`, Status: host.MappingUnavailable}}, nil},
+		{"query refused", scripted.Reply{Err: comErr("ExecQuery", 0x80041003)}, nil, host.ErrAccessDenied},
+		{"a mapping without RemotePath fails the list", scripted.Reply{Instances: []winhost.Instance{
+			mappingInstance(`\\srv\data`, 0, true), {Path: mappingRef(""), Class: "MSFT_SmbGlobalMapping", Props: map[string]any{"Status": int64(0)}}}},
+			nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := scripted.New(t)
+			e.ExpectQuery(nsSMB, wqlMappings, tc.reply)
+			got, err := winhost.New(e).SMB.Mappings(ctx)
+			if tc.want == nil && tc.wantEr == nil {
+				var pe *winhost.PropError
+				if !errors.As(err, &pe) {
+					t.Fatalf("err = %v, want a *PropError", err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.wantEr) || (tc.wantEr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tc.wantEr)
+			}
+			if tc.wantEr == nil && !slices.Equal(got, tc.want) {
+				t.Fatalf("mappings = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
 }
 
 func TestSMBMapping(t *testing.T) {

@@ -55,6 +55,7 @@ type Reply struct {
 	String    string             // GetVolumeNameForVolumeMountPoint
 	Uint32    uint32             // GetFileAttributes
 	Bool      bool               // DirectoryHasEntries
+	Strings   []string           // DirectoryEntries
 	Space     [3]uint64          // GetDiskFreeSpaceEx: available, total, free
 	Err       error
 	// Block, when set, makes the call wait until ctx ends (a hung
@@ -378,4 +379,10 @@ func (e *Executor) CreateSymbolicLink(ctx context.Context, link, target string, 
 func (e *Executor) DirectoryHasEntries(ctx context.Context, path string) (bool, error) {
 	r := e.win32(ctx, "DirectoryHasEntries", path)
 	return r.Bool, r.Err
+}
+
+// DirectoryEntries implements winhost.Executor.
+func (e *Executor) DirectoryEntries(ctx context.Context, path string) ([]string, error) {
+	r := e.win32(ctx, "DirectoryEntries", path)
+	return r.Strings, r.Err
 }

@@ -216,3 +216,10 @@ func (e *Executor) DirectoryHasEntries(ctx context.Context, path string) (bool, 
 		return directoryHasEntries(path)
 	}, "path", path)
 }
+
+// DirectoryEntries implements winhost.Win32.
+func (e *Executor) DirectoryEntries(ctx context.Context, path string) ([]string, error) {
+	return win32Call(ctx, e, "DirectoryEntries", func() ([]string, error) {
+		return directoryEntries(path)
+	}, "path", path)
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,6 +223,17 @@ func TestWin32(t *testing.T) {
 	var we *winhost.Win32Error
 	if !errors.As(err, &we) {
 		t.Errorf("DirectoryHasEntries(missing) = %v, want a *Win32Error", err)
+	}
+	if err := os.Mkdir(filepath.Join(sub, "g"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	names, err := e.DirectoryEntries(ctx, sub)
+	slices.Sort(names)
+	if err != nil || !slices.Equal(names, []string{"f", "g"}) {
+		t.Errorf("DirectoryEntries = %q, %v; want [f g]", names, err)
+	}
+	if _, err := e.DirectoryEntries(ctx, filepath.Join(dir, "missing")); !errors.As(err, &we) {
+		t.Errorf("DirectoryEntries(missing) = %v, want a *Win32Error", err)
 	}
 
 	attrs, err := e.GetFileAttributes(ctx, sub)

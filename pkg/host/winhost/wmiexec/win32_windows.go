@@ -250,6 +250,48 @@ func createSymbolicLink(link, target string, flags uint32) error {
 
 // directoryHasEntries lists dir with FindFirstFile/FindNextFile and stops at
 // the first entry other than "." and "..". The find handle is always closed.
+// directoryEntries lists a directory with FindFirstFileW/FindNextFileW
+// (learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-findfirstfilew):
+// the names of its entries, "." and ".." left out. Neither call follows a
+// link or mount point among the entries; each is reported by its own name.
+func directoryEntries(dir string) ([]string, error) {
+	p, err := utf16Ptr("FindFirstFile", findPattern(dir))
+	if err != nil {
+		return nil, err
+	}
+	var fd windows.Win32finddata
+	h, err := windows.FindFirstFile(p, &fd)
+	if err != nil {
+		if isErrno(err, windows.ERROR_FILE_NOT_FOUND) {
+			// No entry at all, not even "." (a volume's root); tell it
+			// apart from a directory that is not there, as
+			// directoryHasEntries does.
+			if _, aerr := getFileAttributes(dir); aerr != nil {
+				return nil, win32Error("FindFirstFile", err)
+			}
+			return nil, nil
+		}
+		return nil, win32Error("FindFirstFile", err)
+	}
+	defer func() {
+		// FindClose fails only for an invalid handle; the listing is
+		// already complete.
+		_ = windows.FindClose(h)
+	}()
+	var names []string
+	for {
+		if name := windows.UTF16ToString(fd.FileName[:]); name != "." && name != ".." {
+			names = append(names, name)
+		}
+		if err := windows.FindNextFile(h, &fd); err != nil {
+			if isErrno(err, windows.ERROR_NO_MORE_FILES) {
+				return names, nil
+			}
+			return nil, win32Error("FindNextFile", err)
+		}
+	}
+}
+
 func directoryHasEntries(dir string) (bool, error) {
 	p, err := utf16Ptr("FindFirstFile", findPattern(dir))
 	if err != nil {

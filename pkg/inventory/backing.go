@@ -1,0 +1,194 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
+	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
+	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+)
+
+// backing fills in what backs the volume, from its record and the host.
+func (t *taker) backing(ctx context.Context, v *Volume, e journal.Entry, info host.PathInfo) {
+	var err error
+	switch contract.Kind(e.Backend) {
+	case contract.KindDisk:
+		v.Disk = t.diskBacking(ctx, e, info)
+		_, err = disk.DecodeRecord(e)
+	case contract.KindSMB:
+		v.SMB, err = t.smbBacking(ctx, e, info)
+	case contract.KindISCSI:
+		v.ISCSI, err = t.iscsiBacking(ctx, e, info)
+	}
+	if errors.Is(err, backend.ErrNoRecord) {
+		v.problem("NoRecord", err.Error())
+		if v.State == StateHealthy {
+			v.State = StateDegraded
+		}
+	}
+}
+
+// mounted describes the volume mounted at a staging path and its disk;
+// nil when nothing is mounted there.
+func (t *taker) mounted(ctx context.Context, staging string, info host.PathInfo) *DiskBacking {
+	if info.Kind != host.PathMountPoint {
+		return nil
+	}
+	b := &DiskBacking{VolumeGUID: info.Target, MountPoint: staging}
+	num, err := t.h.Volumes.DiskNumber(ctx, info.Target)
+	switch {
+	case errors.Is(err, host.ErrNotFound):
+		return b // the disk is offline or gone: the volume's problems say which
+	case err != nil:
+		t.incomplete("disk of volume "+info.Target, err)
+		return b
+	}
+	d, err := t.h.Disks.Get(ctx, num)
+	switch {
+	case err == nil:
+		b.disk(d)
+	case !errors.Is(err, host.ErrNotFound):
+		t.incomplete("disk "+itoa(num), err)
+	}
+	return b
+}
+
+func (b *DiskBacking) disk(d host.Disk) {
+	n := d.Number
+	b.DiskNumber, b.Serial, b.Offline, b.ReadOnly = &n, strings.TrimSpace(d.SerialNumber), d.IsOffline, d.IsReadOnly
+}
+
+func (t *taker) diskBacking(ctx context.Context, e journal.Entry, info host.PathInfo) *DiskBacking {
+	b := t.mounted(ctx, e.StagingPath, info)
+	if b == nil {
+		b = &DiskBacking{}
+	}
+	rec, err := disk.DecodeRecord(e)
+	if err != nil {
+		return b
+	}
+	b.Selector = rec.Storage()
+	if b.DiskNumber != nil || t.in.Disks == nil {
+		return b
+	}
+	// Nothing mounted, or the disk hides its volume (offline): place the
+	// disk by the selector the stage recorded.
+	d, err := t.in.Disks.Locate(ctx, e)
+	switch {
+	case err == nil:
+		b.disk(d)
+	case !errors.Is(err, host.ErrNotFound) && !errors.Is(err, host.ErrConflict) && !errors.Is(err, backend.ErrNoRecord):
+		t.incomplete("disk of volume "+e.VolumeID, err)
+	}
+	return b
+}
+
+func (t *taker) smbBacking(ctx context.Context, e journal.Entry, info host.PathInfo) (*SMBBacking, error) {
+	rec, err := smb.DecodeRecord(e)
+	if err != nil {
+		return nil, err
+	}
+	b := &SMBBacking{Share: rec.Share, Directory: rec.UNC, User: rec.User}
+	if info.Kind == host.PathSymlink {
+		b.LinkTarget = info.Target
+	}
+	m, err := t.h.SMB.Mapping(ctx, rec.Share)
+	switch {
+	case err == nil:
+		b.Mapping, b.RequirePrivacy = m.Status.String(), m.RequirePrivacy
+	case !errors.Is(err, host.ErrNotFound):
+		t.incomplete("global mapping of "+rec.Share, err)
+	}
+	if user, ok := t.mappingNotes(ctx)[rec.Share]; ok && b.Mapping != "" {
+		b.MappedByPlugin, b.MappingUser = true, user
+	}
+	return b, nil
+}
+
+func (t *taker) iscsiBacking(ctx context.Context, e journal.Entry, info host.PathInfo) (*ISCSIBacking, error) {
+	rec, err := iscsi.DecodeRecord(e)
+	if err != nil {
+		return nil, err
+	}
+	b := &ISCSIBacking{Target: rec.IQN, LUN: rec.LUN, Multipath: rec.Multipath, Portals: []string{}, Sessions: []Session{}}
+	for _, p := range rec.Portals {
+		b.Portals = append(b.Portals, portalID(p))
+	}
+	sessions, err := t.h.ISCSI.Sessions(ctx, rec.IQN)
+	if err != nil {
+		t.incomplete("sessions of target "+rec.IQN, err)
+	}
+	for _, s := range sessions {
+		b.Sessions = append(b.Sessions, Session{ID: s.SessionID, Portal: portalID(s.TargetPortal), Connected: s.IsConnected, Persistent: s.IsPersistent})
+	}
+	b.Disk = t.mounted(ctx, e.StagingPath, info)
+	if b.Disk == nil && len(sessions) > 0 {
+		// Not mounted: the LUN's disk, if the target's sessions reach it.
+		if d, ok := t.lunDisk(ctx, sessions, rec.LUN); ok {
+			b.Disk = &DiskBacking{}
+			b.Disk.disk(d)
+		}
+	}
+	return b, nil
+}
+
+// lunDisk returns the disk reached through the sessions whose location
+// names the LUN.
+func (t *taker) lunDisk(ctx context.Context, sessions []host.ISCSISession, lun uint32) (host.Disk, bool) {
+	nums := t.sessionDisks(ctx, sessions)
+	if len(nums) == 0 {
+		return host.Disk{}, false
+	}
+	disks, err := t.h.Disks.List(ctx)
+	if err != nil {
+		t.incomplete("list disks", err)
+		return host.Disk{}, false
+	}
+	for _, d := range disks {
+		if loc, ok := host.ParseLocation(d.Location); ok && nums[d.Number] && *loc.LUN == lun {
+			return d, true
+		}
+	}
+	return host.Disk{}, false
+}
+
+// sessionDisks returns the numbers of the disks reached through the
+// sessions.
+func (t *taker) sessionDisks(ctx context.Context, sessions []host.ISCSISession) map[uint32]bool {
+	nums := map[uint32]bool{}
+	for _, s := range sessions {
+		ds, err := t.h.ISCSI.SessionDisks(ctx, s)
+		if err != nil {
+			t.incomplete("disks of iSCSI session "+s.SessionID, err)
+			continue
+		}
+		for _, n := range ds {
+			nums[n] = true
+		}
+	}
+	return nums
+}
+
+// mappingNotes returns the SMB backend's mapping notes, by share root
+// (read once).
+func (t *taker) mappingNotes(ctx context.Context) map[string]string {
+	if t.notes != nil {
+		return t.notes
+	}
+	t.notes = map[string]string{}
+	notes, err := t.in.Journal.Notes(ctx, smb.MappingNotePrefix)
+	if err != nil {
+		t.incomplete("notes of the SMB mappings", err)
+		return t.notes
+	}
+	for k, v := range notes {
+		t.notes[strings.TrimPrefix(k, smb.MappingNotePrefix)] = v
+	}
+	return t.notes
+}
