@@ -114,10 +114,13 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 		}
 	}()
 	_, err = use.Acquire(ctx,
-		func(ctx context.Context) (bool, error) { return b.sessionsUsable(ctx, spec) },
-		func(ctx context.Context, _ *shared.Transition) error {
-			c, a, err := b.ensureSessions(ctx, spec)
+		func(ctx context.Context, fresh any) (bool, error) { return b.sessionsUsable(ctx, spec, fresh) },
+		func(ctx context.Context, t *shared.Transition) error {
+			c, a, now, err := b.ensureSessions(ctx, spec)
 			created, added = append(created, c...), append(added, a...)
+			if err == nil {
+				t.Keep(loggedIn(now))
+			}
 			return err
 		})
 	if err != nil {
@@ -134,15 +137,24 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	return b.disks.PrepareAndMount(ctx, d, disk.PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS, ReadOnly: r.ReadOnly})
 }
 
+// loggedIn is what a transition that made the target ready leaves to the
+// stages that waited for it (shared.Transition.Keep): the target's sessions
+// as it found or made them, just now.
+type loggedIn []host.ISCSISession
+
 // sessionsUsable is a stage's check of a target the state calls ready: the
 // sessions the volume needs are there (one at least; with multipath one
 // through every portal) and, for a persistent volume, registered to come
-// back after a reboot. Anything else is left to ensureSessions, as a
-// transition.
-func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec) (bool, error) {
-	existing, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
-	if err != nil {
-		return false, fmt.Errorf("list sessions of target %s: %w", spec.IQN, err)
+// back after a reboot. A stage that waited for the transition that made
+// the target ready (fresh) checks the sessions it left instead of asking
+// the host. Anything else is left to ensureSessions, as a transition.
+func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, fresh any) (bool, error) {
+	existing, ok := fresh.(loggedIn)
+	if !ok {
+		var err error
+		if existing, err = b.h.ISCSI.Sessions(ctx, spec.IQN); err != nil {
+			return false, fmt.Errorf("list sessions of target %s: %w", spec.IQN, err)
+		}
 	}
 	if len(existing) == 0 || len(unregistered(spec, existing)) > 0 {
 		return false, nil
@@ -192,15 +204,21 @@ func unregistered(spec *contract.ISCSISpec, sessions []host.ISCSISession) []host
 // session: every portal without one under multipath, otherwise the first
 // portal that answers when the target has no session at all. It returns the
 // sessions it created and the portals it registered, also on error, so that
-// the caller can roll them back. It runs as a transition of the target.
-func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) (created []host.ISCSISession, added []host.Portal, err error) {
+// the caller can roll them back, and the target's sessions once it is done.
+// It runs as a transition of the target.
+func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) (created []host.ISCSISession, added []host.Portal, now []host.ISCSISession, err error) {
 	log := klog.FromContext(ctx)
 	existing, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list sessions of target %s: %w", spec.IQN, err)
+		return nil, nil, nil, fmt.Errorf("list sessions of target %s: %w", spec.IQN, err)
 	}
 	if err := b.makePersistent(ctx, spec, existing); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	for i := range existing {
+		if spec.Persistent && existing[i].IsConnected {
+			existing[i].IsPersistent = true // makePersistent registered it
+		}
 	}
 	have := make(map[string]bool, len(existing))
 	for _, s := range existing {
@@ -209,18 +227,18 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 	want := missingPaths(spec, existing)
 	if len(want) == 0 {
 		log.V(5).Info("Target already logged in", "sessions", len(existing))
-		return nil, nil, nil
+		return nil, nil, existing, nil
 	}
 
 	ctx, unlockPortals, err := b.lockPortals(ctx, want)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer unlockPortals()
 
 	registered, err := b.h.ISCSI.Portals(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list target portals: %w", err)
+		return nil, nil, nil, fmt.Errorf("list target portals: %w", err)
 	}
 	isRegistered := make(map[string]bool, len(registered))
 	for _, p := range registered {
@@ -230,13 +248,13 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 		var unlockSecret func()
 		ctx, unlockSecret, err = b.locks.LockUntilIdle(ctx, initiatorLock)
 		if err != nil {
-			return nil, nil, fmt.Errorf("wait for the initiator CHAP secret: %w", err)
+			return nil, nil, nil, fmt.Errorf("wait for the initiator CHAP secret: %w", err)
 		}
 		// Held until the logins below are done: another stage must not
 		// change the node-wide secret between setting it and logging in.
 		defer unlockSecret()
 		if err := b.setInitiatorSecret(ctx, spec.IQN, spec.InitiatorSecret); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 
@@ -262,20 +280,20 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 			down = append(down, err)
 			continue
 		default:
-			return created, added, err
+			return created, added, nil, err
 		}
 		if !spec.Multipath {
 			break
 		}
 	}
 	if len(have) == 0 && len(created) == 0 {
-		return created, added, fmt.Errorf("log in to target %s: no portal answered: %w", spec.IQN, errors.Join(down...))
+		return created, added, nil, fmt.Errorf("log in to target %s: no portal answered: %w", spec.IQN, errors.Join(down...))
 	}
 	if len(down) > 0 && spec.Multipath {
 		log.Info("Target logged in through some portals only; the volume is degraded until the others answer",
 			"down", len(down))
 	}
-	return created, added, nil
+	return created, added, append(existing, created...), nil
 }
 
 // login registers the portal when needed, makes sure the target is among

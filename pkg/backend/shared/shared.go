@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/klog/v2"
 
@@ -64,6 +65,10 @@ type resource struct {
 	// deferred is set when a release found another volume registered and
 	// left the decision to it (Use.Failed).
 	deferred bool
+	// ends counts the transitions that ended; result is what the last
+	// one left (Transition.Keep) when it made the resource Ready.
+	ends   uint64
+	result any
 }
 
 // Set is the shared resources of one backend, by key (the journal's
@@ -75,6 +80,10 @@ type Set struct {
 
 	mu sync.Mutex
 	m  map[string]*resource
+
+	// waiting counts the stages waiting in Acquire for a transition; tests
+	// read it to know a stage is waiting.
+	waiting atomic.Int64
 }
 
 // NewSet returns an empty set of resources of the kind what names (for
@@ -179,19 +188,35 @@ func (s *Set) Unstage(ctx context.Context, key, volumeID string) (context.Contex
 // it is, without waiting for anything; otherwise connect runs as the
 // resource's transition (exclusive, under the resource's lock). It reports
 // whether this stage ran connect. verify runs outside any lock, while the
-// registration keeps the resource from being removed.
-func (u *Use) Acquire(ctx context.Context, verify func(context.Context) (bool, error), connect ConnectFunc) (connected bool, err error) {
+// registration keeps the resource from being removed. When this stage
+// waited for a transition that made the resource Ready, verify gets what
+// that transition kept (Transition.Keep): the resource as it just found or
+// made it, which the stage checks against its own volume instead of asking
+// the host again; otherwise it gets nil.
+func (u *Use) Acquire(ctx context.Context, verify func(ctx context.Context, fresh any) (bool, error), connect ConnectFunc) (connected bool, err error) {
 	s := u.set
+	var waitedFrom uint64
+	waited := false
 	for {
-		st, busy := s.peek(u.key)
+		st, busy, ends, result := s.peek(u.key)
 		if busy != nil {
-			if err := s.wait(ctx, u.key, busy); err != nil {
+			if !waited {
+				waited, waitedFrom = true, ends
+			}
+			s.waiting.Add(1)
+			err := s.wait(ctx, u.key, busy)
+			s.waiting.Add(-1)
+			if err != nil {
 				return false, err
 			}
 			continue
 		}
 		if st == Ready {
-			ok, err := verify(ctx)
+			var fresh any
+			if waited && ends > waitedFrom {
+				fresh = result
+			}
+			ok, err := verify(ctx, fresh)
 			if err != nil {
 				return false, err
 			}
@@ -219,7 +244,7 @@ func (u *Use) Acquire(ctx context.Context, verify func(context.Context) (bool, e
 func (u *Use) Repair(ctx context.Context, connect ConnectFunc) (ran bool, err error) {
 	s := u.set
 	for {
-		_, busy := s.peek(u.key)
+		_, busy, _, _ := s.peek(u.key)
 		if busy != nil {
 			return false, s.wait(ctx, u.key, busy)
 		}
@@ -349,16 +374,17 @@ func (r *resource) registered(volumeID string) string {
 	return ""
 }
 
-// peek returns the state of the resource and, while a transition runs, a
-// channel closed when it ends.
-func (s *Set) peek(key string) (State, <-chan struct{}) {
+// peek returns the state of the resource, while a transition runs a
+// channel closed when it ends, how many transitions ended so far and what
+// the last one kept.
+func (s *Set) peek(key string) (State, <-chan struct{}, uint64, any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.res(key)
 	if r.busy {
-		return r.state, r.idle
+		return r.state, r.idle, r.ends, nil
 	}
-	return r.state, nil
+	return r.state, nil, r.ends, r.result
 }
 
 func (s *Set) setRole(u *Use, ro role) {
@@ -415,7 +441,13 @@ type Transition struct {
 	volumeID string
 	prev     State
 	next     State
+	result   any
 }
+
+// Keep leaves v, what a connect found or made (the mapping, the sessions),
+// to the stages that waited for this transition: Acquire gives it to their
+// verify when the transition leaves the resource Ready.
+func (t *Transition) Keep(v any) { t.result = v }
 
 // Key is the resource's key.
 func (t *Transition) Key() string { return t.key }
@@ -452,6 +484,11 @@ func (t *Transition) end() {
 	r.state, r.busy = t.next, false
 	close(r.idle)
 	r.idle = nil
+	r.ends++
+	r.result = nil
+	if t.next == Ready {
+		r.result = t.result
+	}
 	if t.next == Absent {
 		clear(r.gone) // no entry needs counting against a resource that is gone
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,7 @@ func (c *counter) disconnect(next State) DisconnectFunc {
 	return func(context.Context, *Transition) (State, error) { c.n.Add(1); return next, nil }
 }
 
-func yes(context.Context) (bool, error) { return true, nil }
+func yes(context.Context, any) (bool, error) { return true, nil }
 
 func wantState(t *testing.T, s *Set, want State) {
 	t.Helper()
@@ -54,7 +55,7 @@ func wantState(t *testing.T, s *Set, want State) {
 }
 
 // stage registers id and acquires the resource.
-func stage(t *testing.T, s *Set, id string, verify func(context.Context) (bool, error), connect ConnectFunc) *Use {
+func stage(t *testing.T, s *Set, id string, verify func(context.Context, any) (bool, error), connect ConnectFunc) *Use {
 	t.Helper()
 	ctx, u := s.Stage(context.Background(), key, id)
 	if _, err := u.Acquire(ctx, verify, connect); err != nil {
@@ -88,7 +89,7 @@ func TestAcquire(t *testing.T) {
 			}
 			var c counter
 			var verified atomic.Int64
-			verify := func(context.Context) (bool, error) { verified.Add(1); return tc.verifyOK, nil }
+			verify := func(context.Context, any) (bool, error) { verified.Add(1); return tc.verifyOK, nil }
 			ctx, u := s.Stage(context.Background(), key, "v")
 			connected, err := u.Acquire(ctx, verify, c.connect(tc.connectErr))
 			if !errors.Is(err, tc.connectErr) {
@@ -109,14 +110,17 @@ func TestAcquire(t *testing.T) {
 }
 
 // TestWaitersTakeTheTransitionResult: stages that arrive while the first
-// stage connects wait for it and use its result: one connect for all.
+// stage connects wait for it and use its result, which their verify gets:
+// one connect for all; a stage that comes later, not having waited, gets
+// nothing kept and asks the host.
 func TestWaitersTakeTheTransitionResult(t *testing.T) {
 	s, _ := newSet(t)
 	var c counter
 	inConnect, release := make(chan struct{}), make(chan struct{})
 	go func() {
-		stage(t, s, "first", yes, func(context.Context, *Transition) error {
+		stage(t, s, "first", yes, func(_ context.Context, tr *Transition) error {
 			c.n.Add(1)
+			tr.Keep("made")
 			close(inConnect)
 			<-release
 			return nil
@@ -125,16 +129,36 @@ func TestWaitersTakeTheTransitionResult(t *testing.T) {
 	<-inConnect
 	wantState(t, s, Connecting)
 	const n = 16
+	got := make([]any, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { stage(t, s, fmt.Sprint("w", i), yes, c.connect(nil)) })
+		ctx, u := s.Stage(context.Background(), key, fmt.Sprint("w", i))
+		wg.Go(func() {
+			if _, err := u.Acquire(ctx, func(_ context.Context, fresh any) (bool, error) { got[i] = fresh; return true, nil },
+				c.connect(nil)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for s.waiting.Load() < n {
+		runtime.Gosched() // until every waiter waits for the transition
 	}
 	close(release)
 	wg.Wait()
-	if got := c.n.Load(); got != 1 {
-		t.Fatalf("connect ran %d times, want 1", got)
+	if n := c.n.Load(); n != 1 {
+		t.Fatalf("connect ran %d times, want 1", n)
+	}
+	for i, g := range got {
+		if g != "made" {
+			t.Errorf("waiter %d's verify got %v, want what the transition kept", i, g)
+		}
 	}
 	wantState(t, s, Ready)
+	var later any = "unset"
+	stage(t, s, "later", func(_ context.Context, fresh any) (bool, error) { later = fresh; return true, nil }, c.connect(nil))
+	if later != nil {
+		t.Fatalf("a stage that did not wait got %v kept, want nil (it must ask the host)", later)
+	}
 }
 
 // TestWaitingHonoursContext: a stage waiting for another's transition

@@ -111,7 +111,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 		made = made || (m && err == nil)
 		return err
 	}
-	connected, err := use.Acquire(ctx, func(ctx context.Context) (bool, error) { return b.mappingUsable(ctx, spec) }, connect)
+	connected, err := use.Acquire(ctx, func(ctx context.Context, fresh any) (bool, error) { return b.mappingUsable(ctx, spec, fresh) }, connect)
 	if err != nil {
 		return err
 	}
@@ -145,22 +145,38 @@ func staleMapping(err error) bool {
 	return errors.Is(err, host.ErrAccessDenied) || errors.Is(err, host.ErrLogonFailure) || errors.Is(err, host.ErrUnreachable)
 }
 
+// mapped is what a transition that made the share ready leaves to the
+// stages that waited for it (shared.Transition.Keep): the mapping it found
+// usable or made, just now.
+type mapped struct {
+	requirePrivacy bool
+}
+
 // mappingUsable is a stage's check of a mapping the share's state calls
 // ready: it exists with status OK, was made as the volume's user (when the
-// plugin knows) and with encryption when the volume requires it. The share
-// answering through it is checked by the stage's own directory check.
-func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec) (bool, error) {
+// plugin knows) and with encryption when the volume requires it. A stage
+// that waited for the transition that made the share ready (fresh) takes
+// its word for the mapping and checks only what is its own. The share
+// answering through the mapping is checked by the stage's own directory
+// check.
+func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec, fresh any) (bool, error) {
 	root := spec.MappingPath()
-	m, err := b.h.SMB.Mapping(ctx, root)
-	switch {
-	case errors.Is(err, host.ErrNotFound):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("read the global mapping of %s: %w", root, err)
-	case m.Status != host.MappingOK:
-		return false, nil
-	case spec.RequirePrivacy && !m.RequirePrivacy:
-		return false, nil
+	if m, ok := fresh.(mapped); ok {
+		if spec.RequirePrivacy && !m.requirePrivacy {
+			return false, nil
+		}
+	} else {
+		m, err := b.h.SMB.Mapping(ctx, root)
+		switch {
+		case errors.Is(err, host.ErrNotFound):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("read the global mapping of %s: %w", root, err)
+		case m.Status != host.MappingOK:
+			return false, nil
+		case spec.RequirePrivacy && !m.RequirePrivacy:
+			return false, nil
+		}
 	}
 	if made, ok := b.maker(ctx, root); ok && !strings.EqualFold(made, spec.Credential.User) {
 		return false, nil
@@ -209,7 +225,7 @@ func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition, spec 
 	m, err := b.h.SMB.Mapping(ctx, root)
 	if errors.Is(err, host.ErrNotFound) {
 		log.V(4).Info("Share is not mapped yet")
-		return true, b.mapShare(ctx, spec)
+		return true, keepMapping(t, spec.RequirePrivacy, b.mapShare(ctx, spec))
 	}
 	if err != nil {
 		return false, fmt.Errorf("read the global mapping of %s: %w", root, err)
@@ -219,7 +235,7 @@ func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition, spec 
 		// outage) makes a new mapping fail and never heals by itself
 		// (windows-drivers.md §1.4, csi-driver-smb #1219).
 		log.V(2).Info("Global mapping is not usable; mapping the share again", "status", m.Status.String())
-		return true, b.remap(ctx, spec)
+		return true, keepMapping(t, spec.RequirePrivacy, b.remap(ctx, spec))
 	}
 	if err := b.checkMapping(ctx, spec); err != nil {
 		if !errors.Is(err, errStaleCredentials) {
@@ -230,7 +246,7 @@ func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition, spec 
 		// It is useless for every volume of the share, so remapping
 		// breaks nothing that works.
 		log.V(2).Info("Global mapping lost access to the share (credentials changed on the server?); mapping the share again", "err", err)
-		return true, b.remap(ctx, spec)
+		return true, keepMapping(t, spec.RequirePrivacy, b.remap(ctx, spec))
 	}
 	return b.reconcile(ctx, t, spec, m)
 }
@@ -291,7 +307,7 @@ func (b *Backend) reconcile(ctx context.Context, t *shared.Transition, spec *con
 	}
 	if why == "" {
 		log.V(4).Info("Reusing global mapping")
-		return false, nil
+		return false, keepMapping(t, m.RequirePrivacy, nil)
 	}
 	if other := b.otherUser(ctx, t, root); other != "" {
 		if privacy {
@@ -300,10 +316,20 @@ func (b *Backend) reconcile(ctx context.Context, t *shared.Transition, spec *con
 		}
 		log.V(2).Info("Keeping the global mapping of the share although "+why+": other staged volumes use it and removing it would break them; "+
 			"all volumes of a share should use the same credentials", "volumes", []string{other})
-		return false, nil
+		return false, keepMapping(t, m.RequirePrivacy, nil)
 	}
 	log.V(2).Info("Mapping the share again because " + why)
-	return true, b.remap(ctx, spec)
+	return true, keepMapping(t, spec.RequirePrivacy, b.remap(ctx, spec))
+}
+
+// keepMapping leaves the mapping a transition found usable or made (with
+// requirePrivacy) to the stages waiting for it, when err is nil, and
+// returns err.
+func keepMapping(t *shared.Transition, requirePrivacy bool, err error) error {
+	if err == nil {
+		t.Keep(mapped{requirePrivacy: requirePrivacy})
+	}
+	return err
 }
 
 // remap removes the share's mapping and makes it again with the volume's
