@@ -122,14 +122,16 @@ var scenarios = []scenario{
 	{name: "iscsi/two-first-stages", calls: []call{stage(iscVol1), stage(iscVol2).then(sim.OpISCSISessions)}},
 	// The stage of one volume while the last other volume of the share or
 	// target unstages, in both orders: the unstage has done its
-	// per-volume work and releases when the stage comes, or the stage has
-	// acquired the share or target when the unstage comes.
+	// per-volume work and is removing the mapping or logging out when the
+	// stage comes (its MakeDir done, its logout's session listing done),
+	// or the stage has acquired the share or target when the unstage
+	// comes.
 	{name: "smb/stage-while-last-unstages", staged: []volume{smbVol1},
 		calls: []call{unstage(smbVol1), stage(smbVol2).then(sim.OpFilesMakeDir)}},
 	{name: "smb/last-unstages-while-stage", staged: []volume{smbVol1},
 		calls: []call{stage(smbVol2), unstage(smbVol1).then(sim.OpSMBMapping)}},
 	{name: "iscsi/stage-while-last-unstages", staged: []volume{iscVol1},
-		calls: []call{unstage(iscVol1), stage(iscVol2).then(sim.OpDisksSetOnline)}},
+		calls: []call{unstage(iscVol1), stage(iscVol2).then(sim.OpISCSISessions)}},
 	{name: "iscsi/last-unstages-while-stage", staged: []volume{iscVol1},
 		calls: []call{stage(iscVol2), unstage(iscVol1).then(sim.OpISCSISessions)}},
 }
