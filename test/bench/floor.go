@@ -54,26 +54,32 @@ func serveFloor(socket string) error {
 	return srv.Serve(lis)
 }
 
-// measureBareFloor starts the bare server, warms it up and times c.Floor
-// NodeGetCapabilities calls one after another.
-func measureBareFloor(ctx context.Context, c *config, dir string) (dist, error) {
+// bareFloor is a running bare server and a client of it.
+type bareFloor struct {
+	node csi.NodeClient
+	stop func()
+}
+
+// startBareFloor starts the bare server (this binary with -serve-floor)
+// with its socket in dir and connects to it.
+func startBareFloor(ctx context.Context, dir string) (*bareFloor, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return dist{}, err
+		return nil, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return dist{}, err
+		return nil, err
 	}
 	socket := filepath.Join(dir, "floor.sock")
 	cmd := exec.CommandContext(ctx, exe, "-serve-floor="+socket)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
-		return dist{}, fmt.Errorf("start the bare floor server: %w", err)
+		return nil, fmt.Errorf("start the bare floor server: %w", err)
 	}
 	done := make(chan struct{})
 	var waitErr error
 	go func() { waitErr = cmd.Wait(); close(done) }()
-	defer func() {
+	kill := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM) // it may have exited already
 		select {
 		case <-done:
@@ -81,7 +87,7 @@ func measureBareFloor(ctx context.Context, c *config, dir string) (dist, error) 
 			_ = cmd.Process.Kill() // it ignored SIGTERM
 			<-done
 		}
-	}()
+	}
 	for {
 		conn, err := net.DialTimeout("unix", socket, time.Second)
 		if err == nil {
@@ -90,31 +96,58 @@ func measureBareFloor(ctx context.Context, c *config, dir string) (dist, error) 
 		}
 		select {
 		case <-done:
-			return dist{}, fmt.Errorf("the bare floor server exited: %w", waitErr)
+			return nil, fmt.Errorf("the bare floor server exited: %w", waitErr)
 		case <-time.After(time.Millisecond):
 		}
 	}
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return dist{}, err
+		kill()
+		return nil, err
 	}
-	defer conn.Close()
-	client := csi.NewNodeClient(conn)
-	call := func(ctx context.Context, _ int) error {
-		ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
-		defer cancel()
-		resp, err := client.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{}, grpc.WaitForReady(true))
-		if err == nil && len(resp.GetCapabilities()) == 0 {
-			err = errors.New("bare floor server: no capabilities")
+	return &bareFloor{node: csi.NewNodeClient(conn), stop: func() {
+		_ = conn.Close() // the server goes away next
+		kill()
+	}}, nil
+}
+
+// call is one NodeGetCapabilities on the bare server.
+func (b *bareFloor) call(ctx context.Context, _ int) error {
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	resp, err := b.node.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{}, grpc.WaitForReady(true))
+	if err == nil && len(resp.GetCapabilities()) == 0 {
+		err = errors.New("bare floor server: no capabilities")
+	}
+	return err
+}
+
+// floorRounds is how many alternating chunks the plugin's and the bare
+// server's floor calls are made in, so that both meet the same load.
+const floorRounds = 10
+
+// floors times n NodeGetCapabilities calls of the plugin and n of the bare
+// server (after 100 warm-up calls each), one call at a time, alternating
+// in floorRounds chunks.
+func floors(ctx context.Context, n int, p *plugin, bare *bareFloor) (plugin, bareSamples []time.Duration, err error) {
+	pcall := func(ctx context.Context, _ int) error { return capabilities(ctx, p) }
+	for _, f := range []func(context.Context, int) error{pcall, bare.call} {
+		if _, _, err := run(ctx, 100, 1, f); err != nil {
+			return nil, nil, fmt.Errorf("warm-up: %w", err)
 		}
-		return err
 	}
-	if _, _, err := run(ctx, 100, 1, call); err != nil {
-		return dist{}, fmt.Errorf("warm-up: %w", err)
+	chunk := max(n/floorRounds, 1)
+	for len(plugin) < n {
+		k := min(chunk, n-len(plugin))
+		ps, _, err := run(ctx, k, 1, pcall)
+		if err != nil {
+			return nil, nil, err
+		}
+		bs, _, err := run(ctx, k, 1, bare.call)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bare floor: %w", err)
+		}
+		plugin, bareSamples = append(plugin, ps...), append(bareSamples, bs...)
 	}
-	samples, _, err := run(ctx, c.Floor, 1, call)
-	if err != nil {
-		return dist{}, err
-	}
-	return summarise(samples), nil
+	return plugin, bareSamples, nil
 }

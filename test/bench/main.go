@@ -197,15 +197,14 @@ func measureAll(ctx context.Context, c *config, rep *report) error {
 }
 
 func measureRPCs(ctx context.Context, c *config, rep *report) error {
-	fmt.Fprintln(os.Stderr, "bench: bare grpc-go floor")
-	f, err := measureBareFloor(ctx, c, filepath.Join(c.Work, "floor"))
+	bare, err := startBareFloor(ctx, filepath.Join(c.Work, "floor"))
 	if err != nil {
 		return fmt.Errorf("bare floor: %w", err)
 	}
-	rep.BareFloor = &f
+	defer bare.stop()
 	for _, name := range c.Backends {
 		fmt.Fprintf(os.Stderr, "bench: %s backend\n", name)
-		br, err := measureBackend(ctx, c, backends[name], filepath.Join(c.Work, name), rep)
+		br, err := measureBackend(ctx, c, backends[name], filepath.Join(c.Work, name), bare, rep)
 		if err != nil {
 			return fmt.Errorf("%s backend: %w", name, err)
 		}

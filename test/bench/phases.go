@@ -106,9 +106,9 @@ func capabilities(ctx context.Context, p *plugin) error {
 }
 
 // measureBackend runs one plugin process for a backend and measures the
-// floor, the publish/unpublish cycle, the host calls per RPC, the per-RPC
+// floor (beside the bare server's), the publish/unpublish cycle, the host calls per RPC, the per-RPC
 // latencies one at a time and the throughput with c.Concurrency clients.
-func measureBackend(ctx context.Context, c *config, b backend, dir string, rep *report) (backendReport, error) {
+func measureBackend(ctx context.Context, c *config, b backend, dir string, bare *bareFloor, rep *report) (backendReport, error) {
 	br := backendReport{Backend: b.name, ExpandGrows: b.expand && b.grows}
 	kubelet := filepath.Join(dir, "kubelet")
 	counted := volumeSet(b, kubelet, "cnt", 2, 1)
@@ -129,15 +129,12 @@ func measureBackend(ctx context.Context, c *config, b backend, dir string, rep *
 		return br, fmt.Errorf("%s: %w\n%s", what, err, p.logTail())
 	}
 
-	// Warm up the connection and the process, then the floor.
-	if _, _, err := run(ctx, 100, 1, func(ctx context.Context, _ int) error { return capabilities(ctx, p) }); err != nil {
-		return fail("warm-up", err)
-	}
-	samples, _, err := run(ctx, c.Floor, 1, func(ctx context.Context, _ int) error { return capabilities(ctx, p) })
+	// The floor, beside the bare server's (floor.go).
+	samples, bareSamples, err := floors(ctx, c.Floor, p, bare)
 	if err != nil {
 		return fail("floor", err)
 	}
-	br.Floor = summarise(samples)
+	br.Floor, br.BareFloor = summarise(samples), summarise(bareSamples)
 
 	// The publish+unpublish cycle on one staged volume.
 	v := cyc[0]
