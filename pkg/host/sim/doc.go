@@ -17,9 +17,10 @@
 // only supported at run time on Linux: mount points are Linux symlinks and
 // paths are host-native absolute paths ("/var/lib/kubelet/...").
 //
-// What belongs here: the model, its persistence, fault injection and the
+// What belongs here: the model, its persistence, fault injection, the
 // control API tests use to set up and disturb the host (AttachDisk,
-// AddShare, AddTarget, Reboot, ...). What does not: policy (which disk to
+// AddShare, AddTarget, Reboot, ...) and the setup file a user declares a
+// simulated network in (Setup). What does not: policy (which disk to
 // pick, when to format), which belongs to the backends.
 //
 // # Every host call
@@ -127,8 +128,23 @@
 // else a blank one of Config.AutoAttachSize (default 1 GiB): RAW, writable,
 // offline with OfflineReason Policy, BusType SCSI, serial V, page 83 the
 // hex of the first 16 bytes of SHA-1(V), Location "Integrated : Adapter 1 :
-// Port 0 : Target 0 : LUN n" with n counting auto-attached disks. It
-// stands in for a controller's ControllerPublish in csi-sanity runs.
+// Port 0 : Target 0 : LUN n" with n the next LUN (counting up from the last
+// one picked) that no disk on adapter 1 has. It stands in for a
+// controller's ControllerPublish in csi-sanity runs.
+//
+// # Setup
+//
+// Config.Setup (the plugin's --sim-config file, parsed by ParseSetup; its
+// keys are in docs/sim-config.md) adds disks, SMB shares and iSCSI targets
+// to the state New opens. It is additive and idempotent: an entry the state
+// has with the same attributes is kept as it is (a disk or LUN larger than
+// declared counts as the same, grown since), what the state lacks (a disk,
+// a share, a user of a share, a target, a portal or LUN of a target) is
+// added, and nothing is removed. An entry that contradicts the state fails
+// New with ErrSetupConflict, naming the entry, before anything is changed.
+// Declared disks are blank, offline by SAN policy, on adapter 1 like
+// auto-attached ones. Passwords and secrets are hashed as by AddShare and
+// AddTarget.
 //
 // # Modelled Windows behaviour
 //
