@@ -68,7 +68,7 @@ func (e *env) start() {
 		StateDir:             e.jdir,
 		Contract:             contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true},
 		OfflineDiskOnUnstage: true,
-		Backoff:              backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Bound: 200 * time.Millisecond},
+		Backoff:              backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Attempts: 20},
 	}, plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume})
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,10 @@ var ErrDirInUse = errors.New("sim directory is in use by another process")
 // process that really holds the directory holds it far longer.
 const lockWait = time.Second
 
+// lockBusy, when set (by tests), runs each time lockDir finds the lock
+// held, before it waits to try again.
+var lockBusy func()
+
 // lockDir takes an exclusive lock on <dir>/lock so that two processes never
 // simulate the same host at once (each would overwrite the other's state).
 // The lock dies with the process, so a crash never leaves it behind.
@@ -35,6 +39,9 @@ func lockDir(dir string) (func(), error) {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			break
+		}
+		if lockBusy != nil {
+			lockBusy()
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

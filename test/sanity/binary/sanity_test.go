@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 
@@ -53,7 +54,7 @@ func TestSanityAgainstBinary(t *testing.T) {
 	if t.Failed() {
 		t.Logf("plugin log:\n%s", p.Log.String())
 	}
-	if err := p.Stop(10e9); err != nil {
+	if err := p.Stop(30 * time.Second); err != nil {
 		t.Errorf("plugin did not stop cleanly on SIGTERM: %v\n%s", err, p.Log.String())
 	}
 }
