@@ -34,8 +34,9 @@ type HTTPConfig struct {
 
 // ListenHTTP binds c.Addr and prepares /metrics (when c.Metrics is not
 // nil), /healthz, which answers 200 "ok" while c.Ready() is true and 503
-// otherwise, like the livenessprobe sidecar does from Probe, and with
-// c.Pprof /debug/pprof/.
+// otherwise (the livenessprobe sidecar answers its /healthz from Probe the
+// same way, with 500 for not ready: kubernetes-csi/livenessprobe v2.19.0
+// cmd/livenessprobe/main.go), and with c.Pprof /debug/pprof/.
 func ListenHTTP(c HTTPConfig) (*HTTP, error) {
 	mux := http.NewServeMux()
 	if c.Metrics != nil {

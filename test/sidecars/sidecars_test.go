@@ -1,8 +1,10 @@
 // Package sidecars plays node-driver-registrar, livenessprobe and kubelet
 // against the real plugin binary over its socket, with the same library
 // calls those programs make (csi-lib-utils/rpc, the kubelet
-// pluginregistration API), since the sidecars themselves cannot be
-// installed in CI (tools-and-libs.md §5).
+// pluginregistration API; kubernetes-csi/node-driver-registrar v2.17.0
+// cmd/csi-node-driver-registrar, kubernetes-csi/livenessprobe v2.19.0
+// cmd/livenessprobe): the sidecars' own binaries are not among the test
+// tools.
 package sidecars
 
 import (
