@@ -91,7 +91,7 @@ func serve(ctx context.Context, cfg *config.Options) error {
 	if err != nil {
 		return fmt.Errorf("--endpoint: %w", err)
 	}
-	l, err := server.Listen(socket)
+	l, err := server.Listen(ctx, socket)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
-//go:build !windows
+//go:build linux
 
-// Unix only: flock(2), which the directory lock uses, is Unix.
+// Linux only: the simulated host runs only on Linux (see doc.go).
 
 package sim
 
