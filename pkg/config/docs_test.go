@@ -23,11 +23,16 @@ var docsNamingFlags = []string{
 	"../../docs/vendor-integration.md",
 	"../../docs/troubleshooting.md",
 	"../../docs/metrics.md",
+	"../../docs/sim-config.md",
+	"../../docs/reliability.md",
+	"../../README.md",
 }
 
 // otherFlags are flags of other programs the pages above use: the
 // sidecars, kubelet, kubectl, kustomize, helm, docker and csc.
 var otherFlags = map[string]bool{
+	// the flag package's own, on every Go program
+	"help": true,
 	// node-driver-registrar and livenessprobe
 	"csi-address": true, "kubelet-registration-path": true, "plugin-registration-path": true,
 	"probe-timeout": true, "health-port": true,
