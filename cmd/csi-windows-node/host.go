@@ -21,7 +21,15 @@ func newHost(ctx context.Context, opts *config.Options) (plugin.Host, func(), er
 	case config.HostSim:
 		logger.Info("SIMULATED WINDOWS HOST: no real disk, share or iSCSI target is touched; "+
 			"this mode is for development and tests only", "simDir", opts.SimDir, "autoAttach", opts.SimAutoAttach)
+		var setup *sim.Setup
+		if opts.SimConfig != "" {
+			var err error
+			if setup, err = sim.LoadSetup(opts.SimConfig); err != nil {
+				return hostHandle{}, fmt.Errorf("--sim-config %s: %w", opts.SimConfig, err)
+			}
+		}
 		s, err := sim.New(sim.Config{
+			Setup:          setup,
 			Dir:            opts.SimDir,
 			AutoAttach:     opts.SimAutoAttach,
 			AutoAttachSize: uint64(opts.SimDiskSize),
