@@ -92,7 +92,7 @@ demo: build $(CSC) ## start the plugin on the sim and drive a disk, an SMB and a
 CGO_READY = $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && command -v "$$(go env CC | cut -d' ' -f1)" >/dev/null && echo yes)
 
 check-cgo:
-	$(if $(CGO_READY),,$(error go test -race needs cgo and a C compiler: install gcc (e.g. apt-get install gcc) and keep CGO_ENABLED=1 (README.md, Prerequisites)))
+	@$(if $(CGO_READY),:,$(error go test -race needs cgo and a C compiler: install gcc (e.g. apt-get install gcc) and keep CGO_ENABLED=1 (README.md, Prerequisites)))
 
 test: check-cgo ## unit tests and csi-sanity, with -race (the README's test command), then test-deploy
 	go test -race -count=1 ./...
