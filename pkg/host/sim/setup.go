@@ -605,7 +605,7 @@ func (s *Sim) planShare(st *State, spec ShareSpec) (func() string, error) {
 	if have == nil {
 		return func() string {
 			_ = s.addShare(st, spec) // its directory exists: cannot fail
-			return fmt.Sprintf("share %s: added with %d users", name, len(spec.Users))
+			return fmt.Sprintf("share %s: added (users %s)", name, strings.Join(slices.Sorted(maps.Keys(spec.Users)), ", "))
 		}, nil
 	}
 	if have.NoEncryption != spec.NoEncryption {
@@ -643,7 +643,11 @@ func (st *State) planTarget(spec TargetSpec) (func() string, error) {
 	if have == nil {
 		return func() string {
 			_ = st.addTarget(spec) // LUNs are unique: ParseSetup checked
-			return fmt.Sprintf("target %s: added with %d LUNs", spec.IQN, len(spec.LUNs))
+			luns := make([]string, len(spec.LUNs))
+			for i, l := range spec.LUNs {
+				luns[i] = strconv.Itoa(int(l.LUN))
+			}
+			return fmt.Sprintf("target %s: added (LUNs %s)", spec.IQN, strings.Join(luns, ", "))
 		}, nil
 	}
 	if err := st.sameCHAP("chap", have.CHAPUser, have.CHAPSecretSHA256, spec.CHAP); err != nil {
