@@ -49,7 +49,7 @@ func TestSimConfigExamples(t *testing.T) {
 		t.Fatalf("%s: the complete example does not parse: %v", simConfigDoc, err)
 	}
 	keys, _, _ := strings.Cut(doc[strings.Index(doc, "## Keys"):], "## A complete example")
-	documented := regexp.MustCompile("(?m)^### `([a-zA-Z]+)`|^\\| `([a-zA-Z]+)` \\|").FindAllStringSubmatch(keys, -1)
+	documented := regexp.MustCompile("(?m)^### `([a-zA-Z0-9]+)`|^\\| `([a-zA-Z0-9]+)` \\|").FindAllStringSubmatch(keys, -1)
 	if len(documented) < 17 { // disks, shares, targets and their keys
 		t.Fatalf("%s: found only %d documented keys", simConfigDoc, len(documented))
 	}
