@@ -336,6 +336,9 @@ func (h disks) Page83(ctx context.Context, disk host.Disk) (string, error) {
 
 func (h disks) Rescan(ctx context.Context) error {
 	_, err := call(ctx, h.s, OpDisksRescan, true, func(st *State) (struct{}, error) {
+		if e, ok := expansionFrom(ctx); ok {
+			h.s.growForExpansion(st, e)
+		}
 		h.s.rescan(st, volumeFrom(ctx))
 		return struct{}{}, nil
 	})

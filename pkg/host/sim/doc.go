@@ -130,7 +130,12 @@
 // hex of the first 16 bytes of SHA-1(V), Location "Integrated : Adapter 1 :
 // Port 0 : Target 0 : LUN n" with n the next LUN (counting up from the last
 // one picked) that no disk on adapter 1 has. It stands in for a
-// controller's ControllerPublish in csi-sanity runs.
+// controller's ControllerPublish in csi-sanity runs. Likewise, with
+// Config.AutoAttach, Disks.Rescan under a ctx from WithExpansion(V, n)
+// first grows the disk with serial V to n bytes (rounded up to whole MiB)
+// when it is smaller, and logs it: the stand-in for ControllerExpandVolume,
+// so that NodeExpandVolume works with a controller that knows nothing of
+// the sim. It never shrinks a disk, and leaves iSCSI LUNs alone.
 //
 // # Setup
 //

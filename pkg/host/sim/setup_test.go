@@ -1,3 +1,8 @@
+//go:build linux
+
+// Linux only: the simulated host runs only on Linux (mount points are
+// Linux symlinks, paths are POSIX paths; see doc.go).
+
 package sim
 
 import (
@@ -228,7 +233,7 @@ func TestSetupApplied(t *testing.T) {
 	}
 
 	// Auto-attach picks a LUN no declared disk has.
-	if err := h.Disks.Rescan(host.WithVolume(ctx, "vol-auto")); err != nil {
+	if err := h.Disks.Rescan(WithVolume(ctx, "vol-auto")); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range s.Snapshot().Disks {
