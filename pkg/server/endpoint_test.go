@@ -28,16 +28,6 @@ func staleSocket(t *testing.T, path string) {
 	}
 }
 
-// answers reports whether a process accepts connections on the socket.
-func answers(path string) bool {
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		return false
-	}
-	_ = c.Close()
-	return true
-}
-
 // TestListenRace: plugins started on one socket at the same moment, over
 // a fresh path or a stale socket: exactly one serves, every other one gets
 // ErrEndpointInUse (never a raw "address already in use"), and nobody
@@ -154,3 +144,55 @@ func TestListen(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestClaim: a claim holds the socket before it exists; Release gives it
+// up when the start-up fails; once listening, only closing the listener
+// does.
+func TestClaim(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "csi.sock")
+	c, err := Claim(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("the claim created the socket: %v", err)
+	}
+	if _, err := Claim(ctx, path); !errors.Is(err, ErrEndpointInUse) {
+		t.Fatalf("second Claim = %v, want ErrEndpointInUse", err)
+	}
+	c.Release()
+	c, err = Claim(ctx, path)
+	if err != nil {
+		t.Fatalf("Claim after Release: %v", err)
+	}
+	l, err := c.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Release() // a no-op: the listener holds the claim
+	if _, err := Claim(ctx, path); !errors.Is(err, ErrEndpointInUse) {
+		t.Fatalf("Claim while listening = %v, want ErrEndpointInUse", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Claim(ctx, path)
+	if err != nil {
+		t.Fatalf("Claim after the listener closed: %v", err)
+	}
+	c.Release()
+}
+
+// TestBindHTTP: a taken port is ErrHTTPPortInUse, naming the address.
+func TestBindHTTP(t *testing.T) {
+	l, err := BindHTTP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = BindHTTP(l.Addr().String())
+	if !errors.Is(err, ErrHTTPPortInUse) || !strings.Contains(err.Error(), l.Addr().String()) {
+		t.Fatalf("BindHTTP on a taken port = %v, want ErrHTTPPortInUse naming it", err)
+	}
+}
