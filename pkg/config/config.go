@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"sort"
@@ -246,6 +247,11 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 	default:
 		errs = append(errs, fmt.Errorf("--default-backend=%s: want disk, smb or iscsi", o.DefaultBackend))
 	}
+	if o.HTTPEndpoint != "" {
+		if err := validateHostPort(o.HTTPEndpoint); err != nil {
+			errs = append(errs, fmt.Errorf("--http-endpoint=%s: %w", o.HTTPEndpoint, err))
+		}
+	}
 	if o.EnablePprof && o.HTTPEndpoint == "" {
 		errs = append(errs, errors.New("--enable-pprof needs --http-endpoint"))
 	}
@@ -313,6 +319,19 @@ func validateBaseURL(s string) error {
 		return errors.New("the URL must not hold user information")
 	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "#"):
 		return errors.New("the URL must not hold a query or fragment")
+	}
+	return nil
+}
+
+// validateHostPort checks a TCP listen address, host:port: an empty host
+// is every interface, the port 0 to 65535 (0: one the system picks).
+func validateHostPort(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return errors.New("want host:port, such as :29660 or 127.0.0.1:29660")
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || strconv.FormatUint(n, 10) != port {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
 	}
 	return nil
 }

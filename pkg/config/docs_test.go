@@ -43,7 +43,7 @@ var otherFlags = map[string]bool{
 	"previous": true, "tail": true, "selector": true, "timeout": true, "wait": true, "all-containers": true,
 	"extra-create-metadata": true, "reuse-values": true, "output": true,
 	// csc (the CSI client of the Linux quick start)
-	"vol-context": true, "pub-context": true, "staging-target-path": true, "target-path": true, "cap": true,
+	"vol-context": true, "pub-context": true, "staging-target-path": true, "target-path": true, "cap": true, "req-bytes": true,
 }
 
 // pluginFlags registers the plugin's flags as cmd/csi-windows-node does
