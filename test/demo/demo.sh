@@ -2,8 +2,9 @@
 # Drives a running plugin (make run) with csc, the CSI command-line client,
 # through the lifecycle the README shows, for a volume of each backend: a
 # disk, an SMB share and an iSCSI LUN, as declared by docs/sim-config.yaml.
-# Each goes stage → publish → write a file → stats → unpublish → unstage →
-# stage → publish → read the file back → unpublish → unstage.
+# Each goes stage → publish → write a file → (expand the disk) → stats →
+# unpublish → unstage → stage → publish → read the file back → unpublish →
+# unstage.
 #
 # Usage: test/demo/demo.sh [run-dir]   (default: _output/run, as make run uses)
 set -euo pipefail
@@ -35,6 +36,9 @@ lifecycle() {
 	step "$vol: publish";            "${publish[@]}"
 	local written="$vol written at $(date -u +%FT%TZ)"
 	step "$vol: write a file";       echo "$written" > "$target/hello.txt"; cat "$target/hello.txt"
+	if [ -n "${EXPAND_TO:-}" ]; then
+		step "$vol: expand to $EXPAND_TO bytes"; env -u X_CSI_SECRETS "$CSC" node expand --req-bytes "$EXPAND_TO" "$vol" "$target"
+	fi
 	step "$vol: stats";              env -u X_CSI_SECRETS "$CSC" node stats "$vol:$target"
 	step "$vol: unpublish";          "${unpublish[@]}"
 	step "$vol: unstage";            "${unstage[@]}"
@@ -51,9 +55,10 @@ lifecycle() {
 step "identity"; "$CSC" identity plugin-info
 step "node info"; "$CSC" node get-info
 
-# A disk: the simulated host attaches a blank one for a volume it has not
-# seen (--sim-auto-attach), found by its serial, the volume ID.
-X_CSI_SECRETS= lifecycle demo-disk 1,mount,ntfs
+# A disk: the simulated host attaches a blank one (1 GiB) for a volume it has
+# not seen (--sim-auto-attach), found by its serial, the volume ID; the
+# expansion to 5 GiB grows that disk first.
+X_CSI_SECRETS= EXPAND_TO=5368709120 lifecycle demo-disk 1,mount,ntfs
 
 # SMB: the share //files/data of docs/sim-config.yaml, mapped as alice.
 X_CSI_SECRETS=username=alice,password=alice-password \
