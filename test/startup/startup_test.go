@@ -165,7 +165,6 @@ func TestSocketRace(t *testing.T) {
 	base := t.TempDir()
 	for round := 0; round < rounds; round++ {
 		type run struct {
-			p    *testbin.Plugin
 			cmd  *exec.Cmd
 			log  *testbin.SyncBuffer
 			done chan error
