@@ -64,12 +64,15 @@ func ParseSetup(data []byte) (*Setup, error) {
 		return nil, &SetupError{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
+	switch err := dec.Decode(&extra); {
+	case err == nil:
 		line := extra.Line
 		if len(extra.Content) > 0 {
 			line = extra.Content[0].Line
 		}
 		return nil, &SetupError{Line: line, Msg: "a second YAML document; want one"}
+	case !errors.Is(err, io.EOF):
+		return nil, &SetupError{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {

@@ -140,6 +140,7 @@ func TestParseSetupErrors(t *testing.T) {
 		{"target declared twice", target + "  - iqn: IQN.2026-01.io.example:T\n    portals: [10.0.0.2]\n", 0, "targets[1] (iqn.2026-01.io.example:t)"},
 		{"not YAML", "disks: [\n", 0, ""},
 		{"two documents", "disks: []\n---\nshares: []\n", 3, ""},
+		{"a broken second document", "disks: []\n---\nshares: [\n", 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
