@@ -50,7 +50,8 @@ type Options struct {
 	SMBKeepMappings      bool
 	KeepISCSIPortals     bool
 
-	// Serving (Serve).
+	// Serving (Serve). HTTPEndpoint is --http-endpoint, which the caller
+	// binds (server.BindHTTP) and hands to Serve in Listeners.HTTP.
 	HTTPEndpoint  string
 	EnablePprof   bool
 	ShutdownGrace time.Duration

@@ -14,15 +14,15 @@ import (
 // httpShutdownTimeout bounds the shutdown of the HTTP endpoint.
 const httpShutdownTimeout = 5 * time.Second
 
-// Listeners are what Serve serves on, bound by the caller before it
-// builds the plugin: the HTTP endpoint first, so that a port that is taken
-// stops the start-up before the CSI socket exists (a sidecar never reaches
-// a plugin that then exits), then the socket (server.Claim, Socket.Listen).
+// Listeners are what Serve serves on, bound by the caller: the HTTP
+// endpoint before the CSI socket exists, so that a port that is taken stops
+// the start-up before a sidecar can reach the plugin, and the socket last
+// (server.Claim early, Socket.Listen once the plugin is wired).
 type Listeners struct {
 	// CSI is the plugin's socket.
 	CSI net.Listener
-	// HTTP serves /metrics, /healthz and, when enabled, pprof; nil when
-	// Options.HTTPEndpoint is "".
+	// HTTP serves /metrics, /healthz and, when enabled, pprof; nil for
+	// none (Options.HTTPEndpoint "").
 	HTTP net.Listener
 }
 

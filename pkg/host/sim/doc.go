@@ -110,7 +110,8 @@
 // hang (block until Faults().Release(op), Faults().Clear() or Close; the
 // caller gets ctx.Err() at its deadline through host.Detached, the call
 // stays outstanding on its host.Tracker and completes its effect once
-// released), crashBefore (exit before the call has any effect), crashAfter
+// released; Faults().Hung(op) counts it from the moment it blocks, when it
+// is already outstanding), crashBefore (exit before the call has any effect), crashAfter
 // (exit once the call's effect is durable), exitCode (default 86). Unknown
 // fields are rejected. Crashes flush klog and call the package variable
 // exit (os.Exit; tests replace it). The file is read once, by New: remove

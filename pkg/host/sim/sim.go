@@ -355,7 +355,6 @@ func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st 
 	if act.delay > 0 {
 		s.log.V(2).Info("injected delay", "method", op, "delay", act.delay)
 		if err := sleepCtx(ctx, act.delay); err != nil {
-			s.faults.forget(op, act.hang)
 			return zero, fmt.Errorf("%s: %w", op, err)
 		}
 	}
@@ -369,13 +368,17 @@ func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st 
 	}
 	if act.hang != nil {
 		if err := ctx.Err(); err != nil {
-			s.faults.forget(op, act.hang)
 			return zero, fmt.Errorf("%s: host call not started: %w", op, err)
 		}
 		s.log.V(2).Info("injected hang", "method", op)
 		var mu sync.Mutex
 		var out T
 		err := host.Detached(ctx, func(context.Context) error {
+			// Registered only now, when Detached counts the call on ctx's
+			// trackers: a test that sees it hung and ends ctx finds it
+			// outstanding (Detached may also refuse to start it when ctx
+			// ended in between; then it never hangs).
+			s.faults.hangNow(op, act)
 			<-act.hang
 			v, err := perform(s, write, fn)
 			if act.crashAfter {
