@@ -11,22 +11,22 @@ import (
 // Group is a group of flags in --help and in docs/flags.md.
 type Group string
 
-// The groups, in the order --help shows them. Logging holds klog's flags,
-// which Register does not add; every flag Register adds is in another
-// group.
+// The groups, in the order --help shows them. Logging holds the flags
+// RegisterLogging adds; every flag Register adds is in another group.
 const (
 	GroupPlugin  Group = "Plugin flags"
 	GroupCloud   Group = "Cloud flags"
 	GroupWindows Group = "Windows host flags"
 	GroupSim     Group = "Simulated host flags (--host=sim)"
-	GroupLogging Group = "Logging flags (klog)"
+	GroupLogging Group = "Logging flags"
 )
 
 // Groups lists the groups in --help order.
 var Groups = []Group{GroupPlugin, GroupCloud, GroupWindows, GroupSim, GroupLogging}
 
-// groupFlags places every flag Register adds, in the order --help shows
-// them; a flag none names is klog's.
+// groupFlags places every flag Register and RegisterLogging add, in the
+// order --help shows them; a flag none names goes last, with the logging
+// flags.
 var groupFlags = map[Group][]string{
 	GroupPlugin: {"driver-name", "node-id", "endpoint", "kubelet-dir", "state-dir", "topology",
 		"max-volumes-per-node", "http-endpoint", "enable-pprof", "shutdown-grace", "default-backend",
@@ -34,12 +34,10 @@ var groupFlags = map[Group][]string{
 	GroupCloud:   {"cloud", "cloud-metadata-endpoint", "cloud-metadata-timeout"},
 	GroupWindows: {"host", "offline-disk-on-unstage", "smb-keep-mappings", "keep-iscsi-portals"},
 	GroupSim:     {"sim-dir", "sim-config", "sim-auto-attach", "sim-disk-size", "sim-latency"},
-	// The logging flags that matter (docs/flags.md); the rest of klog's
-	// follow them.
-	GroupLogging: {"v", "vmodule"},
+	GroupLogging: loggingFlags,
 }
 
-// GroupOf returns the group of a flag: klog's flags are GroupLogging.
+// GroupOf returns the group of a flag; one no group names is GroupLogging.
 func GroupOf(name string) Group {
 	for g, names := range groupFlags {
 		if slices.Contains(names, name) {
@@ -50,7 +48,7 @@ func GroupOf(name string) Group {
 }
 
 // Usage writes --help: a usage line, what the plugin is, the flags by
-// group (klog's last) and where they are documented.
+// group (the logging flags last) and where they are documented.
 func Usage(w io.Writer, fs *flag.FlagSet) {
 	name := fs.Name()
 	fmt.Fprintf(w, `Usage: %[1]s --driver-name=NAME [flags]
@@ -78,7 +76,7 @@ Every flag, with its default and meaning: docs/flags.md
 			case ib >= 0:
 				return 1
 			}
-			return 0 // klog's others, by name
+			return 0 // flags no group names, by name
 		})
 	}
 	for _, g := range Groups {

@@ -65,7 +65,7 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("--help: exit %d\n%s", r.code, r.stderr)
 	}
 	for _, want := range []string{"Usage: csi-windows-node ", "docs/flags.md", "\nPlugin flags:\n", "\nCloud flags:\n",
-		"\nWindows host flags:\n", "\nSimulated host flags (--host=sim):\n", "\nLogging flags (klog):\n", "  --sim-config string"} {
+		"\nWindows host flags:\n", "\nSimulated host flags (--host=sim):\n", "\nLogging flags:\n", "  --sim-config string"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("--help lacks %q:\n%s", want, r.stdout)
 		}

@@ -212,8 +212,10 @@ func Start(t testing.TB, bin string, o Options) *Plugin {
 	return p
 }
 
-// readyHTTP finds the bound HTTP endpoint in the plugin's "Ready" line.
-var readyHTTP = regexp.MustCompile(`"Ready".* httpEndpoint="([^"]+)"`)
+// readyHTTP finds the bound HTTP endpoint in the plugin's "Ready" line,
+// in the text (httpEndpoint="…") or the json ("httpEndpoint":"…") log
+// format.
+var readyHTTP = regexp.MustCompile(`"Ready".*[ "]httpEndpoint"?[=:]"([^"]+)"`)
 
 // waitHTTPAddr waits for the "Ready" line, which follows the socket's
 // first answer, and returns the HTTP endpoint it names. timeout is a
