@@ -14,35 +14,56 @@ LDFLAGS   := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/versio
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(BIN)/golangci-lint
 
-# make run: the plugin on the simulated Windows host, socket under _output/.
+# make run: the plugin on the simulated Windows host, everything under
+# _output/run (README.md, "Quick start"). RUN_ARGS adds plugin flags;
+# SIM_CONFIG is the simulated network (docs/sim-config.md), "" for none;
+# HTTP_PORT serves /metrics and /healthz on 127.0.0.1: by default a port
+# derived from the checkout's path, so that two checkouts on one machine
+# differ, or the next free one above it.
 DRIVER_NAME ?= sim.csi.wincsi.io
 RUN_DIR     := $(CURDIR)/$(OUTPUT)/run
 RUN_ARGS    ?=
+SIM_CONFIG  ?= docs/sim-config.yaml
+HTTP_PORT   ?=
 
 CSC := $(BIN)/csc
 
 # make image: the Windows image (Dockerfile.windows), pushed to $(IMAGE).
 IMAGE ?= registry.example.com/csi-windows-node
 
-.PHONY: all build build-windows run demo csc image test test-unit test-deploy verify fmt tidy vet lint bench bench-smoke clean help
+.PHONY: all build build-windows run demo csc image test test-unit test-deploy verify fmt tidy vet lint bench bench-smoke clean help check-cgo
 
 all: build build-windows
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
+# go build -v names each package as it compiles it: a first build (minutes,
+# most of it compiling dependencies) shows its progress, a later one only
+# what changed.
 build: ## build the plugin for this OS into _output/
-	go build -trimpath -ldflags '$(LDFLAGS)' -o $(OUTPUT)/$(BINARY) ./cmd/$(BINARY)
+	@echo "Building $(OUTPUT)/$(BINARY); a first build downloads and compiles the dependencies, which takes a few minutes."
+	go build -v -trimpath -ldflags '$(LDFLAGS)' -o $(OUTPUT)/$(BINARY) ./cmd/$(BINARY)
 
 build-windows: ## build _output/csi-windows-node.exe (GOOS=windows)
 	GOOS=windows GOARCH=amd64 go build -trimpath -ldflags '$(LDFLAGS)' -o $(OUTPUT)/$(BINARY).exe ./cmd/$(BINARY)
 
-run: build ## run the plugin on the simulated Windows host (socket: _output/run/csi.sock)
+run: build ## run the plugin on the simulated Windows host until Ctrl-C (state: _output/run; README.md)
 	@mkdir -p $(RUN_DIR)/kubelet $(RUN_DIR)/sim
-	@echo "socket: unix://$(RUN_DIR)/csi.sock   kubelet dir: $(RUN_DIR)/kubelet"
-	$(OUTPUT)/$(BINARY) --host=sim --sim-dir=$(RUN_DIR)/sim --kubelet-dir=$(RUN_DIR)/kubelet \
+	@port='$(HTTP_PORT)'; \
+	if [ -z "$$port" ]; then \
+		port=$$(( 29700 + $$(printf '%s' '$(CURDIR)' | cksum | cut -d' ' -f1) % 200 )); \
+		while (exec 3<>/dev/tcp/127.0.0.1/$$port) 2>/dev/null; do port=$$((port + 1)); done; \
+	fi; \
+	echo "make run: the plugin on a simulated Windows host, until Ctrl-C. Its state stays in $(OUTPUT)/run; rm -rf $(OUTPUT)/run resets it."; \
+	echo "  CSI socket   unix://$(RUN_DIR)/csi.sock"; \
+	echo "  kubelet dir  $(RUN_DIR)/kubelet"; \
+	echo "  sim network  $(if $(SIM_CONFIG),$(SIM_CONFIG),none) (SIM_CONFIG=<file> for another, docs/sim-config.md)"; \
+	echo "  HTTP         http://127.0.0.1:$$port/metrics and /healthz (HTTP_PORT=<port> for another)"; \
+	echo "  more flags   RUN_ARGS='--flag=value ...' (docs/flags.md)"; \
+	exec $(OUTPUT)/$(BINARY) --host=sim --sim-dir=$(RUN_DIR)/sim --kubelet-dir=$(RUN_DIR)/kubelet \
 		--driver-name=$(DRIVER_NAME) --node-id=sim-node --endpoint=unix://$(RUN_DIR)/csi.sock \
-		--http-endpoint=127.0.0.1:29650 --v=2 $(RUN_ARGS)
+		$(if $(SIM_CONFIG),--sim-config=$(SIM_CONFIG)) --http-endpoint=127.0.0.1:$$port --v=2 $(RUN_ARGS)
 
 image: ## build and push the Windows image with docker buildx (needs a registry; see docs/install.md)
 	docker buildx build --platform windows/amd64 -f Dockerfile.windows \
@@ -54,23 +75,33 @@ $(CSC):
 
 csc: $(CSC) ## install csc, the CSI command-line client, into .bin/
 
-demo: build $(CSC) ## start the plugin on the sim and drive stage→publish→write→…→read back with csc
+# The plugin runs in the background until demo.sh is done; the wait for
+# its socket ends when the socket appears or the plugin exits.
+demo: build $(CSC) ## start the plugin on the sim and drive a disk, an SMB and an iSCSI volume through stage→publish→write→…→read back with csc
 	@rm -rf $(OUTPUT)/demo && mkdir -p $(OUTPUT)/demo/kubelet $(OUTPUT)/demo/sim
 	@$(OUTPUT)/$(BINARY) --host=sim --sim-dir=$(OUTPUT)/demo/sim --kubelet-dir=$(CURDIR)/$(OUTPUT)/demo/kubelet \
 		--driver-name=$(DRIVER_NAME) --node-id=sim-node --endpoint=unix://$(CURDIR)/$(OUTPUT)/demo/csi.sock \
-		--v=2 > $(OUTPUT)/demo/plugin.log 2>&1 & echo $$! > $(OUTPUT)/demo/pid
-	@for i in $$(seq 100); do [ -S $(OUTPUT)/demo/csi.sock ] && break; sleep 0.1; done
-	@CSC=$(CSC) test/demo/demo.sh $(OUTPUT)/demo; rc=$$?; kill $$(cat $(OUTPUT)/demo/pid); \
-		if [ $$rc -ne 0 ]; then cat $(OUTPUT)/demo/plugin.log; fi; exit $$rc
+		--sim-config=docs/sim-config.yaml --v=2 > $(OUTPUT)/demo/plugin.log 2>&1 & pid=$$!; \
+	while [ ! -S $(OUTPUT)/demo/csi.sock ] && kill -0 $$pid 2>/dev/null; do sleep 0.1; done; \
+	rc=0; CSC=$(CSC) test/demo/demo.sh $(OUTPUT)/demo || rc=$$?; \
+	kill $$pid 2>/dev/null || true; wait $$pid || true; \
+	if [ $$rc -ne 0 ]; then echo "--- plugin log ($(OUTPUT)/demo/plugin.log):"; cat $(OUTPUT)/demo/plugin.log; fi; exit $$rc
 
-test: ## unit tests and csi-sanity, with -race (the README's test command), then test-deploy
+# -race needs cgo, and cgo a C compiler; without one Go turns cgo off.
+# check-cgo says so in one line instead of go test's "-race requires cgo".
+CGO_READY = $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && command -v "$$(go env CC | cut -d' ' -f1)" >/dev/null && echo yes)
+
+check-cgo:
+	@$(if $(CGO_READY),:,$(error go test -race needs cgo and a C compiler: install gcc (e.g. apt-get install gcc) and keep CGO_ENABLED=1 (README.md, Prerequisites)))
+
+test: check-cgo ## unit tests and csi-sanity, with -race (the README's test command), then test-deploy
 	go test -race -count=1 ./...
 	$(MAKE) --no-print-directory test-deploy
 
 test-deploy: ## render and validate deploy/ (kustomize, Helm chart, examples) and Dockerfile.windows
 	cd test/deploy && go test -count=1 ./...
 
-test-unit: ## unit tests only (no sanity, no binary-level tests)
+test-unit: check-cgo ## unit tests only (no sanity, no binary-level tests)
 	go test -race -count=1 $$(go list ./... | grep -v /test/)
 
 # Windows only, elevated, with the Hyper-V PowerShell module: real VHDX disks
@@ -138,10 +169,10 @@ FUZZJOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: test-crash test-soak fuzz
 
-test-crash: ## the full crash matrix, verbose (CRASH_COUNT repeats it)
+test-crash: check-cgo ## the full crash matrix, verbose (CRASH_COUNT repeats it)
 	CSI_CRASH_MATRIX=full go test -race -count=$(CRASH_COUNT) -v -run 'TestCrashMatrix' ./test/crash/ | grep -E '^(--- FAIL|FAIL|ok)|crash_test.go'
 
-test-soak: ## the long soak: SOAK_VOLUMES volumes for SOAK_TIME, with -race
+test-soak: check-cgo ## the long soak: SOAK_VOLUMES volumes for SOAK_TIME, with -race
 	CSI_SOAK_VOLUMES=$(SOAK_VOLUMES) CSI_SOAK_DURATION=$(SOAK_TIME) CSI_SOAK_SEED=$(SOAK_SEED) \
 		go test -race -count=1 -v -timeout 30m -run 'TestSoak' ./test/soak/ | grep -E '^(--- |FAIL|ok)|soak_test.go'
 

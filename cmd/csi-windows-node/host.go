@@ -14,8 +14,8 @@ import (
 
 // newHost starts the host backend the flags name and returns it with the
 // function that stops it. Only this package chooses between the real and
-// the simulated host.
-func newHost(ctx context.Context, opts *config.Options) (plugin.Host, func(), error) {
+// the simulated host. setup is --sim-config, read.
+func newHost(ctx context.Context, opts *config.Options, setup *sim.Setup) (plugin.Host, func(), error) {
 	logger := klog.FromContext(ctx)
 	switch opts.Host {
 	case config.HostSim:
@@ -26,13 +26,19 @@ func newHost(ctx context.Context, opts *config.Options) (plugin.Host, func(), er
 			AutoAttach:     opts.SimAutoAttach,
 			AutoAttachSize: uint64(opts.SimDiskSize),
 			Latency:        opts.SimLatency,
-			Logger:         logger.WithName("sim"),
+			Logger:         logger,
+			Setup:          setup,
 		})
 		if err != nil {
+			if setup != nil {
+				return plugin.Host{}, nil, fmt.Errorf("start the simulated host with --sim-config %s: %w", opts.SimConfig, err)
+			}
 			return plugin.Host{}, nil, fmt.Errorf("start the simulated host: %w", err)
 		}
-		// The volume of each RPC's host calls is what auto-attach reads.
-		return plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume}, func() {
+		// The volume of each RPC's host calls is what auto-attach reads,
+		// and an expansion's size what its stand-in for the controller's
+		// expansion reads.
+		return plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume, ForExpand: sim.WithExpansion}, func() {
 			if err := s.Close(); err != nil {
 				logger.Error(err, "Closing the simulated host")
 			}
@@ -57,7 +63,7 @@ func diagnoseHost(ctx context.Context, opts *config.Options) (host.Host, func(),
 		}
 		return s.Host(), func() { _ = s.Close() }, nil // closing a read-only sim cannot fail
 	}
-	h, closeHost, err := newHost(ctx, opts)
+	h, closeHost, err := newHost(ctx, opts, nil)
 	if err != nil {
 		return host.Host{}, nil, err
 	}

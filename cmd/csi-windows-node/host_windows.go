@@ -22,7 +22,8 @@ const executorCloseTimeout = 10 * time.Second
 // executor. Start-up fails when COM cannot be initialised, since no host
 // call could work. Close stops the executor's workers; Healthy reports a
 // wedged executor (too many workers stuck in calls that never returned) so
-// that Probe turns not ready and livenessprobe restarts the plugin.
+// that Probe turns not ready, livenessprobe's /healthz fails and kubelet
+// restarts the plugin.
 func windowsHost(ctx context.Context, _ *config.Options) (plugin.Host, func(), error) {
 	logger := klog.FromContext(ctx)
 	exec, err := wmiexec.New(wmiexec.Options{Logger: logger.WithName("wmiexec")})

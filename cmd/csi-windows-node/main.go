@@ -8,6 +8,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -17,44 +19,60 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
+	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/server"
 	"github.com/wincsi/csi-windows-node/pkg/version"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
+// Exit statuses: a flag error is reported before anything starts.
+const (
+	exitOK        = 0
+	exitFailed    = 1
+	exitFlagError = 2
+)
+
+// run is the whole command: flags, then the checks that need no host,
+// then the start-up. Every flag error ends it with exitFlagError before
+// the "Starting" line.
+func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == diagnoseCommand {
-		return diagnose(args[1:], os.Stdout, os.Stderr)
+		return diagnose(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("csi-windows-node", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run reports errors and --help itself
+	fs.Usage = func() {}
 	logging := config.RegisterLogging(fs)
 	opts := config.Register(fs, runtime.GOOS)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			config.Usage(stdout, fs)
+			return exitOK
 		}
-		return 2
+		fmt.Fprintf(stderr, "csi-windows-node: %v\nRun csi-windows-node --help for the flags (docs/flags.md).\n", err)
+		return exitFlagError
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "csi-windows-node: unexpected argument %q; the only subcommand is %s, which comes first\n", fs.Arg(0), diagnoseCommand)
-		return 2
+		fmt.Fprintf(stderr, "csi-windows-node: unexpected argument %q: every setting is a --flag, and the only subcommand, %s, comes first\nRun csi-windows-node --help for the flags (docs/flags.md).\n", fs.Arg(0), diagnoseCommand)
+		return exitFlagError
 	}
 	if err := logging.Apply(); err != nil {
-		fmt.Fprintf(os.Stderr, "csi-windows-node: invalid flags:\n%v\n", err)
-		return 2
+		fmt.Fprintf(stderr, "csi-windows-node: invalid flags:\n%v\n", err)
+		return exitFlagError
 	}
 	if opts.Version {
-		fmt.Println(version.JSON())
-		return 0
+		fmt.Fprintln(stdout, version.JSON())
+		return exitOK
 	}
 	hostname, _ := os.Hostname() // empty on error; Finish then requires --node-id
-	if err := opts.Finish(fs, runtime.GOOS, hostname); err != nil {
-		fmt.Fprintf(os.Stderr, "csi-windows-node: invalid flags:\n%v\n", err)
-		return 2
+	st, err := prepare(fs, opts, hostname)
+	if err != nil {
+		fmt.Fprintf(stderr, "csi-windows-node: invalid flags:\n%v\n", err)
+		return exitFlagError
 	}
 	defer klog.Flush()
 	logger := klog.Background().WithValues("driver", opts.DriverName)
@@ -63,48 +81,92 @@ func run(args []string) int {
 
 	if err := nodeIdentity(ctx, opts); err != nil {
 		logger.Error(err, "Could not settle the node's identity")
-		return 1
+		return exitFailed
 	}
-	if err := serve(ctx, opts); err != nil {
+	st.plugin.NodeID, st.plugin.Topology = opts.NodeID, opts.Topology
+	if err := serve(ctx, opts, st); err != nil {
 		logger.Error(err, "Plugin failed")
-		return 1
+		return exitFailed
 	}
 	logger.Info("Plugin stopped")
-	return 0
+	return exitOK
 }
 
-// serve builds the plugin the flags describe and serves it until ctx ends.
-func serve(ctx context.Context, cfg *config.Options) error {
+// startup is what the flags give once checked.
+type startup struct {
+	plugin plugin.Options
+	socket string     // the path of --endpoint
+	setup  *sim.Setup // --sim-config, read
+}
+
+// prepare checks every flag that can be checked without touching the host
+// or the network: config's own rules, the kubelet directory and the
+// parameter contract (plugin.FromConfig), the endpoint's form, and the
+// --sim-config file.
+func prepare(fs *flag.FlagSet, opts *config.Options, hostname string) (startup, error) {
+	if err := opts.Finish(fs, runtime.GOOS, hostname); err != nil {
+		return startup{}, err
+	}
+	var st startup
+	var errs []error
+	var err error
+	if st.plugin, err = plugin.FromConfig(opts, runtime.GOOS); err != nil {
+		errs = append(errs, err)
+	}
+	if st.socket, err = server.ParseEndpoint(opts.Endpoint); err != nil {
+		errs = append(errs, fmt.Errorf("--endpoint: %w", err))
+	}
+	if opts.SimConfig != "" {
+		if st.setup, err = sim.LoadSetup(opts.SimConfig); err != nil {
+			errs = append(errs, fmt.Errorf("--sim-config %s: %w", opts.SimConfig, err))
+		}
+	}
+	return st, errors.Join(errs...)
+}
+
+// serve starts the plugin and serves it until ctx ends. The order makes a
+// failed start-up harmless: the socket is claimed first (a second plugin on
+// it stops here, before it touches anything), then the HTTP endpoint is
+// bound (a taken port stops the start-up before the socket exists, so no
+// sidecar reaches a plugin that then exits), then the host is started and
+// the plugin wired, and only then does the socket appear.
+func serve(ctx context.Context, opts *config.Options, st startup) (err error) {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
-	logger.Info("Starting", "version", version.Version, "commit", version.Commit, "nodeID", cfg.NodeID,
-		"host", cfg.Host, "kubeletDir", cfg.KubeletDir, "endpoint", cfg.Endpoint)
+	logger.Info("Starting", "version", version.Version, "commit", version.Commit, "nodeID", opts.NodeID,
+		"host", opts.Host, "kubeletDir", opts.KubeletDir, "endpoint", opts.Endpoint)
+	st.plugin.Started = start
 
-	opts, err := plugin.FromConfig(cfg, runtime.GOOS)
+	claim, err := server.Claim(ctx, st.socket)
 	if err != nil {
 		return err
 	}
-	opts.Started = start
-	// Claim the socket first: a second instance must fail here, before it
-	// touches the host that the first one is serving.
-	socket, err := server.ParseEndpoint(cfg.Endpoint)
-	if err != nil {
-		return fmt.Errorf("--endpoint: %w", err)
+	defer claim.Release() // a no-op once the socket's listener holds it
+	var ls plugin.Listeners
+	if opts.HTTPEndpoint != "" {
+		if ls.HTTP, err = server.BindHTTP(opts.HTTPEndpoint); err != nil {
+			return err
+		}
+		defer closeOnError(&err, ls.HTTP)
 	}
-	l, err := server.Listen(socket)
+	h, closeHost, err := newHost(ctx, opts, st.setup)
 	if err != nil {
-		return err
-	}
-	h, closeHost, err := newHost(ctx, cfg)
-	if err != nil {
-		_ = l.Close() // the host error is the one to report
 		return err
 	}
 	defer closeHost()
-	p, err := plugin.New(opts, h)
+	p, err := plugin.New(st.plugin, h)
 	if err != nil {
-		_ = l.Close() // the wiring error is the one to report
 		return err
 	}
-	return p.Serve(ctx, l)
+	if ls.CSI, err = claim.Listen(); err != nil {
+		return err
+	}
+	return p.Serve(ctx, ls)
+}
+
+// closeOnError closes l when the start-up failed before Serve took it.
+func closeOnError(err *error, l net.Listener) {
+	if *err != nil {
+		_ = l.Close() // the start-up error is the one to report
+	}
 }

@@ -13,6 +13,10 @@ type Backoff struct {
 	// Bound caps the total time when ctx has no deadline, so a call
 	// without a deadline still ends.
 	Bound time.Duration
+	// Attempts, when positive, caps the number of attempts, whatever the
+	// time: tests set it (and no Bound or deadline) so that how often a
+	// lookup looks before giving up does not depend on the machine's speed.
+	Attempts int
 }
 
 // DefaultBackoff is used by lookups that wait for a device to appear.
@@ -23,7 +27,8 @@ var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Seco
 var ErrRetry = errors.New("not yet")
 
 // Poll runs step until it returns nil or an error other than ErrRetry, or
-// until waiting once more would run past ctx's deadline (or the Bound). When
+// until waiting once more would run past ctx's deadline (or the Bound), or
+// b.Attempts attempts were made. When
 // it gives up, it returns step's last error with ErrRetry unwrapped away by
 // the caller's choice: the returned error still wraps ErrRetry, so callers
 // that need a specific sentinel should wrap it in the step's error too.
@@ -38,6 +43,9 @@ func Poll(ctx context.Context, b Backoff, step func(ctx context.Context, attempt
 			return err
 		}
 		if cerr := ctx.Err(); cerr != nil {
+			return err
+		}
+		if b.Attempts > 0 && attempt+1 >= b.Attempts {
 			return err
 		}
 		// Another attempt needs the wait plus the time a step takes; keep

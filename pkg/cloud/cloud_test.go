@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,14 +21,37 @@ import (
 const generous = 30 * time.Second
 
 // short bounds a discovery that must fail because the service never
-// answers, and brief one that fails because its answers are errors: short,
-// so the tests are quick (brief leaves time for an answer on a loaded
-// machine). What is asserted is the kind of failure, never how long it
-// took.
-const (
-	short = 500 * time.Millisecond
-	brief = 2 * time.Second
-)
+// answers: whenever the deadline comes, the failure is the same. A
+// discovery whose answers are errors is not bounded by time at all (on a
+// loaded machine the first answer could come after any deadline): it is
+// cancelled once its first request failed (untilRetry). What is asserted is
+// the kind of failure, never how long it took.
+const short = 500 * time.Millisecond
+
+// untilRetry returns a context that is cancelled once Resolve logs that a
+// request failed and will be sent again.
+func untilRetry(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w := &onRetry{cancel: cancel}
+	l := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(w), textlogger.Verbosity(10)))
+	return klog.NewContext(ctx, l)
+}
+
+// onRetry calls cancel when a retry is logged.
+type onRetry struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+}
+
+func (w *onRetry) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if strings.Contains(string(p), "Metadata request failed; retrying") {
+		w.cancel()
+	}
+	return len(p), nil
+}
 
 // logTo returns a context whose logger writes everything, to buf.
 func logTo(buf *strings.Builder) context.Context {
@@ -164,14 +188,14 @@ func TestResolveFails(t *testing.T) {
 		name     string
 		provider Provider
 		start    func(testing.TB) *imds.Server
-		timeout  time.Duration
-		noAnswer bool // the error says the service did not answer
-		status   int  // the final HTTP status, or 0
-		once     bool // a final answer: exactly one request
+		timeout  time.Duration // 0: generous, the discovery cancelled at its first retry
+		noAnswer bool          // the error says the service did not answer
+		status   int           // the final HTTP status, or 0
+		once     bool          // a final answer: exactly one request
 	}{
 		{name: "aws hangs", provider: AWS, timeout: short, noAnswer: true,
 			start: imds.AWS{InstanceID: "i-1", AvailabilityZone: "z", Faults: imds.Faults{Hang: true}}.Start},
-		{name: "aws answers 500", provider: AWS, timeout: brief, status: 500,
+		{name: "aws answers 500", provider: AWS, status: 500,
 			start: imds.AWS{InstanceID: "i-1", AvailabilityZone: "z", Faults: imds.Faults{Status: 500}}.Start},
 		{name: "aws refuses the token PUT with 400", provider: AWS, timeout: generous, status: 400, once: true,
 			start: imds.AWS{InstanceID: "i-1", AvailabilityZone: "z", Tokens: imds.TokensRefused, RefuseWith: 400}.Start},
@@ -179,11 +203,11 @@ func TestResolveFails(t *testing.T) {
 			start: imds.AWS{InstanceID: "i-1"}.Start},
 		{name: "gce hangs", provider: GCE, timeout: short, noAnswer: true,
 			start: imds.GCE{Faults: imds.Faults{Hang: true}}.Start},
-		{name: "gce answers 500", provider: GCE, timeout: brief, status: 500,
+		{name: "gce answers 500", provider: GCE, status: 500,
 			start: imds.GCE{Faults: imds.Faults{Status: 500}}.Start},
 		{name: "azure hangs", provider: Azure, timeout: short, noAnswer: true,
 			start: imds.Azure{Faults: imds.Faults{Hang: true}}.Start},
-		{name: "azure answers 500", provider: Azure, timeout: brief, status: 500,
+		{name: "azure answers 500", provider: Azure, status: 500,
 			start: imds.Azure{Faults: imds.Faults{Status: 500}}.Start},
 		{name: "azure zone not a number", provider: Azure, timeout: generous,
 			start: imds.Azure{Location: "westeurope", Zone: "two"}.Start},
@@ -191,13 +215,17 @@ func TestResolveFails(t *testing.T) {
 			start: imds.AWS{InstanceID: "i-1", AvailabilityZone: "z", Tokens: imds.TokensOptional}.Start},
 		{name: "azure against GCE's service", provider: Azure, timeout: generous, status: 403, once: true,
 			start: imds.GCE{}.Start},
-		{name: "nobody listens", provider: GCE, timeout: brief, start: imds.Absent},
+		{name: "nobody listens", provider: GCE, start: imds.Absent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s := tt.start(t)
-			_, err := Resolve(context.Background(), Config{Provider: tt.provider, Endpoint: s.URL, Timeout: tt.timeout,
+			ctx, timeout := context.Background(), tt.timeout
+			if timeout == 0 {
+				ctx, timeout = untilRetry(t), generous
+			}
+			_, err := Resolve(ctx, Config{Provider: tt.provider, Endpoint: s.URL, Timeout: timeout,
 				DriverName: driverOf(tt.provider), NodeName: "n"})
 			var e *Error
 			if !errors.As(err, &e) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"sort"
@@ -38,6 +39,7 @@ type Options struct {
 	StateDir          string
 	Host              string
 	SimDir            string
+	SimConfig         string
 	SimAutoAttach     bool
 	SimDiskSize       Size
 	SimLatency        time.Duration
@@ -142,6 +144,7 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.StringVar(&o.StateDir, "state-dir", "", "directory of the plugin's stage journal. Default: <kubelet-dir>/plugins/<driver-name>/state (sim: <sim-dir>/journal)")
 	fs.StringVar(&o.Host, "host", defHost, "host backend: windows, or sim for the simulated Windows host (Linux only; no default outside Windows)")
 	fs.StringVar(&o.SimDir, "sim-dir", "", "directory of the simulated host's state and volume contents (required with --host=sim)")
+	fs.StringVar(&o.SimConfig, "sim-config", "", "with --host=sim: YAML file of disks, SMB shares and iSCSI targets to add to the simulated host (docs/sim-config.md)")
 	fs.BoolVar(&o.SimAutoAttach, "sim-auto-attach", true, "with --host=sim: attach a blank disk for a volume the simulated host has not seen")
 	o.SimDiskSize = 1 << 30
 	fs.Var(&o.SimDiskSize, "sim-disk-size", "with --host=sim: size of auto-attached disks (bytes, or with a Ki/Mi/Gi/Ti suffix)")
@@ -244,6 +247,11 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 	default:
 		errs = append(errs, fmt.Errorf("--default-backend=%s: want disk, smb or iscsi", o.DefaultBackend))
 	}
+	if o.HTTPEndpoint != "" {
+		if err := validateHostPort(o.HTTPEndpoint); err != nil {
+			errs = append(errs, fmt.Errorf("--http-endpoint=%s: %w", o.HTTPEndpoint, err))
+		}
+	}
 	if o.EnablePprof && o.HTTPEndpoint == "" {
 		errs = append(errs, errors.New("--enable-pprof needs --http-endpoint"))
 	}
@@ -254,7 +262,7 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 		errs = append(errs, fmt.Errorf("--sim-latency=%s: must not be negative", o.SimLatency))
 	}
 	if o.Host != HostSim {
-		for _, f := range []string{"sim-dir", "sim-latency", "sim-auto-attach", "sim-disk-size"} {
+		for _, f := range []string{"sim-dir", "sim-config", "sim-latency", "sim-auto-attach", "sim-disk-size"} {
 			if o.set[f] {
 				errs = append(errs, fmt.Errorf("--%s only applies with --host=sim", f))
 			}
@@ -311,6 +319,19 @@ func validateBaseURL(s string) error {
 		return errors.New("the URL must not hold user information")
 	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "#"):
 		return errors.New("the URL must not hold a query or fragment")
+	}
+	return nil
+}
+
+// validateHostPort checks a TCP listen address, host:port: an empty host
+// is every interface, the port 0 to 65535 (0: one the system picks).
+func validateHostPort(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return errors.New("want host:port, such as :29660 or 127.0.0.1:29660")
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || strconv.FormatUint(n, 10) != port {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
 	}
 	return nil
 }
@@ -374,6 +395,17 @@ func (s Size) String() string { return strconv.FormatUint(uint64(s), 10) }
 
 // Set parses "1073741824", "512Mi" or "16Gi".
 func (s *Size) Set(v string) error {
+	n, err := ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = Size(n)
+	return nil
+}
+
+// ParseSize parses a positive byte count: "1073741824", or a number with a
+// binary suffix, "512Mi", "16Gi" (Ki, Mi, Gi, Ti).
+func ParseSize(v string) (uint64, error) {
 	mult := uint64(1)
 	for suffix, m := range map[string]uint64{"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40} {
 		if strings.HasSuffix(v, suffix) {
@@ -383,8 +415,7 @@ func (s *Size) Set(v string) error {
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || n == 0 || n > (1<<63)/mult {
-		return fmt.Errorf("want a positive byte count such as 1073741824 or 16Gi")
+		return 0, fmt.Errorf("want a positive byte count such as 1073741824 or 16Gi")
 	}
-	*s = Size(n * mult)
-	return nil
+	return n * mult, nil
 }

@@ -47,6 +47,10 @@ func TestFinish(t *testing.T) {
 		{name: "negative max volumes", goos: "windows", args: []string{"--driver-name=a.b", "--max-volumes-per-node=-1"}, wantErr: "--max-volumes-per-node"},
 		{name: "bad default backend", goos: "windows", args: []string{"--driver-name=a.b", "--default-backend=nfs"}, wantErr: "--default-backend"},
 		{name: "sim flag without sim", goos: "windows", args: []string{"--driver-name=a.b", "--sim-dir=x"}, wantErr: "--sim-dir only applies"},
+		{name: "http endpoint without port", goos: "windows", args: []string{"--driver-name=a.b", "--http-endpoint=localhost"}, wantErr: "--http-endpoint"},
+		{name: "http endpoint port not a number", goos: "windows", args: []string{"--driver-name=a.b", "--http-endpoint=:http"}, wantErr: "--http-endpoint"},
+		{name: "http endpoint port too large", goos: "windows", args: []string{"--driver-name=a.b", "--http-endpoint=:70000"}, wantErr: "--http-endpoint"},
+		{name: "sim config without sim", goos: "windows", args: []string{"--driver-name=a.b", "--sim-config=net.yaml"}, wantErr: "--sim-config only applies"},
 		{name: "volume-id-disk none in sim", goos: "linux", args: []string{"--driver-name=a.b", "--host=sim", "--sim-dir=/s", "--volume-id-disk=none"},
 			endpoint: "unix:///var/lib/kubelet/plugins/a.b/csi.sock", stateDir: "/s/journal", volIDDsk: ""},
 	}

@@ -23,11 +23,16 @@ var docsNamingFlags = []string{
 	"../../docs/vendor-integration.md",
 	"../../docs/troubleshooting.md",
 	"../../docs/metrics.md",
+	"../../docs/sim-config.md",
+	"../../docs/reliability.md",
+	"../../README.md",
 }
 
 // otherFlags are flags of other programs the pages above use: the
 // sidecars, kubelet, kubectl, kustomize, helm, docker and csc.
 var otherFlags = map[string]bool{
+	// the flag package's own, on every Go program
+	"help": true,
 	// node-driver-registrar and livenessprobe
 	"csi-address": true, "kubelet-registration-path": true, "plugin-registration-path": true,
 	"probe-timeout": true, "health-port": true,
@@ -38,7 +43,7 @@ var otherFlags = map[string]bool{
 	"previous": true, "tail": true, "selector": true, "timeout": true, "wait": true, "all-containers": true,
 	"extra-create-metadata": true, "reuse-values": true, "output": true,
 	// csc (the CSI client of the Linux quick start)
-	"vol-context": true, "pub-context": true, "staging-target-path": true, "target-path": true, "cap": true,
+	"vol-context": true, "pub-context": true, "staging-target-path": true, "target-path": true, "cap": true, "req-bytes": true,
 }
 
 // pluginFlags registers the plugin's flags as cmd/csi-windows-node does

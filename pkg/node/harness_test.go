@@ -35,6 +35,10 @@ type env struct {
 	kubelet string
 	simDir  string
 	jdir    string
+	// expandHook wires the simulated host's stand-in for the controller's
+	// expansion (sim.WithExpansion), as --host=sim does; without it the
+	// node is wired as on Windows.
+	expandHook bool
 }
 
 func newEnv(t *testing.T) *env {
@@ -68,12 +72,21 @@ func (e *env) start() {
 		StateDir:             e.jdir,
 		Contract:             contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true},
 		OfflineDiskOnUnstage: true,
-		Backoff:              backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Bound: 200 * time.Millisecond},
-	}, plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume})
+		Backoff:              backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Attempts: 20},
+	}, e.host(s))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.sim, e.p, e.srv = s, p, p.Node
+}
+
+// host is the simulated host as the plugin takes it.
+func (e *env) host(s *sim.Sim) plugin.Host {
+	h := plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume}
+	if e.expandHook {
+		h.ForExpand = sim.WithExpansion
+	}
+	return h
 }
 
 // restart closes the sim and starts everything again on the same directories.

@@ -48,6 +48,12 @@ type Config struct {
 	// for one volume. The plugin's wiring sets it for hosts that need to
 	// know the volume (the simulated host's auto-attach, sim.WithVolume).
 	ForVolume func(ctx context.Context, volumeID string) context.Context
+	// ForExpand, when set, annotates the context of an expansion's host
+	// calls with the volume and the size NodeExpandVolume asks for. The
+	// plugin's wiring sets it for a host that stands in for the
+	// controller's expansion (the simulated host's sim.WithExpansion); on
+	// Windows it is nil and the node only grows what the controller grew.
+	ForExpand func(ctx context.Context, volumeID string, requiredBytes int64) context.Context
 	Backends  map[contract.Kind]Backend
 	Journal   *journal.Journal
 	Contract  contract.Options

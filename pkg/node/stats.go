@@ -118,6 +118,9 @@ func (s *Server) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if err := s.checkVolumePath(ctx, e, path); err != nil {
 		return nil, err
 	}
+	if s.cfg.ForExpand != nil {
+		ctx = s.cfg.ForExpand(ctx, volumeID, required)
+	}
 	capacity, err := b.Expand(ctx, backend.ExpandRequest{
 		VolumeID: volumeID, StagingPath: staging, RequiredBytes: required, LimitBytes: limit,
 	})

@@ -50,7 +50,8 @@ type Options struct {
 	SMBKeepMappings      bool
 	KeepISCSIPortals     bool
 
-	// Serving (Serve).
+	// Serving (Serve). HTTPEndpoint is --http-endpoint, which the caller
+	// binds (server.BindHTTP) and hands to Serve in Listeners.HTTP.
 	HTTPEndpoint  string
 	EnablePprof   bool
 	ShutdownGrace time.Duration
@@ -118,6 +119,11 @@ type Host struct {
 	// volume; nil for hosts that need nothing. The wiring of the
 	// simulated host sets sim.WithVolume, which its auto-attach reads.
 	ForVolume func(ctx context.Context, volumeID string) context.Context
+	// ForExpand annotates the context of an expansion's host calls with
+	// the volume and the size asked for; nil for hosts that need nothing.
+	// The wiring of the simulated host sets sim.WithExpansion, whose disk
+	// growth stands in for the controller's expansion.
+	ForExpand func(ctx context.Context, volumeID string, requiredBytes int64) context.Context
 }
 
 // Plugin is a wired plugin: what the gRPC server serves, and the parts
@@ -204,6 +210,7 @@ func New(o Options, h Host) (*Plugin, error) {
 		FS:         o.FS,
 		Publisher:  backend.NewPublisher(hh),
 		ForVolume:  h.ForVolume,
+		ForExpand:  h.ForExpand,
 		Backends:   backends,
 		Journal:    jr,
 		Contract:   o.Contract,

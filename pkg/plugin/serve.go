@@ -14,26 +14,34 @@ import (
 // httpShutdownTimeout bounds the shutdown of the HTTP endpoint.
 const httpShutdownTimeout = 5 * time.Second
 
-// Serve serves the identity and node services on l (and /metrics,
-// /healthz and, when enabled, pprof on Options.HTTPEndpoint) until ctx
-// ends, then stops accepting RPCs and gives the in-flight ones
-// Options.ShutdownGrace to finish. Probe answers ready from the moment
-// both listeners serve until the shutdown starts. It returns an error when
-// a server cannot start or stops by itself.
-func (p *Plugin) Serve(ctx context.Context, l net.Listener) error {
+// Listeners are what Serve serves on, bound by the caller: the HTTP
+// endpoint before the CSI socket exists, so that a port that is taken stops
+// the start-up before a sidecar can reach the plugin, and the socket last
+// (server.Claim early, Socket.Listen once the plugin is wired).
+type Listeners struct {
+	// CSI is the plugin's socket.
+	CSI net.Listener
+	// HTTP serves /metrics, /healthz and, when enabled, pprof; nil for
+	// none (Options.HTTPEndpoint "").
+	HTTP net.Listener
+}
+
+// Serve serves the identity and node services on ls.CSI (and /metrics,
+// /healthz and, when enabled, pprof on ls.HTTP) until ctx ends, then stops
+// accepting RPCs and gives the in-flight ones Options.ShutdownGrace to
+// finish. Probe answers ready from the moment both listeners serve until
+// the shutdown starts. It returns an error when a server stops by itself.
+func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	logger := klog.FromContext(ctx)
 	srv := server.New(server.Config{Identity: p.Identity, Node: p.Node, Metrics: p.Metrics, Logger: logger})
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
+	go func() { served <- srv.Serve(ls.CSI) }()
 
 	var web *server.HTTP
-	if p.opts.HTTPEndpoint != "" {
-		var err error
-		web, err = server.ListenHTTP(server.HTTPConfig{Addr: p.opts.HTTPEndpoint, Metrics: p.Metrics, Ready: p.Identity.Ready, Pprof: p.opts.EnablePprof})
-		if err != nil {
-			srv.Stop(0)
-			return err
-		}
+	httpAddr := ""
+	if ls.HTTP != nil {
+		web = server.NewHTTP(server.HTTPConfig{Listener: ls.HTTP, Metrics: p.Metrics, Ready: p.Identity.Ready, Pprof: p.opts.EnablePprof})
+		httpAddr = web.Addr()
 		go func() {
 			if err := web.Serve(); err != nil {
 				logger.Error(err, "HTTP endpoint failed")
@@ -41,7 +49,7 @@ func (p *Plugin) Serve(ctx context.Context, l net.Listener) error {
 		}()
 	}
 	p.Identity.SetReady(true)
-	logger.Info("Ready", "socket", l.Addr().String(), "httpEndpoint", p.opts.HTTPEndpoint, "startup", time.Since(p.opts.Started))
+	logger.Info("Ready", "socket", ls.CSI.Addr().String(), "httpEndpoint", httpAddr, "startup", time.Since(p.opts.Started))
 
 	select {
 	case <-ctx.Done():

@@ -81,7 +81,7 @@ func (n *upgradeNode) start() {
 		KubeletDir: n.kubelet, PathStyle: winpath.POSIX, StateDir: n.stateDir,
 		Contract:             contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true},
 		OfflineDiskOnUnstage: true,
-		Backoff:              backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Bound: time.Second},
+		Backoff:              backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Attempts: 20},
 	}, plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume})
 	if err != nil {
 		_ = s.Close()

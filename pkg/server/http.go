@@ -20,8 +20,8 @@ type HTTP struct {
 
 // HTTPConfig configures the HTTP endpoint.
 type HTTPConfig struct {
-	// Addr is host:port to bind.
-	Addr string
+	// Listener is the bound endpoint (BindHTTP).
+	Listener net.Listener
 	// Metrics is served on /metrics; nil serves no /metrics.
 	Metrics metrics.CSIMetricsManager
 	// Ready backs /healthz.
@@ -32,11 +32,30 @@ type HTTPConfig struct {
 	Pprof bool
 }
 
-// ListenHTTP binds c.Addr and prepares /metrics (when c.Metrics is not
-// nil), /healthz, which answers 200 "ok" while c.Ready() is true and 503
-// otherwise, like the livenessprobe sidecar does from Probe, and with
-// c.Pprof /debug/pprof/.
-func ListenHTTP(c HTTPConfig) (*HTTP, error) {
+// ErrHTTPPortInUse means another process listens on the HTTP endpoint's
+// port.
+var ErrHTTPPortInUse = errors.New("another process already listens on this port")
+
+// BindHTTP binds the HTTP endpoint addr (host:port). The plugin binds it
+// before it listens on its CSI socket, so that a port that is taken stops
+// the start-up before a sidecar can reach the plugin.
+func BindHTTP(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if addrInUse(err) {
+		return nil, fmt.Errorf("http endpoint %s: %w; give --http-endpoint a free port", addr, ErrHTTPPortInUse)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen on http endpoint %s: %w", addr, err)
+	}
+	return l, nil
+}
+
+// NewHTTP prepares the endpoint on c.Listener: /metrics (when c.Metrics is
+// not nil), /healthz, which answers 200 "ok" while c.Ready() is true and
+// 503 otherwise (the livenessprobe sidecar answers its /healthz from Probe
+// the same way, with 500 for not ready: kubernetes-csi/livenessprobe
+// v2.19.0 cmd/livenessprobe/main.go), and with c.Pprof /debug/pprof/.
+func NewHTTP(c HTTPConfig) *HTTP {
 	mux := http.NewServeMux()
 	if c.Metrics != nil {
 		c.Metrics.RegisterToServer(mux, "/metrics")
@@ -56,11 +75,7 @@ func ListenHTTP(c HTTPConfig) (*HTTP, error) {
 		}
 		_, _ = w.Write([]byte("ok")) // a failed write means the client left
 	})
-	l, err := net.Listen("tcp", c.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on http endpoint %s: %w", c.Addr, err)
-	}
-	return &HTTP{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, l: l}, nil
+	return &HTTP{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, l: c.Listener}
 }
 
 // Addr returns the bound address.

@@ -12,11 +12,12 @@ import (
 
 func startHTTP(t *testing.T, c HTTPConfig) string {
 	t.Helper()
-	c.Addr = "127.0.0.1:0"
-	h, err := ListenHTTP(c)
+	l, err := BindHTTP("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.Listener = l
+	h := NewHTTP(c)
 	done := make(chan error, 1)
 	go func() { done <- h.Serve() }()
 	t.Cleanup(func() {

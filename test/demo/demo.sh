@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Drives a running plugin (make run) with csc, the CSI command-line client,
-# through the lifecycle the README shows: stage → publish → write a file →
-# unpublish → unstage → stage → publish → read the file back.
+# through the lifecycle the README shows, for a volume of each backend: a
+# disk, an SMB share and an iSCSI LUN, as declared by docs/sim-config.yaml.
+# Each goes stage → publish → write a file → (expand the disk) → stats →
+# unpublish → unstage → stage → publish → read the file back → unpublish →
+# unstage.
 #
 # Usage: test/demo/demo.sh [run-dir]   (default: _output/run, as make run uses)
 set -euo pipefail
@@ -11,25 +14,59 @@ RUN_DIR=$(cd "$RUN_DIR" && pwd)
 CSC=${CSC:-.bin/csc}
 export CSI_ENDPOINT="unix://$RUN_DIR/csi.sock"
 KUBELET="$RUN_DIR/kubelet"
-VOL=demo-vol-1
-STAGING="$KUBELET/plugins/kubernetes.io/csi/sim.csi.wincsi.io/$VOL/globalmount"
-TARGET="$KUBELET/pods/demo-pod/volumes/kubernetes.io~csi/$VOL/mount"
-CAP=1,mount,ntfs
 
 step() { printf '\n== %s\n' "$*"; }
 
-mkdir -p "$STAGING" "$(dirname "$TARGET")"
-step "identity";             "$CSC" identity plugin-info
-step "node info";            "$CSC" node get-info
-step "stage $VOL";           "$CSC" node stage --staging-target-path "$STAGING" --cap "$CAP" "$VOL"
-step "publish $VOL";         "$CSC" node publish --staging-target-path "$STAGING" --target-path "$TARGET" --cap "$CAP" "$VOL"
-step "write a file";         echo "written at $(date -u +%FT%TZ)" > "$TARGET/hello.txt"; cat "$TARGET/hello.txt"
-step "stats";                "$CSC" node stats "$VOL:$TARGET"
-step "unpublish";            "$CSC" node unpublish --target-path "$TARGET" "$VOL"
-step "unstage";              "$CSC" node unstage --staging-target-path "$STAGING" "$VOL"
-step "stage again";          "$CSC" node stage --staging-target-path "$STAGING" --cap "$CAP" "$VOL"
-step "publish again";        "$CSC" node publish --staging-target-path "$STAGING" --target-path "$TARGET" --cap "$CAP" "$VOL"
-step "read the file back";   cat "$TARGET/hello.txt"
-step "clean up";             "$CSC" node unpublish --target-path "$TARGET" "$VOL"
-                             "$CSC" node unstage --staging-target-path "$STAGING" "$VOL"
-printf '\ndemo passed\n'
+# lifecycle VOLUME CAPABILITY [csc flags...]: the walk-through for one
+# volume. X_CSI_SECRETS, when set, goes with the stage calls (node-stage
+# secrets) only.
+lifecycle() {
+	local vol=$1 cap=$2
+	shift 2
+	local staging="$KUBELET/plugins/kubernetes.io/csi/sim.csi.wincsi.io/$vol/globalmount"
+	local target="$KUBELET/pods/demo-pod/volumes/kubernetes.io~csi/$vol/mount"
+	local secrets=${X_CSI_SECRETS:-}
+	local stage=(env X_CSI_SECRETS="$secrets" "$CSC" node stage --staging-target-path "$staging" --cap "$cap" "$@" "$vol")
+	local publish=(env -u X_CSI_SECRETS "$CSC" node publish --staging-target-path "$staging" --target-path "$target" --cap "$cap" "$@" "$vol")
+	local unpublish=(env -u X_CSI_SECRETS "$CSC" node unpublish --target-path "$target" "$vol")
+	local unstage=(env -u X_CSI_SECRETS "$CSC" node unstage --staging-target-path "$staging" "$vol")
+
+	mkdir -p "$staging" "$(dirname "$target")"
+	step "$vol: stage";              "${stage[@]}"
+	step "$vol: publish";            "${publish[@]}"
+	local written="$vol written at $(date -u +%FT%TZ)"
+	step "$vol: write a file";       echo "$written" > "$target/hello.txt"; cat "$target/hello.txt"
+	if [ -n "${EXPAND_TO:-}" ]; then
+		step "$vol: expand to $EXPAND_TO bytes"; env -u X_CSI_SECRETS "$CSC" node expand --req-bytes "$EXPAND_TO" "$vol" "$target"
+	fi
+	step "$vol: stats";              env -u X_CSI_SECRETS "$CSC" node stats "$vol:$target"
+	step "$vol: unpublish";          "${unpublish[@]}"
+	step "$vol: unstage";            "${unstage[@]}"
+	step "$vol: stage again";        "${stage[@]}"
+	step "$vol: publish again";      "${publish[@]}"
+	step "$vol: read the file back"; cat "$target/hello.txt"
+	if [ "$(cat "$target/hello.txt")" != "$written" ]; then
+		echo "demo: $vol: the file read back is not the one written" >&2
+		exit 1
+	fi
+	step "$vol: clean up";           "${unpublish[@]}"; "${unstage[@]}"
+}
+
+step "identity"; "$CSC" identity plugin-info
+step "node info"; "$CSC" node get-info
+
+# A disk: the simulated host attaches a blank one (1 GiB) for a volume it has
+# not seen (--sim-auto-attach), found by its serial, the volume ID; the
+# expansion to 5 GiB grows that disk first.
+X_CSI_SECRETS= EXPAND_TO=5368709120 lifecycle demo-disk 1,mount,ntfs
+
+# SMB: the share //files/data of docs/sim-config.yaml, mapped as alice.
+X_CSI_SECRETS=username=alice,password=alice-password \
+	lifecycle demo-smb 5,mount,cifs --vol-context source=//files/data
+
+# iSCSI: LUN 0 of the target of docs/sim-config.yaml, with session CHAP.
+X_CSI_SECRETS=node.session.auth.username=node1,node.session.auth.password=node1-secret12 \
+	lifecycle demo-iscsi 1,mount,ntfs \
+	--vol-context targetPortal=127.0.0.1:3260,iqn=iqn.2026-01.io.example:storage,lun=0,sessionCHAPAuth=true
+
+printf '\ndemo passed: a disk, an SMB and an iSCSI volume staged, published, written and read back\n'

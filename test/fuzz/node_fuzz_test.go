@@ -99,7 +99,7 @@ func FuzzNodeStage(f *testing.F) {
 	}
 	base := f.TempDir()
 	n, err := simnode.Open(simnode.Options{Base: base, NoAutoAttach: true,
-		Backoff: backend.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Bound: 5 * time.Millisecond}})
+		Backoff: backend.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 3}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func binaryAtV10(t *testing.T, bin, format string) {
 		t.Fatalf("/metrics lacks the host-call counters: the check would prove nothing:\n%s", metrics)
 	}
 	checkNoLeak(t, "/metrics", metrics)
-	if err := p.Stop(10 * time.Second); err != nil {
+	if err := p.Stop(30 * time.Second); err != nil {
 		t.Errorf("plugin did not stop cleanly: %v", err)
 	}
 	log := p.Log.String()

@@ -226,7 +226,7 @@ func TestSoak(t *testing.T) {
 	start := time.Now()
 	tr := &transitions{n: map[string]int{}}
 	n, err := simnode.Open(simnode.Options{Base: t.TempDir(), WrapHost: tr.wrap,
-		Backoff: backend.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Bound: 5 * time.Second}})
+		Backoff: backend.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Attempts: 20}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +514,7 @@ func checkEmpty(t *testing.T, n *simnode.Node) {
 func settleGoroutines(t *testing.T, baseline int) {
 	t.Helper()
 	var now int
-	for i := 0; i < 500; i++ {
+	for i := 0; i < 6000; i++ { // a minute at least: a liveness bound, not a timing
 		runtime.GC()
 		if now = runtime.NumGoroutine(); now <= baseline {
 			return

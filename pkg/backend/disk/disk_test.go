@@ -24,7 +24,7 @@ import (
 )
 
 // fast keeps waits for disks short; no test asserts on time.
-var fast = backend.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Bound: 20 * time.Millisecond}
+var fast = backend.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Attempts: 10}
 
 // rig is the disk backend over a simulated host, with a real journal and a
 // directory for staging paths.

@@ -68,7 +68,7 @@ func targets() []sim.TargetSpec {
 }
 
 // fast keeps waits short; no test asserts on time.
-var fast = backend.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Bound: 2 * time.Second}
+var fast = backend.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Attempts: 20}
 
 // env is a node service with the disk and iSCSI backends over a simulated
 // host, a journal and a kubelet directory, all under one test directory, so

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -146,7 +145,6 @@ func TestHostFailures(t *testing.T) {
 		name  string
 		v     volume
 		setup func(*env)
-		ctx   time.Duration // 0: the default
 		want  codes.Code
 	}{
 		{name: "portal unreachable", v: vol("v", "10.0.0.1", iqnOpen, 0), want: codes.Unavailable,
@@ -160,7 +158,7 @@ func TestHostFailures(t *testing.T) {
 		{name: "nothing serves the portal", v: vol("v", "10.9.9.9", iqnOpen, 0), want: codes.Unavailable},
 		{name: "target not on the portal", v: vol("v", "10.0.2.1:3261", iqnOpen, 0, "discoveryCHAPAuth", "true").with(
 			"node.sendtargets.auth.username", discUser, "node.sendtargets.auth.password", discSecret), want: codes.NotFound},
-		{name: "LUN missing", v: vol("v", "10.0.0.1", iqnOpen, 7), ctx: 300 * time.Millisecond, want: codes.NotFound},
+		{name: "LUN missing", v: vol("v", "10.0.0.1", iqnOpen, 7), want: codes.NotFound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,13 +166,7 @@ func TestHostFailures(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(e)
 			}
-			ctx := e.ctx()
-			if tc.ctx > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tc.ctx)
-				defer cancel()
-			}
-			wantCode(t, "stage", e.stageCtx(ctx, tc.v), tc.want)
+			wantCode(t, "stage", e.stageCtx(e.ctx(), tc.v), tc.want)
 			if ss := e.sim.Snapshot().Sessions; len(ss) != 0 {
 				t.Errorf("sessions left: %+v", ss)
 			}

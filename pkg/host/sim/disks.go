@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -335,6 +336,9 @@ func (h disks) Page83(ctx context.Context, disk host.Disk) (string, error) {
 
 func (h disks) Rescan(ctx context.Context) error {
 	_, err := call(ctx, h.s, OpDisksRescan, true, func(st *State) (struct{}, error) {
+		if e, ok := expansionFrom(ctx); ok {
+			h.s.growForExpansion(st, e)
+		}
 		h.s.rescan(st, volumeFrom(ctx))
 		return struct{}{}, nil
 	})
@@ -374,21 +378,47 @@ func (s *Sim) rescan(st *State, volumeID string) {
 			s.log.V(2).Info("auto-attached detached disk", "volumeID", volumeID, "diskNumber", n)
 			return
 		}
-		// Windows Server's default SAN policy (OfflineShared) keeps new
-		// disks on shared buses offline (windows-drivers.md §0.5).
-		n := st.addDisk(DiskState{
-			Serial:         volumeID,
-			Page83:         page83For(volumeID),
-			Location:       fmt.Sprintf("Integrated : Adapter 1 : Port 0 : Target 0 : LUN %d", st.NextAutoLUN),
-			Size:           s.cfg.AutoAttachSize,
-			BusType:        host.BusTypeSCSI,
-			Offline:        true,
-			OfflineReason:  host.OfflineReasonPolicy,
-			Health:         host.HealthHealthy,
-			PartitionStyle: host.PartitionStyleRAW,
-		})
-		st.NextAutoLUN++
+		n := st.addDisk(blankDisk(volumeID, "", s.cfg.AutoAttachSize, st.nextAutoLUN()))
 		s.log.V(2).Info("auto-attached disk", "volumeID", volumeID, "diskNumber", n)
+	}
+}
+
+// autoLocation is the location of the disk at a LUN of SCSI adapter 1, the
+// adapter of auto-attached and declared (Setup) disks.
+func autoLocation(lun uint32) string {
+	return fmt.Sprintf("Integrated : Adapter 1 : Port 0 : Target 0 : LUN %d", lun)
+}
+
+// nextAutoLUN returns the next LUN of adapter 1 that no attached disk has,
+// as a cloud picks a free LUN for a disk it attaches.
+func (st *State) nextAutoLUN() uint32 {
+	for {
+		l := st.NextAutoLUN
+		st.NextAutoLUN++
+		if !slices.ContainsFunc(st.Disks, func(d DiskState) bool { return d.Location == autoLocation(l) }) {
+			return l
+		}
+	}
+}
+
+// blankDisk is a disk as a cloud attaches a new one: RAW, writable, and
+// offline, since Windows Server's default SAN policy (OfflineShared) keeps
+// new disks on shared buses offline (windows-drivers.md §0.5). page83 ""
+// derives one from the serial.
+func blankDisk(serial, page83 string, size uint64, lun uint32) DiskState {
+	if page83 == "" {
+		page83 = page83For(serial)
+	}
+	return DiskState{
+		Serial:         serial,
+		Page83:         page83,
+		Location:       autoLocation(lun),
+		Size:           size,
+		BusType:        host.BusTypeSCSI,
+		Offline:        true,
+		OfflineReason:  host.OfflineReasonPolicy,
+		Health:         host.HealthHealthy,
+		PartitionStyle: host.PartitionStyleRAW,
 	}
 }
 

@@ -326,6 +326,46 @@ func TestAutoAttach(t *testing.T) {
 	}
 }
 
+// TestExpansionGrowsTheVolumesDisk: with AutoAttach, a rescan for an
+// expansion grows the disk whose serial is the volume ID to the request
+// (whole MiB) and never shrinks it; other disks, and sims without
+// AutoAttach, are left alone.
+func TestExpansionGrowsTheVolumesDisk(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name       string
+		autoAttach bool
+		volume     string
+		required   int64
+		want       uint64 // size of pvc-1's disk after the rescan
+	}{
+		{"grows to the request", true, "pvc-1", 3 << 30, 3 << 30},
+		{"rounds up to whole MiB", true, "pvc-1", 3<<30 + 1, 3<<30 + 1<<20},
+		{"never shrinks", true, "pvc-1", 1 << 20, 2 << 30},
+		{"another volume's disk", true, "pvc-2", 8 << 30, 2 << 30},
+		{"without auto-attach", false, "pvc-1", 3 << 30, 2 << 30},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSim(t, func(c *Config) { c.AutoAttach = tt.autoAttach })
+			if _, err := s.AttachDisk(DiskSpec{Serial: "pvc-1", Size: 2 << 30, Adapter: 1, LUN: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Host().Disks.Rescan(WithExpansion(ctx, tt.volume, tt.required)); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range s.Snapshot().Disks {
+				if d.Serial == "pvc-1" && (d.Size != tt.want || d.PendingSize != 0) {
+					t.Errorf("disk pvc-1: size %d (pending %d), want %d", d.Size, d.PendingSize, tt.want)
+				}
+				if d.Serial == "pvc-2" {
+					t.Errorf("the expansion of a volume without a disk attached one")
+				}
+			}
+		})
+	}
+}
+
 func TestDetachReattachKeepsContents(t *testing.T) {
 	ctx := context.Background()
 	s := newSim(t, func(c *Config) { c.AutoAttach = true })

@@ -17,9 +17,10 @@
 // only supported at run time on Linux: mount points are Linux symlinks and
 // paths are host-native absolute paths ("/var/lib/kubelet/...").
 //
-// What belongs here: the model, its persistence, fault injection and the
+// What belongs here: the model, its persistence, fault injection, the
 // control API tests use to set up and disturb the host (AttachDisk,
-// AddShare, AddTarget, Reboot, ...). What does not: policy (which disk to
+// AddShare, AddTarget, Reboot, ...) and the setup file a user declares a
+// simulated network in (Setup). What does not: policy (which disk to
 // pick, when to format), which belongs to the backends.
 //
 // # Every host call
@@ -109,7 +110,8 @@
 // hang (block until Faults().Release(op), Faults().Clear() or Close; the
 // caller gets ctx.Err() at its deadline through host.Detached, the call
 // stays outstanding on its host.Tracker and completes its effect once
-// released), crashBefore (exit before the call has any effect), crashAfter
+// released; Faults().Hung(op) counts it from the moment it blocks, when it
+// is already outstanding), crashBefore (exit before the call has any effect), crashAfter
 // (exit once the call's effect is durable), exitCode (default 86). Unknown
 // fields are rejected. A crash stands for the plugin's process dying, not
 // the host: it first stops the other calls at the sim's mutex and writes
@@ -130,8 +132,28 @@
 // else a blank one of Config.AutoAttachSize (default 1 GiB): RAW, writable,
 // offline with OfflineReason Policy, BusType SCSI, serial V, page 83 the
 // hex of the first 16 bytes of SHA-1(V), Location "Integrated : Adapter 1 :
-// Port 0 : Target 0 : LUN n" with n counting auto-attached disks. It
-// stands in for a controller's ControllerPublish in csi-sanity runs.
+// Port 0 : Target 0 : LUN n" with n the next LUN (counting up from the last
+// one picked) that no disk on adapter 1 has. It stands in for a
+// controller's ControllerPublish in csi-sanity runs. Likewise, with
+// Config.AutoAttach, Disks.Rescan under a ctx from WithExpansion(V, n)
+// first grows the disk with serial V to n bytes (rounded up to whole MiB)
+// when it is smaller, and logs it: the stand-in for ControllerExpandVolume,
+// so that NodeExpandVolume works with a controller that knows nothing of
+// the sim. It never shrinks a disk, and leaves iSCSI LUNs alone.
+//
+// # Setup
+//
+// Config.Setup (the plugin's --sim-config file, parsed by ParseSetup; its
+// keys are in docs/sim-config.md) adds disks, SMB shares and iSCSI targets
+// to the state New opens. It is additive and idempotent: an entry the state
+// has with the same attributes is kept as it is (a disk or LUN larger than
+// declared counts as the same, grown since), what the state lacks (a disk,
+// a share, a user of a share, a target, a portal or LUN of a target) is
+// added, and nothing is removed. An entry that contradicts the state fails
+// New with ErrSetupConflict, naming the entry, before anything is changed.
+// Declared disks are blank, offline by SAN policy, on adapter 1 like
+// auto-attached ones. Passwords and secrets are hashed as by AddShare and
+// AddTarget.
 //
 // # Modelled Windows behaviour
 //

@@ -169,6 +169,9 @@ type Faults struct {
 	mu    sync.Mutex
 	rules []*ruleState
 	hung  map[string][]chan struct{}
+	// releases counts Clear and Close: a call whose hang rule fired before
+	// one of them does not hang.
+	releases int
 }
 
 func newFaults() *Faults { return &Faults{hung: make(map[string][]chan struct{})} }
@@ -241,7 +244,10 @@ func (f *Faults) Release(op string) int {
 	return len(chs)
 }
 
-// Hung returns the number of calls of op hanging now.
+// Hung returns the number of calls of op hanging now: calls that are
+// blocked and counted on their context's host.Tracker, so that a test
+// which sees one may end the caller's context and find the call still
+// outstanding.
 func (f *Faults) Hung(op string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -250,6 +256,7 @@ func (f *Faults) Hung(op string) int {
 
 func (f *Faults) releaseAll() {
 	f.mu.Lock()
+	f.releases++
 	hung := f.hung
 	f.hung = make(map[string][]chan struct{})
 	f.mu.Unlock()
@@ -262,9 +269,12 @@ func (f *Faults) releaseAll() {
 
 // action is what the rules firing on one call ask for.
 type action struct {
-	delay       time.Duration
-	err         error
+	delay time.Duration
+	err   error
+	// hang, when set, is the channel the call blocks on (hangNow);
+	// releases is Faults.releases when the rule fired.
 	hang        chan struct{}
+	releases    int
 	crashBefore bool
 	crashAfter  bool
 	exitCode    int
@@ -300,21 +310,22 @@ func (f *Faults) fire(op string) action {
 	}
 	// An injected error or crash-before ends the call before it could hang.
 	if hang && a.err == nil && !a.crashBefore {
-		a.hang = make(chan struct{})
-		f.hung[op] = append(f.hung[op], a.hang)
+		a.hang, a.releases = make(chan struct{}), f.releases
 	}
 	return a
 }
 
-// forget drops the registration of a hang that will not happen because
-// the call ended before it started.
-func (f *Faults) forget(op string, ch chan struct{}) {
-	if ch == nil {
-		return
-	}
+// hangNow registers a call that blocks on a.hang from now on, where
+// Release, Clear and Close find it and Hung counts it. A Clear or Close
+// since the rule fired has released it already.
+func (f *Faults) hangNow(op string, a action) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.hung[op] = slices.DeleteFunc(f.hung[op], func(c chan struct{}) bool { return c == ch })
+	if f.releases != a.releases {
+		close(a.hang)
+		return
+	}
+	f.hung[op] = append(f.hung[op], a.hang)
 }
 
 // crash makes the model durable, flushes the logs and calls exit. The

@@ -530,42 +530,52 @@ func (s *Sim) AddTarget(spec TargetSpec) error {
 		if st.target(spec.IQN) != nil {
 			return fmt.Errorf("target %s: %w", spec.IQN, host.ErrAlreadyExists)
 		}
-		t := TargetState{IQN: spec.IQN, Ordinal: st.NextTargetOrdinal}
-		for _, p := range spec.Portals {
-			if k := portalKey(p); !slices.Contains(t.Portals, k) {
-				t.Portals = append(t.Portals, k)
-			}
-		}
-		for _, l := range spec.LUNs {
-			if slices.ContainsFunc(t.LUNs, func(o LUNState) bool { return o.LUN == l.LUN }) {
-				return fmt.Errorf("target %s: LUN %d twice: %w", spec.IQN, l.LUN, host.ErrInvalid)
-			}
-			ls := LUNState{LUN: l.LUN, Size: l.Size, Serial: l.Serial, Page83: l.Page83, AppearAfterRescans: l.AppearAfterRescans}
-			name := fmt.Sprintf("%s/lun/%d", strings.ToLower(spec.IQN), l.LUN)
-			if ls.Size == 0 {
-				ls.Size = DefaultAutoAttachSize
-			}
-			if ls.Serial == "" {
-				ls.Serial = page83For(name)[:20]
-			}
-			if ls.Page83 == "" {
-				ls.Page83 = page83For(name)
-			}
-			t.LUNs = append(t.LUNs, ls)
-		}
-		if spec.CHAP != nil {
-			t.CHAPUser, t.CHAPSecretSHA256 = spec.CHAP.User, st.hash(spec.CHAP.Secret.Reveal())
-		}
-		if spec.MutualSecret != "" {
-			t.MutualSecretSHA256 = st.hash(spec.MutualSecret)
-		}
-		if spec.DiscoveryCHAP != nil {
-			t.DiscoveryCHAPUser, t.DiscoveryCHAPSecretSHA256 = spec.DiscoveryCHAP.User, st.hash(spec.DiscoveryCHAP.Secret.Reveal())
-		}
-		st.NextTargetOrdinal++
-		st.Targets = append(st.Targets, t)
-		return nil
+		return st.addTarget(spec)
 	})
+}
+
+// addTarget adds a target st does not have yet.
+func (st *State) addTarget(spec TargetSpec) error {
+	t := TargetState{IQN: spec.IQN, Ordinal: st.NextTargetOrdinal}
+	for _, p := range spec.Portals {
+		if k := portalKey(p); !slices.Contains(t.Portals, k) {
+			t.Portals = append(t.Portals, k)
+		}
+	}
+	for _, l := range spec.LUNs {
+		if slices.ContainsFunc(t.LUNs, func(o LUNState) bool { return o.LUN == l.LUN }) {
+			return fmt.Errorf("target %s: LUN %d twice: %w", spec.IQN, l.LUN, host.ErrInvalid)
+		}
+		t.LUNs = append(t.LUNs, newLUN(spec.IQN, l))
+	}
+	if spec.CHAP != nil {
+		t.CHAPUser, t.CHAPSecretSHA256 = spec.CHAP.User, st.hash(spec.CHAP.Secret.Reveal())
+	}
+	if spec.MutualSecret != "" {
+		t.MutualSecretSHA256 = st.hash(spec.MutualSecret)
+	}
+	if spec.DiscoveryCHAP != nil {
+		t.DiscoveryCHAPUser, t.DiscoveryCHAPSecretSHA256 = spec.DiscoveryCHAP.User, st.hash(spec.DiscoveryCHAP.Secret.Reveal())
+	}
+	st.NextTargetOrdinal++
+	st.Targets = append(st.Targets, t)
+	return nil
+}
+
+// newLUN is the backing store of a new, blank LUN of target iqn.
+func newLUN(iqn string, l LUNSpec) LUNState {
+	ls := LUNState{LUN: l.LUN, Size: l.Size, Serial: l.Serial, Page83: l.Page83, AppearAfterRescans: l.AppearAfterRescans}
+	name := fmt.Sprintf("%s/lun/%d", strings.ToLower(iqn), l.LUN)
+	if ls.Size == 0 {
+		ls.Size = DefaultAutoAttachSize
+	}
+	if ls.Serial == "" {
+		ls.Serial = page83For(name)[:20]
+	}
+	if ls.Page83 == "" {
+		ls.Page83 = page83For(name)
+	}
+	return ls
 }
 
 // SetPortalReachable makes a portal answer or not. Sessions through an

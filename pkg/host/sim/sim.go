@@ -107,6 +107,10 @@ type Config struct {
 	Latency time.Duration
 	// Logger receives the sim's own log lines; zero means klog.Background().
 	Logger klog.Logger
+	// Setup, when set, is added to the state New opens (see Setup and
+	// docs/sim-config.md): New fails, changing nothing, when an entry
+	// conflicts with the state.
+	Setup *Setup
 }
 
 // Sim is a simulated Windows host. All methods are safe for concurrent use.
@@ -194,10 +198,21 @@ func New(cfg Config) (*Sim, error) {
 		unlock()
 		return nil, err
 	}
+	if cfg.Setup != nil {
+		done, err := s.applySetup(st, cfg.Setup)
+		if err != nil {
+			unlock()
+			return nil, err
+		}
+		for _, line := range done {
+			s.log.Info("Sim config applied", "entry", line)
+		}
+	}
 	s.p.init()
-	if fresh {
-		// Write the initial state synchronously so that a crash before the
-		// first mutation still leaves a loadable state.json.
+	if fresh || cfg.Setup != nil {
+		// Write the initial state (and what the setup added) synchronously
+		// so that a crash before the first mutation still leaves a
+		// loadable state.json that holds it.
 		var buf bytes.Buffer
 		data, err := encodeState(&buf, st)
 		if err == nil {
@@ -340,7 +355,6 @@ func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st 
 	if act.delay > 0 {
 		s.log.V(2).Info("injected delay", "method", op, "delay", act.delay)
 		if err := sleepCtx(ctx, act.delay); err != nil {
-			s.faults.forget(op, act.hang)
 			return zero, fmt.Errorf("%s: %w", op, err)
 		}
 	}
@@ -354,13 +368,17 @@ func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st 
 	}
 	if act.hang != nil {
 		if err := ctx.Err(); err != nil {
-			s.faults.forget(op, act.hang)
 			return zero, fmt.Errorf("%s: host call not started: %w", op, err)
 		}
 		s.log.V(2).Info("injected hang", "method", op)
 		var mu sync.Mutex
 		var out T
 		err := host.Detached(ctx, func(context.Context) error {
+			// Registered only now, when Detached counts the call on ctx's
+			// trackers: a test that sees it hung and ends ctx finds it
+			// outstanding (Detached may also refuse to start it when ctx
+			// ended in between; then it never hangs).
+			s.faults.hangNow(op, act)
 			<-act.hang
 			v, err := perform(s, write, fn)
 			if act.crashAfter {

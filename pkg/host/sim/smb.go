@@ -3,8 +3,10 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -282,23 +284,28 @@ func (s *Sim) AddShare(spec ShareSpec) error {
 		if st.share(spec.Server, spec.Share) != nil {
 			return fmt.Errorf("share %s: %w", uncRoot(spec.Server, spec.Share), host.ErrAlreadyExists)
 		}
-		sh := ShareState{Server: spec.Server, Share: spec.Share, Capacity: spec.Capacity,
-			NoEncryption: spec.NoEncryption, Reachable: true}
-		if sh.Capacity == 0 {
-			sh.Capacity = DefaultShareCapacity
-		}
-		if known, reachable := st.serverState(spec.Server); known {
-			sh.Reachable = reachable
-		}
-		for name, pw := range spec.Users {
-			sh.Users = append(sh.Users, ShareUser{Name: name, PasswordSHA256: st.hash(pw)})
-		}
-		if err := os.MkdirAll(s.shareDir(spec.Server, spec.Share), 0o750); err != nil {
-			return fmt.Errorf("share %s contents: %w", uncRoot(spec.Server, spec.Share), err)
-		}
-		st.Shares = append(st.Shares, sh)
-		return nil
+		return s.addShare(st, spec)
 	})
+}
+
+// addShare adds a share st does not have yet, and its contents directory.
+func (s *Sim) addShare(st *State, spec ShareSpec) error {
+	sh := ShareState{Server: spec.Server, Share: spec.Share, Capacity: spec.Capacity,
+		NoEncryption: spec.NoEncryption, Reachable: true}
+	if sh.Capacity == 0 {
+		sh.Capacity = DefaultShareCapacity
+	}
+	if known, reachable := st.serverState(spec.Server); known {
+		sh.Reachable = reachable
+	}
+	for _, name := range slices.Sorted(maps.Keys(spec.Users)) {
+		sh.Users = append(sh.Users, ShareUser{Name: name, PasswordSHA256: st.hash(spec.Users[name])})
+	}
+	if err := os.MkdirAll(s.shareDir(spec.Server, spec.Share), 0o750); err != nil {
+		return fmt.Errorf("share %s contents: %w", uncRoot(spec.Server, spec.Share), err)
+	}
+	st.Shares = append(st.Shares, sh)
+	return nil
 }
 
 // SetServerReachable makes a server answer or not. Its mappings turn

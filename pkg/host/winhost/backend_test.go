@@ -46,7 +46,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	b := disk.New(h, jr, disk.Options{OfflineOnUnstage: true,
-		Backoff: backend.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Bound: 20 * time.Millisecond}})
+		Backoff: backend.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Attempts: 10}})
 	return &rig{e: e, h: h, b: b}
 }
 

@@ -35,7 +35,7 @@ func NewLibrary(t *testing.T, copts contract.Options) *Library {
 	t.Helper()
 	base := t.TempDir()
 	n, err := simnode.Open(simnode.Options{Base: base, NoAutoAttach: true, Contract: &copts,
-		Backoff: backend.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Bound: time.Second}})
+		Backoff: backend.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Attempts: 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,13 @@ func Open(o Options) (*Node, error) {
 	if o.Contract != nil {
 		opts.Contract = *o.Contract
 	}
-	s, err := sim.New(sim.Config{Dir: cfg.SimDir, AutoAttach: cfg.SimAutoAttach, AutoAttachSize: uint64(cfg.SimDiskSize), Logger: o.Logger})
+	var setup *sim.Setup
+	if cfg.SimConfig != "" {
+		if setup, err = sim.LoadSetup(cfg.SimConfig); err != nil {
+			return nil, fmt.Errorf("--sim-config %s: %w", cfg.SimConfig, err)
+		}
+	}
+	s, err := sim.New(sim.Config{Dir: cfg.SimDir, AutoAttach: cfg.SimAutoAttach, AutoAttachSize: uint64(cfg.SimDiskSize), Logger: o.Logger, Setup: setup})
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +134,7 @@ func Open(o Options) (*Node, error) {
 	if o.WrapHost != nil {
 		h = o.WrapHost(h)
 	}
-	p, err := plugin.New(opts, plugin.Host{Host: h, ForVolume: sim.WithVolume})
+	p, err := plugin.New(opts, plugin.Host{Host: h, ForVolume: sim.WithVolume, ForExpand: sim.WithExpansion})
 	if err != nil {
 		_ = s.Close() // the wiring error is the one to report
 		return nil, err

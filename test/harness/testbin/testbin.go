@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,8 +162,8 @@ type Options struct {
 	DriverName string   // default sim.csi.wincsi.io
 	Args       []string // extra flags
 	Env        []string
-	// HTTP makes Start serve --http-endpoint on a free loopback port
-	// (Plugin.HTTPAddr, Plugin.Get). Command ignores it.
+	// HTTP makes Start serve --http-endpoint on a loopback port the
+	// plugin picks (Plugin.HTTPAddr, Plugin.Get). Command ignores it.
 	HTTP bool
 	// OmitNodeID leaves out --node-id=test-node, so that the plugin finds
 	// its node ID itself (the host name, or --cloud).
@@ -184,12 +185,9 @@ func Start(t testing.TB, bin string, o Options) *Plugin {
 		t.Fatal(err)
 	}
 	if o.HTTP {
-		addr, err := FreeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.HTTPAddr = addr
-		o.Args = append([]string{"--http-endpoint=" + addr}, o.Args...)
+		// Port 0: the plugin binds a free port and logs it when ready, so
+		// no other test can take the port in between.
+		o.Args = append([]string{"--http-endpoint=127.0.0.1:0"}, o.Args...)
 	}
 	p.Cmd = Command(context.Background(), bin, o)
 	p.Cmd.Stdout, p.Cmd.Stderr = p.Log, p.Log
@@ -204,7 +202,37 @@ func Start(t testing.TB, bin string, o Options) *Plugin {
 	if err := p.WaitReady(30 * time.Second); err != nil {
 		t.Fatalf("%v\nplugin log:\n%s", err, p.Log.String())
 	}
+	if o.HTTP {
+		addr, err := p.waitHTTPAddr(30 * time.Second)
+		if err != nil {
+			t.Fatalf("%v\nplugin log:\n%s", err, p.Log.String())
+		}
+		p.HTTPAddr = addr
+	}
 	return p
+}
+
+// readyHTTP finds the bound HTTP endpoint in the plugin's "Ready" line,
+// in the text (httpEndpoint="…") or the json ("httpEndpoint":"…") log
+// format.
+var readyHTTP = regexp.MustCompile(`"Ready".*[ "]httpEndpoint"?[=:]"([^"]+)"`)
+
+// waitHTTPAddr waits for the "Ready" line, which follows the socket's
+// first answer, and returns the HTTP endpoint it names. timeout is a
+// liveness bound only.
+func (p *Plugin) waitHTTPAddr(timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if m := readyHTTP.FindStringSubmatch(p.Log.String()); m != nil {
+			return m[1], nil
+		}
+		select {
+		case <-p.done:
+			return "", fmt.Errorf("plugin exited: %w", p.waitErr)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return "", fmt.Errorf("plugin logged no \"Ready\" line with its HTTP endpoint after %s", timeout)
 }
 
 // Command returns the command Start runs, for tests that run it to exit.

@@ -4,10 +4,12 @@
 // (the minimal in-test controller) because the plugin serves no controller.
 // The controller only creates volumes, so the node finds each volume's disk
 // the way the simulated host offers to any controller: --volume-id-disk
-// serial (the default with --host=sim) and auto-attach. Auto-attached disks
-// are 16 GiB so that NodeExpandVolume to csi-sanity's expansion size (the
-// 10 GiB test size plus 1 GiB) is within the disk: this controller cannot
-// grow disks, and the node never reports a size the disk does not have.
+// serial (the default with --host=sim) and auto-attach (1 GiB disks). This
+// controller cannot grow disks either: NodeExpandVolume to csi-sanity's
+// expansion size (the 10 GiB test size plus 1 GiB) works because the
+// simulated host grows the disk first, its stand-in for the controller's
+// expansion (sim.WithExpansion). test/sanity/foreign runs the same with a
+// controller that is not ours.
 //
 // Skipped here and why: "should work" and "should be idempotent" need the
 // node endpoint to advertise CONTROLLER_SERVICE, which a node plugin must
@@ -20,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 
@@ -34,7 +37,7 @@ func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 func TestSanityAgainstBinary(t *testing.T) {
 	bin := testbin.Build(t)
 	base := t.TempDir()
-	p := testbin.Start(t, bin, testbin.Options{Dir: base, Args: []string{"--v=4", "--sim-disk-size=16Gi"}})
+	p := testbin.Start(t, bin, testbin.Options{Dir: base, Args: []string{"--v=4"}})
 
 	ids := identity.New("sim.csi.wincsi.io", "test", false)
 	ids.SetReady(true)
@@ -53,7 +56,7 @@ func TestSanityAgainstBinary(t *testing.T) {
 	if t.Failed() {
 		t.Logf("plugin log:\n%s", p.Log.String())
 	}
-	if err := p.Stop(10e9); err != nil {
+	if err := p.Stop(30 * time.Second); err != nil {
 		t.Errorf("plugin did not stop cleanly on SIGTERM: %v\n%s", err, p.Log.String())
 	}
 }

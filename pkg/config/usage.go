@@ -1,0 +1,110 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Group is a group of flags in --help and in docs/flags.md.
+type Group string
+
+// The groups, in the order --help shows them. Logging holds the flags
+// RegisterLogging adds; every flag Register adds is in another group.
+const (
+	GroupPlugin  Group = "Plugin flags"
+	GroupCloud   Group = "Cloud flags"
+	GroupWindows Group = "Windows host flags"
+	GroupSim     Group = "Simulated host flags (--host=sim)"
+	GroupLogging Group = "Logging flags"
+)
+
+// Groups lists the groups in --help order.
+var Groups = []Group{GroupPlugin, GroupCloud, GroupWindows, GroupSim, GroupLogging}
+
+// groupFlags places every flag Register and RegisterLogging add, in the
+// order --help shows them; a flag none names goes last, with the logging
+// flags.
+var groupFlags = map[Group][]string{
+	GroupPlugin: {"driver-name", "node-id", "endpoint", "kubelet-dir", "state-dir", "topology",
+		"max-volumes-per-node", "http-endpoint", "enable-pprof", "shutdown-grace", "default-backend",
+		"context-alias", "disk-preset", "volume-id-disk", "smb-require-privacy", "smb-default-domain", "version"},
+	GroupCloud:   {"cloud", "cloud-metadata-endpoint", "cloud-metadata-timeout"},
+	GroupWindows: {"host", "offline-disk-on-unstage", "smb-keep-mappings", "keep-iscsi-portals"},
+	GroupSim:     {"sim-dir", "sim-config", "sim-auto-attach", "sim-disk-size", "sim-latency"},
+	GroupLogging: loggingFlags,
+}
+
+// GroupOf returns the group of a flag; one no group names is GroupLogging.
+func GroupOf(name string) Group {
+	for g, names := range groupFlags {
+		if slices.Contains(names, name) {
+			return g
+		}
+	}
+	return GroupLogging
+}
+
+// Usage writes --help: a usage line, what the plugin is, the flags by
+// group (the logging flags last) and where they are documented.
+func Usage(w io.Writer, fs *flag.FlagSet) {
+	name := fs.Name()
+	fmt.Fprintf(w, `Usage: %[1]s --driver-name=NAME [flags]
+       %[1]s --host=sim --sim-dir=DIR --driver-name=NAME [flags]   (simulated Windows host, Linux)
+
+A CSI node plugin for Windows nodes: it serves the CSI Identity and Node
+services on --endpoint and does the host work (disks, SMB, iSCSI) itself.
+Every flag, with its default and meaning: docs/flags.md
+(https://github.com/wincsi/csi-windows-node/blob/main/docs/flags.md).
+`, name)
+	byGroup := map[Group][]*flag.Flag{}
+	fs.VisitAll(func(f *flag.Flag) {
+		g := GroupOf(f.Name)
+		byGroup[g] = append(byGroup[g], f)
+	})
+	for g, flags := range byGroup {
+		order := groupFlags[g]
+		slices.SortStableFunc(flags, func(a, b *flag.Flag) int {
+			ia, ib := slices.Index(order, a.Name), slices.Index(order, b.Name)
+			switch {
+			case ia >= 0 && ib >= 0:
+				return ia - ib
+			case ia >= 0:
+				return -1
+			case ib >= 0:
+				return 1
+			}
+			return 0 // flags no group names, by name
+		})
+	}
+	for _, g := range Groups {
+		if len(byGroup[g]) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s:\n", g)
+		for _, f := range byGroup[g] {
+			printFlag(w, f)
+		}
+	}
+}
+
+// printFlag writes one flag as flag.PrintDefaults does, with two dashes.
+func printFlag(w io.Writer, f *flag.Flag) {
+	typ, usage := flag.UnquoteUsage(f)
+	line := "  --" + f.Name
+	if typ != "" {
+		line += " " + typ
+	}
+	fmt.Fprintln(w, line)
+	usage = strings.ReplaceAll(usage, "\n", "\n    \t")
+	switch {
+	case f.DefValue == "" || f.DefValue == "false" || f.DefValue == "0":
+	case typ == "string":
+		usage += fmt.Sprintf(" (default %q)", f.DefValue)
+	default:
+		usage += fmt.Sprintf(" (default %s)", f.DefValue)
+	}
+	fmt.Fprintf(w, "    \t%s\n", usage)
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+)
+
+// staleSocket leaves a socket file at path that nobody answers on, as a
+// plugin killed without cleaning up does.
+func staleSocket(t *testing.T, path string) {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestListenRace: plugins started on one socket at the same moment, over
+// a fresh path or a stale socket: exactly one serves, every other one gets
+// ErrEndpointInUse (never a raw "address already in use"), and nobody
+// removes the winner's socket. Each round is a real race between
+// goroutines released together; nothing waits for a time.
+func TestListenRace(t *testing.T) {
+	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(discard{}))))
+	for round := 0; round < 200; round++ {
+		path := filepath.Join(t.TempDir(), "csi.sock")
+		if round%2 == 1 {
+			staleSocket(t, path)
+		}
+		const n = 6
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var winners []net.Listener
+		var errs []error
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				l, err := Listen(ctx, path)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				winners = append(winners, l)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if len(winners) != 1 {
+			t.Fatalf("round %d: %d plugins listen, want 1 (errors: %v)", round, len(winners), errs)
+		}
+		for _, err := range errs {
+			if !errors.Is(err, ErrEndpointInUse) {
+				t.Fatalf("round %d: a loser got %v, want ErrEndpointInUse", round, err)
+			}
+		}
+		if !answers(path) {
+			t.Fatalf("round %d: the winner's socket does not answer: a loser removed it", round)
+		}
+		if err := winners[0].Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestListen(t *testing.T) {
+	var log strings.Builder
+	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&log))))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plugins", "drv", "csi.sock")
+
+	// The directory is made; closing removes the socket and frees it.
+	l, err := Listen(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(ctx, path); !errors.Is(err, ErrEndpointInUse) {
+		t.Fatalf("second Listen = %v, want ErrEndpointInUse", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("socket after Close: %v", err)
+	}
+	if strings.Contains(log.String(), "stale") {
+		t.Fatalf("a clean start logged a stale socket:\n%s", log.String())
+	}
+
+	// A stale socket is replaced, and that is logged.
+	staleSocket(t, path)
+	l, err = Listen(ctx, path)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	if !strings.Contains(log.String(), `"Removed a stale socket`) || !strings.Contains(log.String(), path) {
+		t.Fatalf("replacing a stale socket is not logged:\n%s", log.String())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A process that serves the socket without the lock (an older plugin)
+	// keeps it.
+	foreign, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer foreign.Close()
+	go func() {
+		for {
+			c, err := foreign.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	if _, err := Listen(ctx, path); !errors.Is(err, ErrEndpointInUse) {
+		t.Fatalf("Listen on a socket another process serves = %v, want ErrEndpointInUse", err)
+	}
+	if !answers(path) {
+		t.Fatal("the other process's socket was removed")
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestClaim: a claim holds the socket before it exists; Release gives it
+// up when the start-up fails; once listening, only closing the listener
+// does.
+func TestClaim(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "csi.sock")
+	c, err := Claim(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("the claim created the socket: %v", err)
+	}
+	if _, err := Claim(ctx, path); !errors.Is(err, ErrEndpointInUse) {
+		t.Fatalf("second Claim = %v, want ErrEndpointInUse", err)
+	}
+	c.Release()
+	c, err = Claim(ctx, path)
+	if err != nil {
+		t.Fatalf("Claim after Release: %v", err)
+	}
+	l, err := c.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Release() // a no-op: the listener holds the claim
+	if _, err := Claim(ctx, path); !errors.Is(err, ErrEndpointInUse) {
+		t.Fatalf("Claim while listening = %v, want ErrEndpointInUse", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Claim(ctx, path)
+	if err != nil {
+		t.Fatalf("Claim after the listener closed: %v", err)
+	}
+	c.Release()
+}
+
+// TestBindHTTP: a taken port is ErrHTTPPortInUse, naming the address.
+func TestBindHTTP(t *testing.T) {
+	l, err := BindHTTP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = BindHTTP(l.Addr().String())
+	if !errors.Is(err, ErrHTTPPortInUse) || !strings.Contains(err.Error(), l.Addr().String()) {
+		t.Fatalf("BindHTTP on a taken port = %v, want ErrHTTPPortInUse naming it", err)
+	}
+}

@@ -1,0 +1,88 @@
+//go:build linux
+
+// Linux only: the volumes are staged on the simulated host, which runs
+// only on Linux.
+
+package docs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
+)
+
+// TestSimConfigVolumesStage stages each volume of docs/sim-config.md's
+// table, with its volume context and node-stage secrets, on a simulated
+// host started with the page's complete example, as the README's csc
+// lines would.
+func TestSimConfigVolumesStage(t *testing.T) {
+	b, err := os.ReadFile(simConfigDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	_, after, _ := strings.Cut(doc, "## A complete example")
+	example := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(after)[1]
+	network := filepath.Join(t.TempDir(), "network.yaml")
+	if err := os.WriteFile(network, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := simnode.Open(simnode.Options{Base: t.TempDir(), Args: []string{"--sim-config=" + network}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+
+	rows := 0
+	code := regexp.MustCompile("`([^`]*)`")
+	for _, line := range strings.Split(after, "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) < 2 || !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| volume") || strings.HasPrefix(line, "|---") {
+			continue
+		}
+		rows++
+		vctx := keyValues(code.FindStringSubmatch(cells[1]))
+		var secrets map[string]string
+		if len(cells) > 2 {
+			secrets = keyValues(code.FindStringSubmatch(cells[2]))
+		}
+		t.Run(cells[0], func(t *testing.T) {
+			vol := "doc-" + strings.Fields(cells[0])[0]
+			staging := simnode.StagingPath(n.Kubelet, vol)
+			if err := os.MkdirAll(staging, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if _, err := n.Server.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: staging,
+				VolumeCapability: simnode.MountCap, VolumeContext: vctx, Secrets: secrets}); err != nil {
+				t.Fatalf("stage with %v: %v", vctx, err)
+			}
+			if _, err := n.Server.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: vol, StagingTargetPath: staging}); err != nil {
+				t.Fatalf("unstage: %v", err)
+			}
+		})
+	}
+	if rows != 4 {
+		t.Fatalf("%s: %d volumes in the table after the complete example, want 4", simConfigDoc, rows)
+	}
+}
+
+// keyValues reads "k=v,k=v" from the first backticked value of a cell.
+func keyValues(m []string) map[string]string {
+	out := map[string]string{}
+	if m == nil {
+		return out
+	}
+	for _, kv := range strings.Split(m[1], ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		out[k] = v
+	}
+	return out
+}
