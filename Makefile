@@ -170,7 +170,7 @@ FUZZJOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 .PHONY: test-crash test-soak fuzz
 
 test-crash: check-cgo ## the full crash matrix, verbose (CRASH_COUNT repeats it)
-	go test -race -count=$(CRASH_COUNT) -v -run 'TestCrashMatrix' ./test/crash/ | grep -E '^(--- FAIL|FAIL|ok)|crash_test.go'
+	CSI_CRASH_MATRIX=full go test -race -count=$(CRASH_COUNT) -v -run 'TestCrashMatrix' ./test/crash/ | grep -E '^(--- FAIL|FAIL|ok)|crash_test.go'
 
 test-soak: check-cgo ## the long soak: SOAK_VOLUMES volumes for SOAK_TIME, with -race
 	CSI_SOAK_VOLUMES=$(SOAK_VOLUMES) CSI_SOAK_DURATION=$(SOAK_TIME) CSI_SOAK_SEED=$(SOAK_SEED) \

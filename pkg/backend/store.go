@@ -86,3 +86,22 @@ func RecordResource(e journal.Entry, kind, prefix string) (string, error) {
 	}
 	return name, nil
 }
+
+// Releaser is a backend whose volumes share host resources (an SMB share's
+// global mapping, an iSCSI target's sessions, a target portal). It is how a
+// caller that is not a volume, such as an orphan sweep, asks about one of
+// them: ReleaseUnused decides whether the resource is unused, exactly as
+// the unstage of its last volume would and through the same transition
+// (so it never races a stage or unstage of the resource's volumes), and
+// with remove also removes it. It reports whether the resource is unused
+// (with remove: whether it is gone now). A resource a volume is being
+// staged or unstaged on is in use.
+//
+// ReleaseUnused removes whatever the host has under the key: the caller
+// decides which resources the plugin made (the backends' notes and
+// records say so) and asks only about those.
+type Releaser interface {
+	// Owns reports whether key names a resource of this backend.
+	Owns(key string) bool
+	ReleaseUnused(ctx context.Context, key string, remove bool) (unused bool, err error)
+}

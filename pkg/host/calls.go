@@ -101,8 +101,12 @@ func Detached(ctx context.Context, fn func(context.Context) error) error {
 	done := make(chan error, 1)
 	bg := context.WithoutCancel(ctx)
 	go func() {
-		defer end()
-		done <- fn(bg)
+		err := fn(bg)
+		// Ended before the caller hears of it: a caller that goes on to
+		// ask its tracker whether a call still runs must not count this
+		// one.
+		end()
+		done <- err
 	}()
 	select {
 	case err := <-done:

@@ -127,8 +127,16 @@ func TestTrackerCountsDetachedCalls(t *testing.T) {
 
 func TestDetachedReturnsResult(t *testing.T) {
 	want := errors.New("boom")
-	if err := Detached(context.Background(), func(context.Context) error { return want }); !errors.Is(err, want) {
-		t.Fatalf("err = %v", err)
+	tctx, tr := Track(context.Background())
+	for range 2000 {
+		if err := Detached(tctx, func(context.Context) error { return want }); !errors.Is(err, want) {
+			t.Fatalf("err = %v", err)
+		}
+		// A caller that got the result finds the call ended (the shared
+		// resources of pkg/backend/shared decide on it).
+		if n := tr.Outstanding(); n != 0 {
+			t.Fatalf("%d calls outstanding after Detached returned their result", n)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

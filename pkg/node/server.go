@@ -132,6 +132,12 @@ func (s *Server) backendFor(kind contract.Kind) (Backend, error) {
 
 // NodeGetCapabilities lists what the node service supports.
 func (s *Server) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	return Capabilities(), nil
+}
+
+// Capabilities is NodeGetCapabilities' answer, which depends on nothing
+// (the bench's bare floor server answers it too).
+func Capabilities() *csi.NodeGetCapabilitiesResponse {
 	types := []csi.NodeServiceCapability_RPC_Type{
 		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
 		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
@@ -144,7 +150,7 @@ func (s *Server) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRe
 		caps[i] = &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
 			Rpc: &csi.NodeServiceCapability_RPC{Type: t}}}
 	}
-	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}
 }
 
 // NodeGetInfo returns the node's identity, volume limit and topology.

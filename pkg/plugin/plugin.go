@@ -141,6 +141,10 @@ type Plugin struct {
 	// Root is the confinement root (the kubelet directory).
 	Root *winpath.Root
 
+	// releasers are the backends whose volumes share host resources
+	// (ReleaseUnused).
+	releasers []backend.Releaser
+
 	opts Options
 }
 
@@ -181,6 +185,14 @@ func New(o Options, h Host) (*Plugin, error) {
 	}
 
 	_, backends := newBackends(hh, jr, o)
+	// The backends whose volumes share host resources answer
+	// ReleaseUnused.
+	var releasers []backend.Releaser
+	for _, k := range []contract.Kind{contract.KindDisk, contract.KindSMB, contract.KindISCSI} {
+		if r, ok := backends[k].(backend.Releaser); ok {
+			releasers = append(releasers, r)
+		}
+	}
 
 	ver := o.Version
 	if ver == "" {
@@ -203,7 +215,24 @@ func New(o Options, h Host) (*Plugin, error) {
 		Journal:    jr,
 		Contract:   o.Contract,
 	})
-	return &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root, opts: o}, nil
+	return &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root,
+		releasers: releasers, opts: o}, nil
+}
+
+// ReleaseUnused asks the backend that owns key (smb.ShareKey,
+// iscsi.TargetKey, iscsi.PortalKey) whether the shared host resource it
+// names is unused, and with remove removes it: the same decision, through
+// the same transition and locks, as the unstage of the resource's last
+// volume (backend.Releaser). It is for callers that are not a volume, such
+// as an orphan sweep, which must only ask about resources the plugin made.
+// A key no backend owns is host.ErrInvalid.
+func (p *Plugin) ReleaseUnused(ctx context.Context, key string, remove bool) (bool, error) {
+	for _, r := range p.releasers {
+		if r.Owns(key) {
+			return r.ReleaseUnused(ctx, key, remove)
+		}
+	}
+	return false, fmt.Errorf("%q is not the key of a shared host resource: %w", key, host.ErrInvalid)
 }
 
 // newBackends builds the disk, SMB and iSCSI backends over h and store, as

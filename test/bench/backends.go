@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
@@ -46,6 +47,7 @@ type volume struct {
 
 	// For setup.
 	share string // SMB share name
+	iqn   string // iSCSI target
 	lun   uint32 // iSCSI LUN
 }
 
@@ -57,7 +59,9 @@ type backend struct {
 	expand, grows bool
 	// expandTo is the required_bytes of NodeExpandVolume.
 	expandTo int64
-	// newVolume makes volume i of a set; shares spreads SMB volumes.
+	// newVolume makes volume i of a set; shares spreads SMB volumes over
+	// that many shares of the set's own (iSCSI volumes are LUNs of one
+	// target of the set's own).
 	newVolume func(kubelet, set string, i, shares int) volume
 	// setup prepares the sim for the volumes (with the sim closed to the
 	// plugin).
@@ -97,8 +101,9 @@ func smbVolume(kubelet, set string, i, shares int) volume {
 func iscsiVolume(kubelet, set string, i, _ int) volume {
 	id := fmt.Sprintf("bench-%s-%04d", set, i)
 	staging, target := paths(kubelet, id)
-	return volume{id: id, staging: staging, target: target,
-		vctx: map[string]string{"targetPortal": iscsiPortal + ":3260", "iqn": iscsiIQN}}
+	iqn := iscsiIQN + "-" + strings.Trim(set, "-")
+	return volume{id: id, staging: staging, target: target, iqn: iqn,
+		vctx: map[string]string{"targetPortal": iscsiPortal + ":3260", "iqn": iqn}}
 }
 
 // setupGrownDisks attaches the volumes' disks and grows each to
@@ -146,16 +151,27 @@ func setupShares(s *sim.Sim, vols []volume) error {
 	return nil
 }
 
-// setupTarget adds one target with a LUN per volume, numbered from 1, and
-// sets each volume's lun key.
+// setupTarget adds the volumes' targets (one per set) with a LUN per
+// volume, numbered from 1 on each target, and sets each volume's lun key.
 func setupTarget(s *sim.Sim, vols []volume) error {
-	luns := make([]sim.LUNSpec, len(vols))
+	luns := map[string][]sim.LUNSpec{}
+	var iqns []string
 	for i := range vols {
-		vols[i].lun = uint32(i + 1)
-		vols[i].vctx["lun"] = strconv.Itoa(i + 1)
-		luns[i] = sim.LUNSpec{LUN: uint32(i + 1), Size: diskSize}
+		iqn := vols[i].iqn
+		if _, ok := luns[iqn]; !ok {
+			iqns = append(iqns, iqn)
+		}
+		n := uint32(len(luns[iqn]) + 1)
+		vols[i].lun = n
+		vols[i].vctx["lun"] = strconv.Itoa(int(n))
+		luns[iqn] = append(luns[iqn], sim.LUNSpec{LUN: n, Size: diskSize})
 	}
-	return s.AddTarget(sim.TargetSpec{IQN: iscsiIQN, Portals: []host.Portal{{Address: iscsiPortal, Port: 3260}}, LUNs: luns})
+	for _, iqn := range iqns {
+		if err := s.AddTarget(sim.TargetSpec{IQN: iqn, Portals: []host.Portal{{Address: iscsiPortal, Port: 3260}}, LUNs: luns[iqn]}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // prepare sets up the sim in dir for vols and creates the directories

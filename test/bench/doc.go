@@ -8,8 +8,12 @@
 //
 // What it measures:
 //
-//   - the floor: p50/p99 of a bare NodeGetCapabilities round trip on the
-//     same socket and connection;
+//   - the physical floor: p50/p99 of NodeGetCapabilities on a bare grpc-go
+//     server (this binary run with -serve-floor: no interceptors, logging
+//     or metrics) in a process of its own, over a unix socket and one
+//     connection, as the plugin is called;
+//   - the plugin's floor: p50/p99 of its NodeGetCapabilities round trip on
+//     the same kind of socket and connection;
 //   - per backend (disk, smb, iscsi): p50/p99 of NodeStageVolume,
 //     NodePublishVolume, NodeGetVolumeStats, NodeExpandVolume (disk, where
 //     it grows the volume, and iscsi, where it finds nothing to grow),
@@ -21,10 +25,15 @@
 //     csi_windows_node_host_call_duration_seconds on /metrics
 //     (pkg/host/hostmetrics) before and after each RPC, so that the host's work
 //     can be told from the plugin's overhead;
-//   - scaling: the wall time of staging N volumes at once (N = 1, 10, 100;
-//     -short: 1, 10) with 50 ms (-scale-latency) per host call, for disks
-//     and for SMB volumes spread over 10 shares, the median of -scale-runs
-//     runs on fresh hosts;
+//   - scaling: the wall time of staging N volumes at once, then of
+//     unstaging them at once, with 50 ms (-scale-latency) per host call,
+//     the median of -scale-runs runs on fresh hosts, for disks (N = 1, 10,
+//     100), SMB volumes spread over 10 shares (1 on 1, 10 on 10, 100 on
+//     10), SMB volumes on one share (1, 100) and the LUNs of one iSCSI
+//     target (1, 32); -short uses smaller sets. Each SMB and iSCSI set has
+//     shares or a target of its own, and the bench checks from /metrics
+//     that each share was mapped and unmapped once, each target logged in
+//     to and out of once and its portal added and removed once;
 //   - the plugin process's peak (VmHWM) and current (VmRSS) resident set
 //     idle and with 500 (-short: 50) staged disk volumes, and the time from
 //     process start to the first Probe that answers ready.
@@ -41,8 +50,8 @@
 // the parent of the publish path before calling the plugin.
 //
 // It runs on Linux only (the simulated host does). Nothing is enforced:
-// targets are reported as met or missed; the exit status is non-zero only
-// when the bench itself fails.
+// the goals of issues 7 and 13 are reported as PASS or MISS; the exit
+// status is non-zero only when the bench itself fails.
 //
 // Usage:
 //
@@ -53,6 +62,7 @@
 //
 // With -pprof the plugin runs with --enable-pprof, and the bench writes CPU
 // profiles of a NodeGetCapabilities loop and of a publish/unpublish loop
-// per backend, and an execution trace of the largest scaling set (go tool
-// trace -pprof=sync shows what the stages waited for).
+// per backend, and an execution trace and a CPU profile of the largest set
+// of each scaling group (go tool trace -pprof=sync shows what the stages
+// waited for).
 package main

@@ -24,9 +24,7 @@ type config struct {
 	LatencyText  string        `json:"latency"`
 	ScaleLatency time.Duration `json:"-"`
 	ScaleText    string        `json:"scaleLatency"`
-	ScaleN       []int         `json:"scaleN"`
-	SMBScale     []int         `json:"smbScaleN"`
-	SMBShares    int           `json:"smbScaleShares"`
+	Scale        []scaleGroup  `json:"scale"`
 	ScaleRuns    int           `json:"scaleRuns"`
 	RSSVolumes   int           `json:"rssVolumes"`
 	Short        bool          `json:"short"`
@@ -37,6 +35,9 @@ type config struct {
 	Work         string        `json:"-"`
 	Keep         bool          `json:"-"`
 	Pprof        string        `json:"-"`
+	// ServeFloor, when set, makes this process the bare floor server
+	// (floor.go) on that socket instead of a bench.
+	ServeFloor string `json:"-"`
 }
 
 func main() {
@@ -64,6 +65,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.Work, "work", "", "work directory (default: a new temporary directory)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the work directory (plugin logs, sim state)")
 	fs.StringVar(&c.Pprof, "pprof", "", "write CPU profiles of the plugin (floor loop, publish/unpublish loop) per backend into this directory")
+	fs.StringVar(&c.ServeFloor, "serve-floor", "", "internal: serve the bare grpc-go NodeGetCapabilities floor on this unix socket (the bench runs itself so)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -85,7 +87,8 @@ func parseFlags(args []string) (*config, error) {
 		c.Phases = append(c.Phases, ph)
 	}
 	if c.Short {
-		c.Floor, c.Cycles, c.ScaleN, c.SMBScale, c.RSSVolumes = 200, 50, []int{1, 10}, []int{1, 10}, 50
+		c.Floor, c.Cycles, c.RSSVolumes = 200, 50, 50
+		c.Scale = scaleGroups(true)
 		if c.Iterations == 0 {
 			c.Iterations = 20
 		}
@@ -93,7 +96,8 @@ func parseFlags(args []string) (*config, error) {
 			c.ScaleRuns = 1
 		}
 	} else {
-		c.Floor, c.Cycles, c.ScaleN, c.SMBScale, c.RSSVolumes = 2000, 500, []int{1, 10, 100}, []int{1, 10, 100}, 500
+		c.Floor, c.Cycles, c.RSSVolumes = 2000, 500, 500
+		c.Scale = scaleGroups(false)
 		if c.Iterations == 0 {
 			c.Iterations = 200
 		}
@@ -101,7 +105,6 @@ func parseFlags(args []string) (*config, error) {
 			c.ScaleRuns = 3
 		}
 	}
-	c.SMBShares = 10
 	if c.Iterations < 1 || c.Concurrency < 1 || c.ScaleRuns < 1 || c.Latency < 0 || c.ScaleLatency < 0 {
 		return nil, errors.New("-iterations, -concurrency and -scale-runs must be positive, latencies not negative")
 	}
@@ -116,6 +119,9 @@ func mainErr() error {
 	}
 	if err != nil {
 		return err
+	}
+	if c.ServeFloor != "" {
+		return serveFloor(c.ServeFloor)
 	}
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("the bench runs the plugin on the simulated host, which runs on Linux only (this is %s)", runtime.GOOS)
@@ -191,9 +197,14 @@ func measureAll(ctx context.Context, c *config, rep *report) error {
 }
 
 func measureRPCs(ctx context.Context, c *config, rep *report) error {
+	bare, err := startBareFloor(ctx, filepath.Join(c.Work, "floor"))
+	if err != nil {
+		return fmt.Errorf("bare floor: %w", err)
+	}
+	defer bare.stop()
 	for _, name := range c.Backends {
 		fmt.Fprintf(os.Stderr, "bench: %s backend\n", name)
-		br, err := measureBackend(ctx, c, backends[name], filepath.Join(c.Work, name), rep)
+		br, err := measureBackend(ctx, c, backends[name], filepath.Join(c.Work, name), bare, rep)
 		if err != nil {
 			return fmt.Errorf("%s backend: %w", name, err)
 		}
@@ -202,23 +213,53 @@ func measureRPCs(ctx context.Context, c *config, rep *report) error {
 	return nil
 }
 
+// scaleGroup is one scaling measurement: sets of volumes of one backend,
+// each set staged at once and then unstaged at once, on one plugin
+// process; ratios are to the group's first set (one volume).
+type scaleGroup struct {
+	Name    string     `json:"name"`
+	Backend string     `json:"backend"`
+	Sets    []scaleSet `json:"sets"`
+}
+
+// scaleSet is one set of a scaling group.
+type scaleSet struct {
+	Volumes int `json:"volumes"`
+	// Shares spreads an SMB set over that many shares of its own; an
+	// iSCSI set is always the LUNs of one target of its own.
+	Shares int `json:"shares,omitempty"`
+}
+
+// scaleGroups returns the scaling groups: disks, SMB volumes spread over
+// ten shares, SMB volumes on one share, and the LUNs of one iSCSI target,
+// each from one volume up (-short: smaller sets).
+func scaleGroups(short bool) []scaleGroup {
+	if short {
+		return []scaleGroup{
+			{Name: "disk", Backend: "disk", Sets: []scaleSet{{Volumes: 1}, {Volumes: 10}}},
+			{Name: "smb-10-shares", Backend: "smb", Sets: []scaleSet{{Volumes: 1, Shares: 1}, {Volumes: 10, Shares: 10}}},
+			{Name: "smb-1-share", Backend: "smb", Sets: []scaleSet{{Volumes: 1, Shares: 1}, {Volumes: 10, Shares: 1}}},
+			{Name: "iscsi-1-target", Backend: "iscsi", Sets: []scaleSet{{Volumes: 1}, {Volumes: 8}}},
+		}
+	}
+	return []scaleGroup{
+		{Name: "disk", Backend: "disk", Sets: []scaleSet{{Volumes: 1}, {Volumes: 10}, {Volumes: 100}}},
+		{Name: "smb-10-shares", Backend: "smb", Sets: []scaleSet{{Volumes: 1, Shares: 1}, {Volumes: 10, Shares: 10}, {Volumes: 100, Shares: 10}}},
+		{Name: "smb-1-share", Backend: "smb", Sets: []scaleSet{{Volumes: 1, Shares: 1}, {Volumes: 100, Shares: 1}}},
+		{Name: "iscsi-1-target", Backend: "iscsi", Sets: []scaleSet{{Volumes: 1}, {Volumes: 32}}},
+	}
+}
+
 func measureScale(ctx context.Context, c *config, rep *report) error {
 	fmt.Fprintln(os.Stderr, "bench: scaling")
-	for _, sc := range []struct {
-		b      backend
-		ns     []int
-		shares int
-		run    bool
-	}{
-		{backends["disk"], c.ScaleN, 0, true},
-		{backends["smb"], c.SMBScale, c.SMBShares, contains(c.Backends, "smb")},
-	} {
-		if !sc.run {
+	for _, g := range c.Scale {
+		if !contains(c.Backends, g.Backend) {
 			continue
 		}
-		rows, err := measureScaling(ctx, c, sc.b, sc.ns, sc.shares, filepath.Join(c.Work, "scale-"+sc.b.name), rep)
+		fmt.Fprintf(os.Stderr, "bench: scaling %s\n", g.Name)
+		rows, err := measureScaling(ctx, c, g, filepath.Join(c.Work, "scale-"+g.Name), rep)
 		if err != nil {
-			return fmt.Errorf("%s scaling: %w", sc.b.name, err)
+			return fmt.Errorf("%s scaling: %w", g.Name, err)
 		}
 		rep.Scaling = append(rep.Scaling, rows...)
 	}

@@ -106,9 +106,9 @@ func capabilities(ctx context.Context, p *plugin) error {
 }
 
 // measureBackend runs one plugin process for a backend and measures the
-// floor, the publish/unpublish cycle, the host calls per RPC, the per-RPC
+// floor (beside the bare server's), the publish/unpublish cycle, the host calls per RPC, the per-RPC
 // latencies one at a time and the throughput with c.Concurrency clients.
-func measureBackend(ctx context.Context, c *config, b backend, dir string, rep *report) (backendReport, error) {
+func measureBackend(ctx context.Context, c *config, b backend, dir string, bare *bareFloor, rep *report) (backendReport, error) {
 	br := backendReport{Backend: b.name, ExpandGrows: b.expand && b.grows}
 	kubelet := filepath.Join(dir, "kubelet")
 	counted := volumeSet(b, kubelet, "cnt", 2, 1)
@@ -129,15 +129,12 @@ func measureBackend(ctx context.Context, c *config, b backend, dir string, rep *
 		return br, fmt.Errorf("%s: %w\n%s", what, err, p.logTail())
 	}
 
-	// Warm up the connection and the process, then the floor.
-	if _, _, err := run(ctx, 100, 1, func(ctx context.Context, _ int) error { return capabilities(ctx, p) }); err != nil {
-		return fail("warm-up", err)
-	}
-	samples, _, err := run(ctx, c.Floor, 1, func(ctx context.Context, _ int) error { return capabilities(ctx, p) })
+	// The floor, beside the bare server's (floor.go).
+	samples, bareSamples, err := floors(ctx, c.Floor, p, bare)
 	if err != nil {
 		return fail("floor", err)
 	}
-	br.Floor = summarise(samples)
+	br.Floor, br.BareFloor = summarise(samples), summarise(bareSamples)
 
 	// The publish+unpublish cycle on one staged volume.
 	v := cyc[0]
@@ -260,93 +257,136 @@ func profileBackend(ctx context.Context, c *config, b backend, p *plugin, v volu
 	})
 }
 
-// measureScaling stages sets of n volumes at once on a plugin process with
-// c.ScaleLatency per host call, c.ScaleRuns times on fresh hosts, and
-// reports the median wall time per n. SMB volumes are spread over
-// min(n, shares) shares of their own, so every set starts unmapped.
-func measureScaling(ctx context.Context, c *config, b backend, ns []int, shares int, dir string, rep *report) ([]scalingRow, error) {
-	rows := make([]scalingRow, len(ns))
-	for i, n := range ns {
-		rows[i] = scalingRow{Backend: b.name, Volumes: n, HostLatency: c.ScaleText}
-		if b.name == "smb" {
-			rows[i].Shares = min(n, shares)
+// transitionOps are the host calls that make and remove the resources
+// volumes share: a set must make each of its shares' mappings and its
+// target's session and portal once, and remove each once.
+var transitionOps = []string{"smb.Map", "smb.Unmap", "iscsi.Connect", "iscsi.Disconnect", "iscsi.AddPortal", "iscsi.RemovePortal"}
+
+// measureScaling runs a scaling group c.ScaleRuns times, each on a plugin
+// process with c.ScaleLatency per host call on a fresh host, and reports
+// the median wall times per set.
+func measureScaling(ctx context.Context, c *config, g scaleGroup, dir string, rep *report) ([]scalingRow, error) {
+	b := backends[g.Backend]
+	rows := make([]scalingRow, len(g.Sets))
+	for i, set := range g.Sets {
+		rows[i] = scalingRow{Group: g.Name, Backend: g.Backend, Volumes: set.Volumes, Shares: set.Shares, HostLatency: c.ScaleText}
+		if g.Backend == "iscsi" {
+			rows[i].Targets = 1
 		}
 	}
 	for r := range c.ScaleRuns {
-		walls, hostMs, err := scaleOnce(ctx, c, b, ns, shares, filepath.Join(dir, fmt.Sprintf("run-%d", r)), r == c.ScaleRuns-1, rep)
+		runs, err := scaleOnce(ctx, c, b, g, filepath.Join(dir, fmt.Sprintf("run-%d", r)), r == c.ScaleRuns-1, rep)
 		if err != nil {
 			return nil, err
 		}
-		for i := range ns {
-			rows[i].RunsMs = append(rows[i].RunsMs, ms(walls[i]))
-			rows[i].HostMsPerVolume += hostMs[i] / float64(c.ScaleRuns)
+		for i, run := range runs {
+			rows[i].StageRunsMs = append(rows[i].StageRunsMs, ms(run.stage))
+			rows[i].UnstageRunsMs = append(rows[i].UnstageRunsMs, ms(run.unstage))
+			rows[i].HostMsPerStage += run.stageHostMs / float64(c.ScaleRuns)
+			rows[i].HostMsPerUnstage += run.unstageHostMs / float64(c.ScaleRuns)
+			rows[i].Transitions = append(rows[i].Transitions, run.transitions)
 		}
 	}
 	for i := range rows {
-		rows[i].WallMs = median(rows[i].RunsMs)
-		rows[i].Ratio = rows[i].WallMs / rows[0].WallMs
+		rows[i].StageMs, rows[i].UnstageMs = median(rows[i].StageRunsMs), median(rows[i].UnstageRunsMs)
+		rows[i].StageRatio = rows[i].StageMs / rows[0].StageMs
+		rows[i].UnstageRatio = rows[i].UnstageMs / rows[0].UnstageMs
 	}
 	return rows, nil
 }
 
-// scaleOnce is one run of measureScaling on a fresh host: the wall time of
-// each set and the mean time each of its stages spent inside host calls.
-func scaleOnce(ctx context.Context, c *config, b backend, ns []int, shares int, dir string, last bool, rep *report) ([]time.Duration, []float64, error) {
+// setRun is what one run measured of one set.
+type setRun struct {
+	stage, unstage             time.Duration
+	stageHostMs, unstageHostMs float64        // mean time per volume inside host calls
+	transitions                map[string]int // transitionOps made while the set was staged and unstaged
+}
+
+// scaleOnce is one run of a scaling group on a fresh host: each set's
+// volumes are staged at once, then unstaged at once, before the next set.
+// Every set has shares or a target of its own, so each starts with nothing
+// mapped or logged in, and ends with nothing left.
+func scaleOnce(ctx context.Context, c *config, b backend, g scaleGroup, dir string, last bool, rep *report) ([]setRun, error) {
 	kubelet := filepath.Join(dir, "kubelet")
-	sets := make([][]volume, len(ns))
+	sets := make([][]volume, len(g.Sets))
 	var all []volume
-	for i, n := range ns {
-		sets[i] = volumeSet(b, kubelet, fmt.Sprintf("n%d-", n), n, min(n, max(shares, 1)))
+	for i, set := range g.Sets {
+		sets[i] = volumeSet(b, kubelet, fmt.Sprintf("n%d-s%d-", set.Volumes, set.Shares), set.Volumes, set.Shares)
 		all = append(all, sets[i]...)
 	}
 	if err := prepare(b, dir, all); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	trace := c.Pprof != "" && last
-	p, err := startPlugin(ctx, c.Bin, startOptions{name: "scale-" + b.name, dir: dir, latency: c.ScaleLatency, verbosity: c.Verbosity, pprof: trace})
+	if trace {
+		if err := os.MkdirAll(c.Pprof, 0o750); err != nil {
+			return nil, err
+		}
+	}
+	name := "scale-" + g.Name
+	p, err := startPlugin(ctx, c.Bin, startOptions{name: name, dir: dir, latency: c.ScaleLatency, verbosity: c.Verbosity, pprof: trace})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer p.stop()
-	rep.Ready = append(rep.Ready, readySample{Run: "scale-" + b.name, Ms: ms(p.ready)})
+	rep.Ready = append(rep.Ready, readySample{Run: name, Ms: ms(p.ready)})
 	if _, _, err := run(ctx, 20, 1, func(ctx context.Context, _ int) error { return capabilities(ctx, p) }); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	walls := make([]time.Duration, len(ns))
-	hostMs := make([]float64, len(ns))
-	for i, n := range ns {
+	out := make([]setRun, len(g.Sets))
+	for i := range g.Sets {
 		vols := sets[i]
+		n := len(vols)
 		var traced chan error
-		if trace && i == len(ns)-1 {
+		if trace && i == len(g.Sets)-1 {
 			// An execution trace of the largest set shows what the
-			// stages wait for (go tool trace -pprof=sync).
-			traced = make(chan error, 1)
-			go func() {
-				traced <- p.fetch(ctx, "/debug/pprof/trace?seconds=3", filepath.Join(c.Pprof, fmt.Sprintf("scale-%s-%d.trace", b.name, n)))
-			}()
-			time.Sleep(100 * time.Millisecond) // let the trace start first
+			// stages wait for (go tool trace -pprof=sync), a CPU
+			// profile what they spend the machine's cores on.
+			traced = make(chan error, 2)
+			base := filepath.Join(c.Pprof, fmt.Sprintf("%s-%d", name, n))
+			go func() { traced <- p.fetch(ctx, "/debug/pprof/trace?seconds=3", base+".trace") }()
+			go func() { traced <- p.fetch(ctx, "/debug/pprof/profile?seconds=3", base+"-cpu.pprof") }()
+			time.Sleep(100 * time.Millisecond) // let both start first
 		}
-		before, err := p.hostUsage(ctx)
+		start, err := p.hostUsage(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		walls[i], err = together(ctx, n, func(ctx context.Context, j int) error { return stageRPC().call(ctx, p, vols[j]) })
+		out[i].stage, err = together(ctx, n, func(ctx context.Context, j int) error { return stageRPC().call(ctx, p, vols[j]) })
 		if traced != nil {
-			if terr := <-traced; terr != nil && err == nil {
-				err = terr
+			for range 2 {
+				if terr := <-traced; terr != nil && err == nil {
+					err = terr
+				}
 			}
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("stage %d volumes at once: %w\n%s", n, err, p.logTail())
+			return nil, fmt.Errorf("stage %d volumes at once: %w\n%s", n, err, p.logTail())
 		}
-		after, err := p.hostUsage(ctx)
+		staged, err := p.hostUsage(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		_, _, ms := after.since(before)
-		hostMs[i] = ms / float64(n)
+		out[i].unstage, err = together(ctx, n, func(ctx context.Context, j int) error { return unstageRPC().call(ctx, p, vols[j]) })
+		if err != nil {
+			return nil, fmt.Errorf("unstage %d volumes at once: %w\n%s", n, err, p.logTail())
+		}
+		end, err := p.hostUsage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		_, _, stageMs := staged.since(start)
+		calls, _, unstageMs := end.since(staged)
+		stageCalls, _, _ := staged.since(start)
+		out[i].stageHostMs, out[i].unstageHostMs = stageMs/float64(n), unstageMs/float64(n)
+		out[i].transitions = map[string]int{}
+		for _, op := range transitionOps {
+			if k := stageCalls[op] + calls[op]; k > 0 {
+				out[i].transitions[op] = k
+			}
+		}
 	}
-	return walls, hostMs, nil
+	return out, nil
 }
 
 // measureMemory reads the plugin's resident set idle and after staging

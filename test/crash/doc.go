@@ -12,7 +12,16 @@
 // partitioned or formatted twice, the journal matches, and files written
 // through a publication before the crash are intact.
 //
-// make test runs the full matrix; make test-crash runs it verbosely
-// (CRASH_COUNT repeats it). CSI_CRASH_MATRIX=subset keeps only the crashes
-// that differ in effect (before every step, after the steps with an effect).
+// Concurrent scenarios run two RPCs at once, the second starting where the
+// first has got to: two first stages of one share or target, and the stage
+// of one volume while the last other volume of the share or target
+// unstages, in both orders. Their crash points are the union of the calls
+// of three learning runs; a crash point the run's interleaving does not
+// reach still has the run checked.
+//
+// make test runs the single-RPC scenarios in full and the concurrent ones
+// as the subset (a crash before every step, after the steps with an
+// effect); make test-crash runs everything in full, verbosely
+// (CSI_CRASH_MATRIX=full; CRASH_COUNT repeats it). CSI_CRASH_MATRIX=subset
+// keeps only the subset for every scenario.
 package crash

@@ -2,10 +2,14 @@ package crash
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
@@ -69,40 +73,108 @@ func iscsiVolume(id string, lun int) volume {
 		secrets: map[string]string{"node.session.auth.username": chapUser, "node.session.auth.password": chapPass}}
 }
 
-// scenario is one RPC of the matrix: the host is prepared, the volumes in
+// scenario is one case of the matrix: the host is prepared, the volumes in
 // staged are staged (with a file written through a publication of each),
-// then the RPC (stage or unstage of vol) is crashed at each of its host
-// steps in turn and retried.
+// then the scenario's calls are crashed at each of their host steps in turn
+// and retried. A scenario of one call is one RPC; a scenario of two calls
+// runs them at the same time, the second starting once the first has
+// reached its after step (new interleavings of issue 13).
 type scenario struct {
-	name    string
-	staged  []volume
+	name   string
+	staged []volume
+	calls  []call
+}
+
+// call is one RPC of a scenario: the stage or unstage of a volume.
+type call struct {
 	vol     volume
 	unstage bool
+	// after, for the second call of a concurrent scenario, is the host
+	// call (an op of pkg/host/sim) whose first completion starts it, so
+	// that it meets the first call there; the second call also starts
+	// when the first returns (it crashed before that step).
+	after string
 }
+
+func stage(v volume) call   { return call{vol: v} }
+func unstage(v volume) call { return call{vol: v, unstage: true} }
+
+// then returns c to start once the scenario's first call completed op.
+func (c call) then(op string) call { c.after = op; return c }
 
 var scenarios = []scenario{
-	{name: "disk/stage", vol: diskVol},
-	{name: "disk/unstage", staged: []volume{diskVol}, vol: diskVol, unstage: true},
-	{name: "smb/stage-first", vol: smbVol1},
-	{name: "smb/stage-second", staged: []volume{smbVol1}, vol: smbVol2},
-	{name: "smb/unstage-nonlast", staged: []volume{smbVol1, smbVol2}, vol: smbVol2, unstage: true},
-	{name: "smb/unstage-last", staged: []volume{smbVol1}, vol: smbVol1, unstage: true},
-	{name: "iscsi/stage-first", vol: iscVol1},
-	{name: "iscsi/stage-second", staged: []volume{iscVol1}, vol: iscVol2},
-	{name: "iscsi/unstage-nonlast", staged: []volume{iscVol1, iscVol2}, vol: iscVol2, unstage: true},
-	{name: "iscsi/unstage-last", staged: []volume{iscVol1}, vol: iscVol1, unstage: true},
+	{name: "disk/stage", calls: []call{stage(diskVol)}},
+	{name: "disk/unstage", staged: []volume{diskVol}, calls: []call{unstage(diskVol)}},
+	{name: "smb/stage-first", calls: []call{stage(smbVol1)}},
+	{name: "smb/stage-second", staged: []volume{smbVol1}, calls: []call{stage(smbVol2)}},
+	{name: "smb/unstage-nonlast", staged: []volume{smbVol1, smbVol2}, calls: []call{unstage(smbVol2)}},
+	{name: "smb/unstage-last", staged: []volume{smbVol1}, calls: []call{unstage(smbVol1)}},
+	{name: "iscsi/stage-first", calls: []call{stage(iscVol1)}},
+	{name: "iscsi/stage-second", staged: []volume{iscVol1}, calls: []call{stage(iscVol2)}},
+	{name: "iscsi/unstage-nonlast", staged: []volume{iscVol1, iscVol2}, calls: []call{unstage(iscVol2)}},
+	{name: "iscsi/unstage-last", staged: []volume{iscVol1}, calls: []call{unstage(iscVol1)}},
+
+	// Two first stages of one share or target racing: the second comes
+	// while the first makes the mapping or logs in (its first look at the
+	// share or target), and waits for it; a crash right after the Map or
+	// Connect is a crash between "ready" and the per-volume work of both.
+	{name: "smb/two-first-stages", calls: []call{stage(smbVol1), stage(smbVol2).then(sim.OpSMBMapping)}},
+	{name: "iscsi/two-first-stages", calls: []call{stage(iscVol1), stage(iscVol2).then(sim.OpISCSISessions)}},
+	// The stage of one volume while the last other volume of the share or
+	// target unstages, in both orders: the unstage has done its
+	// per-volume work and is removing the mapping or logging out when the
+	// stage comes (its MakeDir done, its logout's session listing done),
+	// or the stage has acquired the share or target when the unstage
+	// comes.
+	{name: "smb/stage-while-last-unstages", staged: []volume{smbVol1},
+		calls: []call{unstage(smbVol1), stage(smbVol2).then(sim.OpFilesMakeDir)}},
+	{name: "smb/last-unstages-while-stage", staged: []volume{smbVol1},
+		calls: []call{stage(smbVol2), unstage(smbVol1).then(sim.OpSMBMapping)}},
+	{name: "iscsi/stage-while-last-unstages", staged: []volume{iscVol1},
+		calls: []call{unstage(iscVol1), stage(iscVol2).then(sim.OpISCSISessions)}},
+	{name: "iscsi/last-unstages-while-stage", staged: []volume{iscVol1},
+		calls: []call{stage(iscVol2), unstage(iscVol1).then(sim.OpISCSISessions)}},
 }
 
-// final returns the volumes staged once the scenario's RPC succeeded.
+// concurrent reports whether the scenario runs two calls at once.
+func (sc scenario) concurrent() bool { return len(sc.calls) > 1 }
+
+// final returns the volumes staged once the scenario's calls succeeded.
 func (sc scenario) final() []volume {
+	gone := map[string]bool{}
 	var out []volume
+	for _, c := range sc.calls {
+		gone[c.vol.id] = true
+		if !c.unstage {
+			out = append(out, c.vol)
+		}
+	}
 	for _, v := range sc.staged {
-		if !(sc.unstage && v.id == sc.vol.id) {
+		if !gone[v.id] {
 			out = append(out, v)
 		}
 	}
-	if !sc.unstage {
-		out = append(out, sc.vol)
+	return out
+}
+
+// unstaged returns the volumes the scenario unstages.
+func (sc scenario) unstaged() []volume {
+	var out []volume
+	for _, c := range sc.calls {
+		if c.unstage {
+			out = append(out, c.vol)
+		}
+	}
+	return out
+}
+
+// touched returns every volume of the scenario: staged before or by it.
+func (sc scenario) touched() []volume {
+	out := append([]volume(nil), sc.staged...)
+	for _, c := range sc.calls {
+		if !c.unstage && !slices.ContainsFunc(out, func(v volume) bool { return v.id == c.vol.id }) {
+			out = append(out, c.vol)
+		}
 	}
 	return out
 }
@@ -143,14 +215,41 @@ type stager interface {
 
 var _ stager = (*node.Server)(nil)
 
-// rpc sends the scenario's RPC to a node service (in-process or a client).
-func (sc scenario) rpc(ctx context.Context, ns stager, kubelet string) error {
-	if sc.unstage {
-		_, err := ns.NodeUnstageVolume(ctx, unstageReq(kubelet, sc.vol))
+// do sends one call to a node service.
+func (c call) do(ctx context.Context, ns stager, kubelet string) error {
+	if c.unstage {
+		_, err := ns.NodeUnstageVolume(ctx, unstageReq(kubelet, c.vol))
 		return err
 	}
-	_, err := ns.NodeStageVolume(ctx, stageReq(kubelet, sc.vol))
+	_, err := ns.NodeStageVolume(ctx, stageReq(kubelet, c.vol))
 	return err
+}
+
+// rpc sends the scenario's calls to a node service (in-process or a
+// client). The second call of a concurrent scenario starts once reached
+// reports that the first completed the second's after step, or once the
+// first returned; a nil reached starts both at once (as kubelet's
+// independent retries do).
+func (sc scenario) rpc(ctx context.Context, ns stager, kubelet string, reached func(op string) bool) error {
+	if !sc.concurrent() {
+		return sc.calls[0].do(ctx, ns, kubelet)
+	}
+	first := make(chan error, 1)
+	go func() { first <- sc.calls[0].do(ctx, ns, kubelet) }()
+	var err1 error
+	done := false
+	for reached != nil && !done && !reached(sc.calls[1].after) {
+		select {
+		case err1 = <-first:
+			done = true
+		case <-time.After(200 * time.Microsecond): // polling the host-call count, not timing anything
+		}
+	}
+	err2 := sc.calls[1].do(ctx, ns, kubelet)
+	if !done {
+		err1 = <-first
+	}
+	return errors.Join(err1, err2)
 }
 
 // prepare builds the scenario's starting point under base in library mode:
@@ -218,9 +317,47 @@ func stageAndWrite(t testing.TB, n *simnode.Node, v volume) string {
 func fileName(v volume) string    { return "data-" + v.id + ".txt" }
 func fileContent(v volume) string { return "written before the crash by " + v.id + "\n" }
 
-// sequence runs the scenario's RPC once in library mode on a prepared base
-// and returns its host calls in order.
+// learnRuns is how many times a concurrent scenario runs in library mode
+// to learn its host calls: the interleaving may differ between runs, and
+// the crash points are the union of what the runs called.
+const learnRuns = 3
+
+// sequence runs the scenario once in library mode on a prepared base and
+// returns its host calls in order. For a concurrent scenario it runs it
+// learnRuns times and returns the longest run's calls followed by the
+// calls another run made more often.
 func sequence(t testing.TB, sc scenario) []string {
+	t.Helper()
+	runs := 1
+	if sc.concurrent() {
+		runs = learnRuns
+	}
+	var seq []string
+	counts := map[string]int{}
+	for range runs {
+		ops := sequenceOnce(t, sc)
+		if len(ops) > len(seq) {
+			seq = ops
+		}
+		c := map[string]int{}
+		for _, op := range ops {
+			c[op]++
+			counts[op] = max(counts[op], c[op])
+		}
+	}
+	have := map[string]int{}
+	for _, op := range seq {
+		have[op]++
+	}
+	for _, op := range slices.Sorted(maps.Keys(counts)) {
+		for ; have[op] < counts[op]; have[op]++ {
+			seq = append(seq, op)
+		}
+	}
+	return seq
+}
+
+func sequenceOnce(t testing.TB, sc scenario) []string {
 	t.Helper()
 	base := t.TempDir()
 	prepare(t, base, sc)
@@ -231,21 +368,24 @@ func sequence(t testing.TB, sc scenario) []string {
 	}
 	defer n.Close()
 	mark := n.Sim.Mark()
-	if err := sc.rpc(context.Background(), n.Server, n.Kubelet); err != nil {
+	reached := func(op string) bool { return slices.Contains(n.Sim.OpsSince(mark), op) }
+	if err := sc.rpc(context.Background(), n.Server, n.Kubelet, reached); err != nil {
 		t.Fatalf("%s: %v", sc.name, err)
 	}
 	return n.Sim.OpsSince(mark)
 }
 
-// prepareRPC does what kubelet does before the RPC: it creates the staging
-// directory before NodeStageVolume.
+// prepareRPC does what kubelet does before the RPCs: it creates the
+// staging directory before NodeStageVolume.
 func prepareRPC(t testing.TB, base string, sc scenario) {
 	t.Helper()
-	if sc.unstage {
-		return
-	}
 	kubelet, _, _ := simnode.Dirs(base)
-	if err := os.MkdirAll(simnode.StagingPath(kubelet, sc.vol.id), 0o750); err != nil {
-		t.Fatal(err)
+	for _, c := range sc.calls {
+		if c.unstage {
+			continue
+		}
+		if err := os.MkdirAll(simnode.StagingPath(kubelet, c.vol.id), 0o750); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -238,8 +238,33 @@ type hangCase struct {
 	// unstage hangs the unstage of hungVol (staged first) instead of its
 	// stage.
 	unstage bool
+	// redo: the retry may do the hung call's work once itself, because
+	// kubelet's re-creating the staging directory before the retry can
+	// make the released call fail (a link needs the path free).
+	redo bool
+	// whileHung, when set, runs while the call hangs, after the volume
+	// sharing the resource was staged.
+	whileHung func(t *testing.T, e *env, hc hangCase)
 	// afterRetry, when set, checks the state once the retry succeeded.
 	afterRetry func(t *testing.T, e *env)
+}
+
+// unstageSameKeepsTheResource unstages the volume sharing the hung
+// volume's share or target while the hung call runs: it is the last other
+// volume, but the hung volume's stage or unstage still works on the
+// resource, so the mapping or session must stay.
+func unstageSameKeepsTheResource(t *testing.T, e *env, hc hangCase) {
+	t.Helper()
+	s := e.n.Sim
+	unmaps, logouts := s.Count(sim.OpSMBUnmap), s.Count(sim.OpISCSIDisconnect)
+	mustOK(t, "unstage of the last other volume of the resource during the hang", e.unstage(hc.sameResource))
+	if n := s.Count(sim.OpSMBUnmap) - unmaps + s.Count(sim.OpISCSIDisconnect) - logouts; n != 0 {
+		t.Fatalf("%d Unmap or Disconnect calls while a call of another volume of the resource hangs, want 0", n)
+	}
+	st := s.Snapshot()
+	if len(st.Mappings) == 0 && len(st.Sessions) == 0 {
+		t.Fatal("the shared resource is gone while a call of a volume using it hangs")
+	}
 }
 
 var hangCases = []hangCase{
@@ -265,14 +290,30 @@ var hangCases = []hangCase{
 	{name: "iscsi/hung-disconnect", op: sim.OpISCSIDisconnect, unstage: true,
 		hungVol: iscsiVol("isc-a", iqnA, "10.0.0.1", 1), sameResource: iscsiVol("isc-b", iqnA, "10.0.0.1", 2),
 		otherVol: iscsiVol("isc-c", iqnB, "10.0.0.2", 1), sameWaits: true},
+
+	// A hung call of one volume's own work (not a transition of the
+	// shared resource) holds only that volume: another volume of the same
+	// share or target stages beside it, and unstaging that other volume
+	// (the last besides the hung one) keeps the mapping or session.
+	{name: "smb/hung-link", op: sim.OpFilesSymlink, redo: true,
+		hungVol: smbVol("smb-a", "data"), sameResource: smbVol("smb-b", "data"), otherVol: smbVol("smb-c", "other"),
+		whileHung: unstageSameKeepsTheResource},
+	{name: "iscsi/hung-format", op: sim.OpVolumesFormat,
+		hungVol: iscsiVol("isc-a", iqnA, "10.0.0.1", 1), sameResource: iscsiVol("isc-b", iqnA, "10.0.0.1", 2),
+		otherVol: iscsiVol("isc-c", iqnB, "10.0.0.2", 1), whileHung: unstageSameKeepsTheResource},
+	{name: "iscsi/hung-unmount-at-unstage", op: sim.OpVolumesUnmount, unstage: true,
+		hungVol: iscsiVol("isc-a", iqnA, "10.0.0.1", 1), sameResource: iscsiVol("isc-b", iqnA, "10.0.0.1", 2),
+		otherVol: iscsiVol("isc-c", iqnB, "10.0.0.2", 1), whileHung: unstageSameKeepsTheResource},
 }
 
 // TestHungHostCall: a host call that never returns makes the RPC fail with
 // DeadlineExceeded at its deadline; a retry of the same volume during the
 // hang gets Aborted; volumes sharing nothing with it keep working; a volume
-// sharing its SMB share or iSCSI target waits for that resource's lock and
-// fails at its own deadline without touching the resource; once the hang
-// clears, the retry succeeds without doing the hung work twice.
+// sharing its SMB share or iSCSI target waits for a hung transition of that
+// resource and fails at its own deadline without touching the resource,
+// or proceeds beside a hung call of the other volume's own work (whose
+// volume keeps the resource from being removed); once the hang clears, the
+// retry succeeds without doing the hung work twice.
 func TestHungHostCall(t *testing.T) {
 	for _, hc := range hangCases {
 		t.Run(hc.name, func(t *testing.T) {
@@ -317,6 +358,9 @@ func TestHungHostCall(t *testing.T) {
 					mustOK(t, "stage sharing the resource", e.stage(hc.sameResource))
 				}
 			}
+			if hc.whileHung != nil {
+				hc.whileHung(t, e, hc)
+			}
 
 			// The hang clears: the held locks go, the retry succeeds and
 			// does not repeat the hung work.
@@ -331,6 +375,7 @@ func TestHungHostCall(t *testing.T) {
 			// did the work once it was released.
 			extra, did := s.Count(hc.op)-before, e.work.done(hc.op)-doneBefore
 			switch {
+			case hc.redo && did <= 1 && extra <= 1:
 			case did != 0:
 				t.Errorf("the retry did the work of %s %d more times: the hung call's work was repeated", hc.op, did)
 			case !hc.unstage && extra != 0:
@@ -385,6 +430,7 @@ func (w *workCounter) done(op string) int {
 func (w *workCounter) wrap(h host.Host) host.Host {
 	h.Disks = countingDisks{h.Disks, w}
 	h.Volumes = countingVolumes{h.Volumes, w}
+	h.Files = countingFiles{h.Files, w}
 	h.SMB = countingSMB{h.SMB, w}
 	h.ISCSI = countingISCSI{h.ISCSI, w}
 	return h
@@ -404,6 +450,23 @@ func (c countingDisks) SetOnline(ctx context.Context, d host.Disk, online bool) 
 type countingVolumes struct {
 	host.Volumes
 	w *workCounter
+}
+
+func (c countingVolumes) Unmount(ctx context.Context, dir string) error {
+	err := c.Volumes.Unmount(ctx, dir)
+	c.w.count(sim.OpVolumesUnmount, err)
+	return err
+}
+
+type countingFiles struct {
+	host.Files
+	w *workCounter
+}
+
+func (c countingFiles) Symlink(ctx context.Context, link, target string) error {
+	err := c.Files.Symlink(ctx, link, target)
+	c.w.count(sim.OpFilesSymlink, err)
+	return err
 }
 
 func (c countingVolumes) Format(ctx context.Context, v host.Volume, o host.FormatOptions) (host.Volume, error) {

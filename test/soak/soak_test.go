@@ -2,7 +2,9 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -34,11 +36,36 @@ const (
 	envChaos    = "CSI_SOAK_CHAOS"    // goroutines sending read-only RPCs at random volumes (default 8)
 )
 
-// Per shared resource: volumes per SMB share and LUNs per iSCSI target.
+// Volumes per shared resource (an SMB share, an iSCSI target): half the
+// volumes of each kind come in pairs, so that a share or target is often
+// left by its last volume while the other is being staged again, or
+// reached by two first stages at once; the others in groups of eight.
 const (
-	perShare  = 8
-	perTarget = 8
+	pairSize  = 2
+	perShared = 8
 )
+
+// grouping returns the shared resource (share or target number) of the
+// idx-th of n volumes of a kind, and the volume's place in it.
+func grouping(idx, n int) (group, pos int) {
+	half := n / 2 &^ 1
+	if idx < half {
+		return idx / pairSize, idx % pairSize
+	}
+	return half/pairSize + (idx-half)/perShared, (idx - half) % perShared
+}
+
+// groups returns how many shared resources the n volumes of a kind use.
+func groups(n int) int {
+	if n == 0 {
+		return 0
+	}
+	g, _ := grouping(n-1, n)
+	return g + 1
+}
+
+// ofKind returns how many of total volumes are of kind k (every third).
+func ofKind(total int, k kind) int { return (total - int(k) + 2) / 3 }
 
 type kind int
 
@@ -57,6 +84,20 @@ type vol struct {
 	vctx    map[string]string
 	secrets map[string]string
 	staging string
+	// share (SMB) or iqn (iSCSI) is the shared resource it uses.
+	share, iqn string
+
+	// staged is true from a stage's success to the start of the unstage:
+	// while it is, the volume's mapping or session must be on the host
+	// (checkShared). mu is held across that check.
+	mu     sync.Mutex
+	staged bool
+}
+
+func (v *vol) setStaged(b bool) {
+	v.mu.Lock()
+	v.staged = b
+	v.mu.Unlock()
 }
 
 // config is one soak run.
@@ -102,9 +143,9 @@ func configFromEnv(t *testing.T) config {
 
 const smbPW = "Soak-Pw-3f6a9c2e"
 
-// setup creates the storage: one disk per disk volume, a share per
-// perShare SMB volumes, a target per perTarget iSCSI volumes (targets
-// share two array portals, half of them multipath over both).
+// setup creates the storage: one disk per disk volume, shares of SMB
+// volumes and targets of iSCSI volumes (grouping; targets share two array
+// portals, half of them multipath over both).
 func setup(t *testing.T, n *simnode.Node, c config) []*vol {
 	t.Helper()
 	s := n.Sim
@@ -122,8 +163,9 @@ func setup(t *testing.T, n *simnode.Node, c config) []*vol {
 			}
 			v.vctx = map[string]string{"diskSerial": id}
 		case kindSMB:
-			share := fmt.Sprintf("share%03d", idx/perShare)
-			if idx%perShare == 0 {
+			g, pos := grouping(idx, ofKind(c.volumes, kindSMB))
+			share := fmt.Sprintf("share%03d", g)
+			if pos == 0 {
 				if err := s.AddShare(sim.ShareSpec{Server: "filer", Share: share, Users: map[string]string{"alice": smbPW}}); err != nil {
 					t.Fatal(err)
 				}
@@ -133,13 +175,14 @@ func setup(t *testing.T, n *simnode.Node, c config) []*vol {
 			}
 			v.vctx = map[string]string{"source": `\\filer\` + share, "subDir": id}
 			v.secrets = map[string]string{"username": "alice", "password": smbPW}
+			v.share = `\\filer\` + share
 		case kindISCSI:
-			tgt := idx / perTarget
+			tgt, pos := grouping(idx, ofKind(c.volumes, kindISCSI))
 			iqn := fmt.Sprintf("iqn.2024-01.io.wincsi.soak:t%03d", tgt)
-			lun := idx%perTarget + 1
-			if idx%perTarget == 0 {
+			lun := pos + 1
+			if pos == 0 {
 				var luns []sim.LUNSpec
-				for l := 1; l <= perTarget; l++ {
+				for l := 1; l <= perShared; l++ {
 					luns = append(luns, sim.LUNSpec{LUN: uint32(l)})
 				}
 				if err := s.AddTarget(sim.TargetSpec{IQN: iqn, Portals: portals, LUNs: luns}); err != nil {
@@ -147,6 +190,7 @@ func setup(t *testing.T, n *simnode.Node, c config) []*vol {
 				}
 			}
 			v.vctx = map[string]string{"targetPortal": portals[0].String(), "iqn": iqn, "lun": strconv.Itoa(lun)}
+			v.iqn = iqn
 			if tgt%2 == 1 {
 				v.vctx["portals"] = portals[1].String() // multipath over both
 			}
@@ -158,8 +202,8 @@ func setup(t *testing.T, n *simnode.Node, c config) []*vol {
 
 // stats counts what the soak did.
 type stats struct {
-	rpcs, aborted, dups, rounds, chaos atomic.Int64
-	byOp                               sync.Map // op -> *atomic.Int64
+	rpcs, aborted, dups, rounds, chaos, checks atomic.Int64
+	byOp                                       sync.Map // op -> *atomic.Int64
 }
 
 func (s *stats) count(op string) {
@@ -171,14 +215,17 @@ func (s *stats) count(op string) {
 // interleavings of stage, publish, stats, expand, health, unpublish and
 // unstage from a goroutine per volume, doubles some calls (the duplicate
 // must be Aborted or succeed idempotently), while chaos goroutines send
-// read-only RPCs at random volumes. At the end every volume is unstaged,
-// nothing is left on the host (no mount point, mapping, session, portal or
-// persistent login; every data disk offline), the journal is empty and no
-// goroutine is left behind.
+// read-only RPCs at random volumes and a checker looks for the mapping or
+// session of staged volumes on the host. At the end every volume is
+// unstaged, nothing is left on the host (no mount point, mapping, session,
+// portal or persistent login; every data disk offline), every shared
+// resource made was removed once, the journal is empty and no goroutine is
+// left behind.
 func TestSoak(t *testing.T) {
 	c := configFromEnv(t)
 	start := time.Now()
-	n, err := simnode.Open(simnode.Options{Base: t.TempDir(),
+	tr := &transitions{n: map[string]int{}}
+	n, err := simnode.Open(simnode.Options{Base: t.TempDir(), WrapHost: tr.wrap,
 		Backoff: backend.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Attempts: 20}})
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +245,11 @@ func TestSoak(t *testing.T) {
 			chaos(t, n, vols, rand.New(rand.NewPCG(c.seed, uint64(1_000_000+i))), stop, &st)
 		}(i)
 	}
+	chaosWG.Add(1)
+	go func() {
+		defer chaosWG.Done()
+		checkShared(t, n, vols, rand.New(rand.NewPCG(c.seed, 2_000_000)), stop, &st)
+	}()
 	var wg sync.WaitGroup
 	for i, v := range vols {
 		wg.Add(1)
@@ -218,6 +270,7 @@ func TestSoak(t *testing.T) {
 	work := time.Since(start)
 
 	checkEmpty(t, n)
+	tr.check(t)
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -230,11 +283,12 @@ func TestSoak(t *testing.T) {
 	})
 	slices.Sort(ops)
 	t.Logf("soak: %d volumes (%d disk, %d smb on %d shares, %d iscsi on %d targets), seed %d: %d rounds, %d RPCs "+
-		"(%d duplicated pairs, %d Aborted, %d chaos) in %s; per op: %s",
-		len(vols), count(vols, kindDisk), count(vols, kindSMB), (count(vols, kindSMB)+perShare-1)/perShare,
-		count(vols, kindISCSI), (count(vols, kindISCSI)+perTarget-1)/perTarget, c.seed,
-		st.rounds.Load(), st.rpcs.Load(), st.dups.Load(), st.aborted.Load(), st.chaos.Load(), work.Round(time.Millisecond),
-		strings.Join(ops, " "))
+		"(%d duplicated pairs, %d Aborted, %d chaos), %d checks of the shared resources of staged volumes, in %s; "+
+		"per op: %s; shared resources made and removed: %s",
+		len(vols), count(vols, kindDisk), count(vols, kindSMB), groups(count(vols, kindSMB)),
+		count(vols, kindISCSI), groups(count(vols, kindISCSI)), c.seed,
+		st.rounds.Load(), st.rpcs.Load(), st.dups.Load(), st.aborted.Load(), st.chaos.Load(), st.checks.Load(),
+		work.Round(time.Millisecond), strings.Join(ops, " "), tr.String())
 }
 
 func count(vols []*vol, k kind) int {
@@ -268,6 +322,7 @@ func lifecycle(t *testing.T, n *simnode.Node, v *vol, r *rand.Rand, st *stats) b
 	if !call("stage", true, stage) {
 		return false
 	}
+	v.setStaged(true)
 	var targets []string
 	steps := 2 + r.IntN(6)
 	for i := 0; i < steps; i++ {
@@ -335,6 +390,7 @@ func lifecycle(t *testing.T, n *simnode.Node, v *vol, r *rand.Rand, st *stats) b
 			return false
 		}
 	}
+	v.setStaged(false)
 	return call("unstage", true, func() error {
 		_, err := ns.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: v.id, StagingTargetPath: v.staging})
 		return err
@@ -468,4 +524,157 @@ func settleGoroutines(t *testing.T, baseline int) {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	t.Errorf("%d goroutines left, %d before the soak:\n%s", now, baseline, buf)
+}
+
+// checkShared checks, until stop, that the SMB mapping or iSCSI session of
+// a staged volume is on the host: the plugin never removes a shared
+// resource while a volume uses it, whatever other volumes of the share or
+// target are doing.
+func checkShared(t *testing.T, n *simnode.Node, vols []*vol, r *rand.Rand, stop <-chan struct{}, st *stats) {
+	ctx := context.Background()
+	h := n.Sim.Host()
+	var shared []*vol
+	for _, v := range vols {
+		if v.kind != kindDisk {
+			shared = append(shared, v)
+		}
+	}
+	if len(shared) == 0 {
+		return
+	}
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		v := shared[r.IntN(len(shared))]
+		v.mu.Lock()
+		if v.staged {
+			st.checks.Add(1)
+			switch v.kind {
+			case kindSMB:
+				m, err := h.SMB.Mapping(ctx, v.share)
+				if err != nil || m.Status != host.MappingOK {
+					t.Errorf("%s is staged, but the mapping of %s is %+v, %v", v.id, v.share, m, err)
+				}
+			case kindISCSI:
+				ss, err := h.ISCSI.Sessions(ctx, v.iqn)
+				if err != nil || len(ss) == 0 {
+					t.Errorf("%s is staged, but target %s has %d sessions, %v", v.id, v.iqn, len(ss), err)
+				}
+			}
+		}
+		v.mu.Unlock()
+		if t.Failed() {
+			return
+		}
+		time.Sleep(100 * time.Microsecond) // pacing: the checker must not take a core from the soak
+	}
+}
+
+// transitions counts, by result, the host calls that make and remove the
+// shared resources: every mapping, session and portal made must be removed
+// exactly once (never twice, which would show as a removal of something
+// already gone), and nothing left.
+type transitions struct {
+	mu sync.Mutex
+	n  map[string]int // "smb.Map ok", "smb.Unmap notfound", ...
+}
+
+func (tr *transitions) count(op string, err error) {
+	res := "ok"
+	switch {
+	case errors.Is(err, host.ErrNotFound):
+		res = "notfound"
+	case err != nil:
+		res = "failed"
+	}
+	tr.mu.Lock()
+	tr.n[op+" "+res]++
+	tr.mu.Unlock()
+}
+
+func (tr *transitions) get(key string) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.n[key]
+}
+
+func (tr *transitions) String() string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(tr.n)) {
+		out = append(out, fmt.Sprintf("%s=%d", k, tr.n[k]))
+	}
+	return strings.Join(out, " ")
+}
+
+// check asserts that each made resource was removed once.
+func (tr *transitions) check(t *testing.T) {
+	t.Helper()
+	for _, p := range [][2]string{{"smb.Map", "smb.Unmap"}, {"iscsi.Connect", "iscsi.Disconnect"}, {"iscsi.AddPortal", "iscsi.RemovePortal"}} {
+		made, removed := tr.get(p[0]+" ok"), tr.get(p[1]+" ok")
+		if made != removed {
+			t.Errorf("%d %s but %d %s", made, p[0], removed, p[1])
+		}
+		for _, res := range []string{"notfound", "failed"} {
+			if k := tr.get(p[1] + " " + res); k != 0 {
+				t.Errorf("%d %s calls %s: a resource removed twice, or a removal that failed", k, p[1], res)
+			}
+		}
+	}
+}
+
+func (tr *transitions) wrap(h host.Host) host.Host {
+	h.SMB = countingSMB{h.SMB, tr}
+	h.ISCSI = countingISCSI{h.ISCSI, tr}
+	return h
+}
+
+type countingSMB struct {
+	host.SMB
+	tr *transitions
+}
+
+func (c countingSMB) Map(ctx context.Context, remotePath string, cred host.Credential, requirePrivacy bool) error {
+	err := c.SMB.Map(ctx, remotePath, cred, requirePrivacy)
+	c.tr.count("smb.Map", err)
+	return err
+}
+
+func (c countingSMB) Unmap(ctx context.Context, remotePath string) error {
+	err := c.SMB.Unmap(ctx, remotePath)
+	c.tr.count("smb.Unmap", err)
+	return err
+}
+
+type countingISCSI struct {
+	host.ISCSI
+	tr *transitions
+}
+
+func (c countingISCSI) Connect(ctx context.Context, r host.ConnectRequest) (host.ISCSISession, error) {
+	s, err := c.ISCSI.Connect(ctx, r)
+	c.tr.count("iscsi.Connect", err)
+	return s, err
+}
+
+func (c countingISCSI) Disconnect(ctx context.Context, s host.ISCSISession) error {
+	err := c.ISCSI.Disconnect(ctx, s)
+	c.tr.count("iscsi.Disconnect", err)
+	return err
+}
+
+func (c countingISCSI) AddPortal(ctx context.Context, p host.Portal, initiatorPortal string, chap *host.CHAP) error {
+	err := c.ISCSI.AddPortal(ctx, p, initiatorPortal, chap)
+	c.tr.count("iscsi.AddPortal", err)
+	return err
+}
+
+func (c countingISCSI) RemovePortal(ctx context.Context, p host.Portal) error {
+	err := c.ISCSI.RemovePortal(ctx, p)
+	c.tr.count("iscsi.RemovePortal", err)
+	return err
 }

@@ -16,19 +16,34 @@
 //
 // Sessions are shared by every volume on a LUN of the same target; they are
 // created by the first stage and logged out by the unstage of the last
-// volume. That count is derived from host state at the time of the
-// decision, with the stage journal as the index: a journal entry of the same
-// target counts only while its staging path is a volume mount point of a
-// disk reached through the target (or of a volume the host cannot place,
-// which counts too, so that a session is never torn down under a volume that
-// may still use it). It is therefore right after a plugin restart or crash.
-// Stages and unstages of one target are serialised by a per-target lock, so
-// a count is never taken while another volume of the target is half staged.
+// volume. Each target has a state and a set of registered volumes
+// (pkg/backend/shared): only logging in (with the portals and the
+// initiator secret it needs) and logging out are exclusive per target,
+// under a lock held until their host calls really end. A stage registers
+// with the target first; when the target is ready it checks the sessions
+// (one at least, one per portal with multipath, persistent when the volume
+// is) and goes on to find, prepare and mount its LUN's disk beside the
+// target's other stages, without waiting; stages that arrive during a
+// login wait for it and use it. An unstage is registered from before its
+// unmount until its disk is offline, so no logout takes the disk away
+// under it. The target is logged out only when no other volume is
+// registered and no journal entry of the target still has its staging
+// path as a volume mount point of a disk reached through the target (or of
+// a volume the host cannot place, which counts too, so that a session is
+// never torn down under a volume that may still use it): the last volume
+// out logs out, once. The count is therefore right after a plugin restart
+// or crash. A stage that fails logs out of the sessions it created, or of
+// the target an unstage left to it, unless a staged volume uses it.
 //
-// A portal is removed at unstage (unless Options.KeepPortals) when no
-// session of any target goes through it and no other staged volume lists
-// it. Portals are locked while a stage adds them and logs in through them,
-// so an unstage never removes a portal between those two steps.
+// When the target is logged out (unless Options.KeepPortals), the portals
+// its sessions went through and its volumes list are removed when no
+// session of any target goes through them and no other volume being
+// staged, unstaged or staged lists them. Portals are locked while a stage
+// adds them and logs in through them, so a removal never falls between
+// those two steps.
+//
+// ReleaseUnused (backend.Releaser) is the same decision, for a target or a
+// portal, for a caller that is not a volume, such as an orphan sweep.
 //
 // # Multipath and failover
 //

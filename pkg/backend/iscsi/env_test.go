@@ -82,9 +82,10 @@ type env struct {
 	keepPortals bool // --keep-iscsi-portals
 	wrap        func(host.Host) host.Host
 
-	sim *sim.Sim
-	jr  *journal.Journal
-	srv *node.Server
+	sim    *sim.Sim
+	jr     *journal.Journal
+	srv    *node.Server
+	plugin *plugin.Plugin
 }
 
 // newEnv starts the plugin; keepPortals is --keep-iscsi-portals.
@@ -143,7 +144,7 @@ func (e *env) open() {
 		_ = s.Close() // the wiring error is the one to report
 		e.t.Fatal(err)
 	}
-	e.sim, e.jr, e.srv = s, p.Journal, p.Node
+	e.sim, e.jr, e.srv, e.plugin = s, p.Journal, p.Node, p
 }
 
 // restart stops and starts the plugin on the same directories.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
+	"github.com/wincsi/csi-windows-node/pkg/backend/shared"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inflight"
@@ -38,10 +39,16 @@ type Backend struct {
 	disks *disk.Backend
 	store backend.Store
 	opts  Options
-	// locks holds "target:<iqn>" (one stage or unstage of a target at a
-	// time), "portal:<address:port>" (adding a portal and logging in
+	// targets is the state of each target's sessions and the volumes
+	// using it (keyed by the journal's ResourceKey, "iscsi:" and the
+	// IQN): logging in (with the portals it needs) and logging out are
+	// its transitions; finding, preparing and mounting a LUN's disk run
+	// beside them.
+	targets *shared.Set
+	// locks holds "portal:<address:port>" (adding a portal and logging in
 	// through it, against removing it) and "initiator" (the node-wide
-	// mutual-CHAP secret). Order: target, then portals (sorted), then
+	// mutual-CHAP secret); they are taken inside a target's transitions.
+	// Order: the target's transition, then portals (sorted), then
 	// initiator.
 	locks *inflight.KeyMutex
 }
@@ -56,13 +63,17 @@ func New(h host.Host, disks *disk.Backend, store backend.Store, o Options) *Back
 	if o.Backoff == (backend.Backoff{}) {
 		o.Backoff = backend.DefaultBackoff
 	}
-	return &Backend{h: h, disks: disks, store: store, opts: o, locks: inflight.NewKeyMutex()}
+	return &Backend{h: h, disks: disks, store: store, opts: o, targets: shared.NewSet("target", store), locks: inflight.NewKeyMutex()}
 }
 
 // Stage logs in to the volume's target and mounts the LUN's volume at the
 // staging path. A repeated stage verifies that the staging path holds the
 // volume of this LUN (logging in again first when the sessions are gone,
 // as after a reboot without persistent logins).
+//
+// Only logging in is exclusive per target (a transition of b.targets); a
+// stage that finds the target's sessions as the volume needs them goes on
+// to its LUN beside the stages of the target's other LUNs.
 func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error) {
 	spec := r.Volume.ISCSI
 	if spec == nil {
@@ -76,25 +87,20 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 		return err
 	}
 
-	// Held until the host calls made under it have really ended, so that a
-	// call hung past the deadline never overlaps the next operation on the
-	// target (inflight.LockUntilIdle).
-	ctx, unlock, err := b.locks.LockUntilIdle(ctx, targetLock(spec.IQN))
-	if err != nil {
-		return fmt.Errorf("wait for other operations on target %s: %w", spec.IQN, err)
-	}
-	defer unlock()
-
-	// calls counts this stage's host calls, to tell whether one of them
-	// outlived the deadline and still runs when the stage fails.
-	ctx, calls := host.Track(ctx)
+	// The registration lasts until the host calls made under it have
+	// really ended, so that a call hung past the deadline keeps the
+	// target's sessions from being logged out under it.
+	ctx, use := b.targets.Stage(ctx, resourceKey(spec.IQN), r.VolumeID)
 	var created []host.ISCSISession
 	var added []host.Portal
 	defer func() {
-		if err == nil || (len(created) == 0 && len(added) == 0) {
+		if err == nil {
+			use.Staged()
 			return
 		}
-		if calls.Outstanding() > 0 {
+		deferred, running := use.Failed()
+		switch {
+		case running:
 			// A call hung past the deadline (a login) still runs and may
 			// yet create a session through the portals this stage added;
 			// removing them now would race it, and the portal locks it
@@ -103,11 +109,20 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 			// check of the staging path fails on the ended context), so
 			// the retry reuses what is there and an unstage releases it.
 			log.Info("A host call of the failed stage is still running; leaving its sessions and portals to the retry or the unstage")
-			return
+		case len(created) > 0 || len(added) > 0 || deferred:
+			b.rollback(ctx, spec, created, added, deferred)
 		}
-		b.rollback(ctx, r.VolumeID, spec.IQN, created, added)
 	}()
-	created, added, err = b.ensureSessions(ctx, spec)
+	_, err = use.Acquire(ctx,
+		func(ctx context.Context, fresh any) (bool, error) { return b.sessionsUsable(ctx, spec, fresh) },
+		func(ctx context.Context, t *shared.Transition) error {
+			c, a, now, err := b.ensureSessions(ctx, spec)
+			created, added = append(created, c...), append(added, a...)
+			if err == nil {
+				t.Keep(loggedIn(now))
+			}
+			return err
+		})
 	if err != nil {
 		return err
 	}
@@ -122,23 +137,39 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	return b.disks.PrepareAndMount(ctx, d, disk.PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS, ReadOnly: r.ReadOnly})
 }
 
-// ensureSessions logs in to the target through the portals that need a
-// session: every portal without one under multipath, otherwise the first
-// portal that answers when the target has no session at all. It returns the
-// sessions it created and the portals it registered, also on error, so that
-// the caller can roll them back.
-func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) (created []host.ISCSISession, added []host.Portal, err error) {
-	log := klog.FromContext(ctx)
-	existing, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list sessions of target %s: %w", spec.IQN, err)
+// loggedIn is what a transition that made the target ready leaves to the
+// stages that waited for it (shared.Transition.Keep): the target's sessions
+// as it found or made them, just now.
+type loggedIn []host.ISCSISession
+
+// sessionsUsable is a stage's check of a target the state calls ready: the
+// sessions the volume needs are there (one at least; with multipath one
+// through every portal) and, for a persistent volume, registered to come
+// back after a reboot. A stage that waited for the transition that made
+// the target ready (fresh) checks the sessions it left instead of asking
+// the host. Anything else is left to ensureSessions, as a transition.
+func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, fresh any) (bool, error) {
+	existing, ok := fresh.(loggedIn)
+	if !ok {
+		var err error
+		if existing, err = b.h.ISCSI.Sessions(ctx, spec.IQN); err != nil {
+			return false, fmt.Errorf("list sessions of target %s: %w", spec.IQN, err)
+		}
 	}
+	if len(existing) == 0 || len(unregistered(spec, existing)) > 0 {
+		return false, nil
+	}
+	return len(missingPaths(spec, existing)) == 0, nil
+}
+
+// missingPaths returns the portals the volume needs a session through:
+// every portal without one under multipath, otherwise the volume's portals
+// (in the contract's order: the first that answers is used) when the target
+// has no session at all.
+func missingPaths(spec *contract.ISCSISpec, existing []host.ISCSISession) []host.Portal {
 	have := make(map[string]bool, len(existing))
 	for _, s := range existing {
 		have[portalKey(s.TargetPortal)] = true
-	}
-	if err := b.makePersistent(ctx, spec, existing); err != nil {
-		return nil, nil, err
 	}
 	var want []host.Portal
 	switch {
@@ -151,20 +182,63 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 	case len(existing) == 0:
 		want = spec.Portals
 	}
+	return want
+}
+
+// unregistered returns the connected sessions a persistent volume reuses
+// that are not persistent yet.
+func unregistered(spec *contract.ISCSISpec, sessions []host.ISCSISession) []host.ISCSISession {
+	if !spec.Persistent {
+		return nil
+	}
+	var out []host.ISCSISession
+	for _, s := range sessions {
+		if !s.IsPersistent && s.IsConnected {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ensureSessions logs in to the target through the portals that need a
+// session: every portal without one under multipath, otherwise the first
+// portal that answers when the target has no session at all. It returns the
+// sessions it created and the portals it registered, also on error, so that
+// the caller can roll them back, and the target's sessions once it is done.
+// It runs as a transition of the target.
+func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) (created []host.ISCSISession, added []host.Portal, now []host.ISCSISession, err error) {
+	log := klog.FromContext(ctx)
+	existing, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("list sessions of target %s: %w", spec.IQN, err)
+	}
+	if err := b.makePersistent(ctx, spec, existing); err != nil {
+		return nil, nil, nil, err
+	}
+	for i := range existing {
+		if spec.Persistent && existing[i].IsConnected {
+			existing[i].IsPersistent = true // makePersistent registered it
+		}
+	}
+	have := make(map[string]bool, len(existing))
+	for _, s := range existing {
+		have[portalKey(s.TargetPortal)] = true
+	}
+	want := missingPaths(spec, existing)
 	if len(want) == 0 {
 		log.V(5).Info("Target already logged in", "sessions", len(existing))
-		return nil, nil, nil
+		return nil, nil, existing, nil
 	}
 
 	ctx, unlockPortals, err := b.lockPortals(ctx, want)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer unlockPortals()
 
 	registered, err := b.h.ISCSI.Portals(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list target portals: %w", err)
+		return nil, nil, nil, fmt.Errorf("list target portals: %w", err)
 	}
 	isRegistered := make(map[string]bool, len(registered))
 	for _, p := range registered {
@@ -174,13 +248,13 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 		var unlockSecret func()
 		ctx, unlockSecret, err = b.locks.LockUntilIdle(ctx, initiatorLock)
 		if err != nil {
-			return nil, nil, fmt.Errorf("wait for the initiator CHAP secret: %w", err)
+			return nil, nil, nil, fmt.Errorf("wait for the initiator CHAP secret: %w", err)
 		}
 		// Held until the logins below are done: another stage must not
 		// change the node-wide secret between setting it and logging in.
 		defer unlockSecret()
 		if err := b.setInitiatorSecret(ctx, spec.IQN, spec.InitiatorSecret); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 
@@ -206,20 +280,20 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 			down = append(down, err)
 			continue
 		default:
-			return created, added, err
+			return created, added, nil, err
 		}
 		if !spec.Multipath {
 			break
 		}
 	}
 	if len(have) == 0 && len(created) == 0 {
-		return created, added, fmt.Errorf("log in to target %s: no portal answered: %w", spec.IQN, errors.Join(down...))
+		return created, added, nil, fmt.Errorf("log in to target %s: no portal answered: %w", spec.IQN, errors.Join(down...))
 	}
 	if len(down) > 0 && spec.Multipath {
 		log.Info("Target logged in through some portals only; the volume is degraded until the others answer",
 			"down", len(down))
 	}
-	return created, added, nil
+	return created, added, append(existing, created...), nil
 }
 
 // login registers the portal when needed, makes sure the target is among
@@ -293,17 +367,11 @@ func (b *Backend) discovered(ctx context.Context, iqn string, p host.Portal) (bo
 // unregistered by an interrupted unstage), so that they come back after a
 // reboot as the contract promises.
 func (b *Backend) makePersistent(ctx context.Context, spec *contract.ISCSISpec, sessions []host.ISCSISession) error {
-	if !spec.Persistent {
-		return nil
-	}
 	var chap *host.CHAP
 	if spec.SessionAuth != host.AuthNone {
 		chap = &spec.SessionCHAP
 	}
-	for _, s := range sessions {
-		if s.IsPersistent || !s.IsConnected {
-			continue
-		}
+	for _, s := range unregistered(spec, sessions) {
 		klog.FromContext(ctx).V(2).Info("Making a reused session persistent", "sessionID", s.SessionID, "portal", s.TargetPortal.String())
 		if err := b.h.ISCSI.Register(ctx, s, spec.Multipath, chap); err != nil {
 			return fmt.Errorf("make the session of target %s through %s persistent: %w", spec.IQN, s.TargetPortal, err)
@@ -343,39 +411,34 @@ func (b *Backend) lockPortals(ctx context.Context, ps []host.Portal) (context.Co
 	return ctx, release, nil
 }
 
-// rollback undoes what a failed stage created: its sessions, when no other
-// staged volume uses the target, and the portals it added, when nothing
-// else uses them. Failures are logged; the stage's own error is what the
-// caller sees.
-func (b *Backend) rollback(ctx context.Context, volumeID, iqn string, created []host.ISCSISession, added []host.Portal) {
+// rollback undoes what a failed stage created, as a transition of the
+// target: its sessions, when no staged volume uses the target, and the
+// portals it added, when nothing else uses them. When an unstage left the
+// target's release to this stage (deferred), the target is released as
+// that unstage would have: every session, and the volume's portals. The
+// failed volume counts itself from the host (its staging path may hold a
+// mount point from an earlier stage). Failures are logged; the stage's own
+// error is what the caller sees.
+func (b *Backend) rollback(ctx context.Context, spec *contract.ISCSISpec, created []host.ISCSISession, added []host.Portal, deferred bool) {
 	log := klog.FromContext(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
-	if len(created) > 0 {
-		users, err := b.otherUsers(ctx, iqn, volumeID)
-		switch {
-		case err != nil:
-			log.Error(err, "Cannot tell whether other volumes use the target; keeping the sessions this stage created")
-		case len(users) > 0:
-			log.V(4).Info("Other volumes use the target; keeping its sessions", "volumes", users)
-		default:
-			ids := make(map[string]bool, len(created))
-			for _, s := range created {
-				ids[s.SessionID] = true
-			}
-			if err := b.logout(ctx, iqn, func(s host.ISCSISession) bool { return ids[s.SessionID] }); err != nil {
-				log.Error(err, "Cannot log out of the sessions this stage created")
-			}
+	r := release{iqn: spec.IQN, added: added}
+	if deferred {
+		r.portals = spec.Portals
+	} else {
+		ids := make(map[string]bool, len(created))
+		for _, s := range created {
+			ids[s.SessionID] = true
 		}
+		r.match = func(s host.ISCSISession) bool { return ids[s.SessionID] }
+		r.keepSessions = len(created) == 0
 	}
-	if len(added) > 0 && !b.opts.KeepPortals {
-		if err := b.removeUnusedPortals(ctx, volumeID, added); err != nil {
-			log.Error(err, "Cannot remove the portals this stage added")
-		}
+	if _, err := b.releaseTarget(ctx, r); err != nil {
+		log.Error(err, "Cannot undo the logins of the failed stage; the last unstage of the target does")
 	}
 }
 
 const initiatorLock = "initiator"
 
-func targetLock(iqn string) string { return "target:" + normalizeIQN(iqn) }
 func portalLock(key string) string { return "portal:" + key }

@@ -4,19 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/shared"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
 // Unstage unmounts the volume (flush, unmount, offline, as for disks), then
 // logs out of its target when no other staged volume uses a LUN of it, and
-// removes the volume's portals that nothing uses any more. A staging path
-// with nothing mounted still runs the release step, so a retry after a
-// crash between unmount and logout finishes the work.
+// removes the portals that nothing uses any more. A staging path with
+// nothing mounted still runs the release step, so a retry after a crash
+// between unmount and logout finishes the work.
+//
+// The volume is registered with its target (b.targets) from before the
+// unmount until its disk is offline: once the mount point is gone, another
+// volume's unstage no longer counts this one from the host, and logging
+// out then would take the disk away (and free its number for another disk)
+// before this unstage takes it offline. The last volume out logs out, once.
 func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	log := klog.FromContext(ctx)
 	rec, known := recordOf(r.Entry)
@@ -32,27 +42,26 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 		return nil
 	}
 	ctx = klog.NewContext(ctx, log.WithValues("iqn", iqn))
-	// The target's lock is taken before the unmount: once the mount point
-	// is gone, another volume's unstage would no longer count this one and
-	// could log out of the target, taking the disk away (and freeing its
-	// number for another disk) before this unstage takes it offline.
-	ctx, unlock, err := b.locks.LockUntilIdle(ctx, targetLock(iqn))
+	uctx, use, err := b.targets.Unstage(ctx, resourceKey(iqn), r.VolumeID)
 	if err != nil {
-		return fmt.Errorf("wait for other operations on target %s: %w", iqn, err)
+		return err
 	}
-	defer unlock()
-	num, err := b.disks.Unmount(ctx, r.StagingPath)
+	defer use.Done()
+	num, err := b.disks.Unmount(uctx, r.StagingPath)
 	if err != nil {
 		return err
 	}
 	if num == nil {
 		// Nothing was mounted: an earlier unstage may have crashed between
 		// the unmount and the offline. Finish it before the release.
-		if err := b.offlineLUN(ctx, rec); err != nil {
+		if err := b.offlineLUN(uctx, rec); err != nil {
 			return err
 		}
 	}
-	return b.release(ctx, r.VolumeID, iqn, rec.Portals)
+	use.Gone()
+	use.Done()
+	_, err = b.releaseTarget(ctx, release{volumeID: r.VolumeID, iqn: iqn, portals: rec.Portals, trustAbsent: true})
+	return err
 }
 
 // offlineLUN takes the disk of the record's LUN offline when it is online
@@ -77,79 +86,153 @@ func (b *Backend) offlineLUN(ctx context.Context, rec Record) error {
 	return nil
 }
 
-// release logs out of the target unless another volume uses it, then
-// removes the portals no longer used. The caller holds the target's lock.
-func (b *Backend) release(ctx context.Context, volumeID, iqn string, portals []host.Portal) error {
-	log := klog.FromContext(ctx)
-	users, err := b.otherUsers(ctx, iqn, volumeID)
-	if err != nil {
-		return err
-	}
-	if len(users) > 0 {
-		log.V(4).Info("Other staged volumes use the target; keeping its sessions", "volumes", users)
-	} else if err := b.logout(ctx, iqn, nil); err != nil {
-		return err
-	}
-	if b.opts.KeepPortals {
-		return nil
-	}
-	return b.removeUnusedPortals(ctx, volumeID, portals)
+// release is what releaseTarget does.
+type release struct {
+	// volumeID is the volume being unstaged ("": none; the failed volume
+	// of a rollback counts itself from the host).
+	volumeID string
+	iqn      string
+	// portals are removed, once the target is logged out, when nothing
+	// uses them; added (the portals a failed stage registered) are
+	// removed when nothing uses them whether the target is logged out or
+	// not.
+	portals, added []host.Portal
+	// match selects the sessions to log out (nil: all of them);
+	// keepSessions logs out of none (a failed stage that created none).
+	match        func(host.ISCSISession) bool
+	keepSessions bool
+	// trustAbsent: a target this process logged out and nothing logged
+	// in to since needs no host call.
+	trustAbsent bool
+	// dryRun decides without changing the host; unused, when set,
+	// receives whether the target is unused (ReleaseUnused).
+	dryRun bool
+	unused *bool
 }
 
-// otherUsers returns the IDs of the volumes other than volumeID that the
-// journal records on target iqn and whose staging path still holds a
-// volume mount point of a disk reached through the target. A mount point
-// whose volume the host cannot place (its disk offline or gone, as after a
-// reboot before the volume is staged again) counts too: a session is never
-// torn down under a volume that may still use it.
-func (b *Backend) otherUsers(ctx context.Context, iqn, volumeID string) ([]string, error) {
-	entries, err := b.store.ByResource(ctx, resourceKey(iqn))
-	if err != nil {
-		return nil, fmt.Errorf("read the volumes of target %s from the stage journal: %w", iqn, err)
-	}
-	var users []string
-	var disks map[uint32]bool
-	for _, e := range entries {
-		if e.VolumeID == volumeID || e.StagingPath == "" {
-			continue
+// releaseTarget logs out of the target unless another volume uses it, then
+// removes the portals no longer used, as a transition of the target
+// (shared.Set.Release: a volume still registered with the target takes
+// the decision over). It returns the target's state afterwards.
+func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, error) {
+	return b.targets.Release(ctx, resourceKey(r.iqn), r.volumeID, r.trustAbsent, func(ctx context.Context, t *shared.Transition) (shared.State, error) {
+		log := klog.FromContext(ctx)
+		user, err := b.otherUser(ctx, t, r.iqn)
+		if err != nil {
+			return t.Prev(), err
 		}
+		next := t.Prev()
+		portals := r.added
+		if user != "" {
+			log.V(4).Info("Other staged volumes use the target; keeping its sessions", "volumes", []string{user})
+		} else if r.unused != nil {
+			*r.unused = true
+		}
+		if user == "" && !r.dryRun && !r.keepSessions {
+			through, err := b.logout(ctx, r.iqn, r.match)
+			if err != nil {
+				return shared.Unknown, err
+			}
+			next = shared.Unknown // only some sessions went: the host decides next time
+			if r.match == nil {
+				next = shared.Absent
+			}
+			portals = slices.Concat(portals, r.portals, through, b.listedPortals(ctx, t))
+		}
+		if b.opts.KeepPortals || r.dryRun {
+			return next, nil
+		}
+		if err := b.removeUnusedPortals(ctx, portals); err != nil {
+			return shared.Unknown, err
+		}
+		return next, nil
+	})
+}
+
+// listedPortals returns the portals the target's other journal entries
+// list: volumes that no longer use the target (the transition found none
+// that does), whose portals go with it when nothing else uses them.
+func (b *Backend) listedPortals(ctx context.Context, t *shared.Transition) []host.Portal {
+	entries, err := b.store.ByResource(ctx, t.Key())
+	if err != nil {
+		return nil // the volume's own portals are still removed
+	}
+	var out []host.Portal
+	for _, e := range entries {
+		if rec, ok := recordOf(e); ok {
+			out = append(out, rec.Portals...)
+		}
+	}
+	return out
+}
+
+// otherUser returns a volume, other than the transition's own, that uses
+// the target, or "" when none does: a volume registered with the target
+// that relies on it, else one the journal records on the target whose
+// staging path still holds a volume mount point of a disk reached through
+// the target. A mount point whose volume the host cannot place (its disk
+// offline or gone, as after a reboot before the volume is staged again)
+// counts too: a session is never torn down under a volume that may still
+// use it.
+func (b *Backend) otherUser(ctx context.Context, t *shared.Transition, iqn string) (string, error) {
+	inUse, check, err := t.Others(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(inUse) > 0 {
+		return inUse[0], nil
+	}
+	var (
+		mu    sync.Mutex
+		disks map[uint32]bool
+	)
+	targetDisks := func(ctx context.Context) (map[uint32]bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if disks != nil {
+			return disks, nil
+		}
+		d, err := b.targetDisks(ctx, iqn)
+		if err == nil {
+			disks = d
+		}
+		return d, err
+	}
+	return shared.FirstUser(ctx, check, func(ctx context.Context, e journal.Entry) (bool, error) {
 		info, err := b.h.Files.Stat(ctx, e.StagingPath)
 		if err != nil {
-			return nil, fmt.Errorf("inspect staging path %s of volume %q: %w", e.StagingPath, e.VolumeID, err)
+			return false, fmt.Errorf("inspect staging path %s of volume %q: %w", e.StagingPath, e.VolumeID, err)
 		}
 		if info.Kind != host.PathMountPoint {
-			continue // not staged (any more): a stale or failed record
+			return false, nil // not staged (any more): a stale or failed record
 		}
 		num, err := b.h.Volumes.DiskNumber(ctx, info.Target)
 		if errors.Is(err, host.ErrNotFound) {
-			users = append(users, e.VolumeID)
-			continue
+			return true, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("find the disk of volume %s staged at %s: %w", info.Target, e.StagingPath, err)
+			return false, fmt.Errorf("find the disk of volume %s staged at %s: %w", info.Target, e.StagingPath, err)
 		}
-		if disks == nil {
-			if disks, err = b.targetDisks(ctx, iqn); err != nil {
-				return nil, err
-			}
+		nums, err := targetDisks(ctx)
+		if err != nil {
+			return false, err
 		}
-		if disks[num] {
-			users = append(users, e.VolumeID)
-		}
-	}
-	return users, nil
+		return nums[num], nil
+	})
 }
 
 // logout logs out of the target's sessions that match (all when match is
 // nil), unregistering persistent ones first so that Windows does not log
-// in again at boot. Sessions already gone are fine. Windows refusing
-// because the target's disks are in use fails with host.ErrInUse.
-func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSISession) bool) error {
+// in again at boot, and returns the portals of the sessions it logged out
+// of. Sessions already gone are fine. Windows refusing because the
+// target's disks are in use fails with host.ErrInUse.
+func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSISession) bool) ([]host.Portal, error) {
 	log := klog.FromContext(ctx)
 	sessions, err := b.h.ISCSI.Sessions(ctx, iqn)
 	if err != nil {
-		return fmt.Errorf("list sessions of target %s: %w", iqn, err)
+		return nil, fmt.Errorf("list sessions of target %s: %w", iqn, err)
 	}
+	var portals []host.Portal
 	remaining := len(sessions)
 	for _, s := range sessions {
 		if match != nil && !match(s) {
@@ -160,30 +243,32 @@ func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSIS
 			// afterwards (csi-proxy does the same, csi-proxy.md §2.6).
 			log.V(4).Info("Removing persistent login", "sessionID", s.SessionID, "portal", s.TargetPortal.String())
 			if err := b.h.ISCSI.Unregister(ctx, s); err != nil && !errors.Is(err, host.ErrNotFound) {
-				return fmt.Errorf("remove persistent login of target %s (session %s): %w", iqn, s.SessionID, err)
+				return portals, fmt.Errorf("remove persistent login of target %s (session %s): %w", iqn, s.SessionID, err)
 			}
 		}
 		log.V(2).Info("Logging out of target", "sessionID", s.SessionID, "portal", s.TargetPortal.String())
 		switch err := b.h.ISCSI.Disconnect(ctx, s); {
 		case err == nil, errors.Is(err, host.ErrNotFound):
 			remaining--
+			portals = append(portals, s.TargetPortal)
 		case errors.Is(err, host.ErrInUse):
-			return fmt.Errorf("log out of target %s (session %s): something still holds its disks: %w", iqn, s.SessionID, err)
+			return portals, fmt.Errorf("log out of target %s (session %s): something still holds its disks: %w", iqn, s.SessionID, err)
 		default:
-			return fmt.Errorf("log out of target %s (session %s): %w", iqn, s.SessionID, err)
+			return portals, fmt.Errorf("log out of target %s (session %s): %w", iqn, s.SessionID, err)
 		}
 	}
 	if remaining == 0 {
 		if err := b.forgetMutualTarget(ctx, iqn); err != nil {
-			return err
+			return portals, err
 		}
 	}
-	return nil
+	return portals, nil
 }
 
 // removeUnusedPortals removes each of portals that no session of any target
-// goes through and that no other staged volume lists.
-func (b *Backend) removeUnusedPortals(ctx context.Context, volumeID string, portals []host.Portal) error {
+// goes through and that no staged volume lists. It runs within a
+// transition of the target whose volumes listed them.
+func (b *Backend) removeUnusedPortals(ctx context.Context, portals []host.Portal) error {
 	if len(portals) == 0 {
 		return nil
 	}
@@ -212,7 +297,7 @@ func (b *Backend) removeUnusedPortals(ctx context.Context, volumeID string, port
 			continue
 		}
 		done[k] = true
-		why, err := b.portalUser(ctx, k, volumeID, sessions)
+		why, err := b.portalUser(ctx, k, sessions)
 		if err != nil {
 			return err
 		}
@@ -220,18 +305,30 @@ func (b *Backend) removeUnusedPortals(ctx context.Context, volumeID string, port
 			log.V(4).Info("Keeping target portal", "portal", k, "usedBy", why)
 			continue
 		}
-		log.V(2).Info("Removing target portal", "portal", k)
-		if err := b.h.ISCSI.RemovePortal(ctx, p); err != nil && !errors.Is(err, host.ErrNotFound) {
-			return fmt.Errorf("remove target portal %s: %w", k, err)
+		if err := b.removePortal(ctx, p); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// removePortal removes a target portal; one already gone is fine. The
+// caller holds the portal's lock.
+func (b *Backend) removePortal(ctx context.Context, p host.Portal) error {
+	k := portalKey(p)
+	klog.FromContext(ctx).V(2).Info("Removing target portal", "portal", k)
+	if err := b.h.ISCSI.RemovePortal(ctx, p); err != nil && !errors.Is(err, host.ErrNotFound) {
+		return fmt.Errorf("remove target portal %s: %w", k, err)
+	}
+	return nil
+}
+
 // portalUser names what still uses the portal with key k, or returns ""
-// when nothing does: a session of any target through it, or another
-// volume that lists it and whose staging path is a volume mount point.
-func (b *Backend) portalUser(ctx context.Context, k, volumeID string, sessions []host.ISCSISession) (string, error) {
+// when nothing does: a session of any target through it, a volume being
+// staged or unstaged on a target that lists it, or a volume that lists it
+// and whose staging path is a volume mount point. The volumes this process
+// saw leave their target are not asked about.
+func (b *Backend) portalUser(ctx context.Context, k string, sessions []host.ISCSISession) (string, error) {
 	for _, s := range sessions {
 		if portalKey(s.TargetPortal) == k {
 			return "a session of target " + s.TargetNodeAddress, nil
@@ -241,17 +338,26 @@ func (b *Backend) portalUser(ctx context.Context, k, volumeID string, sessions [
 	if err != nil {
 		return "", fmt.Errorf("read the iSCSI volumes from the stage journal: %w", err)
 	}
+	var check []journal.Entry
 	for _, e := range entries {
-		if rec, ok := recordOf(e); e.VolumeID == volumeID || !ok || !rec.listsPortal(k) {
+		rec, ok := recordOf(e)
+		if !ok || !rec.listsPortal(k) || b.targets.IsGone(e.ResourceKey, e.VolumeID) {
 			continue
 		}
-		info, err := b.h.Files.Stat(ctx, e.StagingPath)
-		if err != nil {
-			return "", fmt.Errorf("inspect staging path %s of volume %q: %w", e.StagingPath, e.VolumeID, err)
-		}
-		if info.Kind == host.PathMountPoint {
+		if b.targets.Registered(e.ResourceKey, e.VolumeID) {
 			return fmt.Sprintf("volume %q", e.VolumeID), nil
 		}
+		check = append(check, e)
 	}
-	return "", nil
+	id, err := shared.FirstUser(ctx, check, func(ctx context.Context, e journal.Entry) (bool, error) {
+		info, err := b.h.Files.Stat(ctx, e.StagingPath)
+		if err != nil {
+			return false, fmt.Errorf("inspect staging path %s of volume %q: %w", e.StagingPath, e.VolumeID, err)
+		}
+		return info.Kind == host.PathMountPoint, nil
+	})
+	if id != "" {
+		return fmt.Sprintf("volume %q", id), nil
+	}
+	return "", err
 }

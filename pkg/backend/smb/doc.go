@@ -24,9 +24,29 @@
 //     because removing it would break the other volumes.
 //   - The users of a share are counted from host state (the staging links),
 //     using the journal only as the index of where to look, so the count is
-//     right after a restart or a crash; a share's mapping is made, checked
-//     and removed under a per-share lock held until the host calls really
-//     end.
+//     right after a restart or a crash.
+//
+// # Concurrency
+//
+// Each share's mapping has a state and a set of registered volumes
+// (pkg/backend/shared). Only its transitions are exclusive per share, under
+// a lock held until their host calls really end: making the mapping (or
+// making it again when it is stale or does not suit the volume), and
+// removing it. A stage registers with the share first; when the share is
+// ready it checks the mapping (it exists with status OK, was made as the
+// volume's user, encrypts when the volume requires it) and goes on to the
+// directory check and the link beside the share's other stages, without
+// waiting; a refusal of that directory check through a mapping that looked
+// usable repairs the mapping as a transition and checks again. Stages that
+// arrive while the mapping is being made wait for it and use it. An
+// unstage is registered from before it removes its link; the mapping is
+// removed only when no other volume is registered and no journal entry of
+// the share still links into it on the host: the last volume out removes
+// it, once. A stage that fails removes the mapping it made, or the mapping
+// an unstage left to it, unless a staged volume uses it.
+//
+// ReleaseUnused (backend.Releaser) is the same decision for a caller that
+// is not a volume, such as an orphan sweep.
 //
 // What does not belong here: gRPC codes (the node maps host sentinels),
 // WMI or Win32 details (pkg/host/winhost), parsing of the volume's

@@ -50,9 +50,10 @@ type env struct {
 	jdir         string
 	keepMappings bool // --smb-keep-mappings
 
-	sim *sim.Sim
-	jr  *journal.Journal
-	ns  *node.Server
+	sim    *sim.Sim
+	jr     *journal.Journal
+	ns     *node.Server
+	plugin *plugin.Plugin
 }
 
 // defaultShares are \\srv\data (alice, bob, CORP\alice), \\srv\other (bob),
@@ -122,7 +123,7 @@ func (e *env) start() {
 		_ = s.Close() // the wiring error is the one to report
 		e.t.Fatal(err)
 	}
-	e.sim, e.jr, e.ns = s, p.Journal, p.Node
+	e.sim, e.jr, e.ns, e.plugin = s, p.Journal, p.Node, p
 }
 
 // restart simulates a plugin restart: everything in memory is dropped.

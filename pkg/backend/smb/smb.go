@@ -10,9 +10,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/shared"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/inflight"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -40,17 +40,21 @@ const notePrefix = "smb-mapping:"
 
 // Backend is the SMB backend.
 type Backend struct {
-	h      host.Host
-	store  backend.Store
-	opts   Options
-	shares *inflight.KeyMutex // one share root's mapping at a time
+	h     host.Host
+	store backend.Store
+	opts  Options
+	// shares is the state of each share root's global mapping and the
+	// volumes using it (keyed by the journal's ResourceKey, "smb:" and
+	// the share root): mapping, repairing and unmapping a share are its
+	// transitions, the per-volume work runs beside them.
+	shares *shared.Set
 }
 
 // New returns an SMB backend over h. store is the stage journal: the
 // backend reads the records of the volumes of a share from it, to count the
 // share's users, and keeps a note per global mapping it made (notePrefix).
 func New(h host.Host, store backend.Store, o Options) *Backend {
-	return &Backend{h: h, store: store, opts: o, shares: inflight.NewKeyMutex()}
+	return &Backend{h: h, store: store, opts: o, shares: shared.NewSet("share", store)}
 }
 
 // stagingState is what a stage finds at the staging path.
@@ -66,6 +70,11 @@ const (
 // path: it ensures one healthy global mapping of the share root, checks the
 // directory exists and links the staging path to it. A repeated stage
 // verifies (and repairs) the mapping and succeeds.
+//
+// Only making, repairing or removing the mapping is exclusive per share
+// (a transition of b.shares); a stage that finds the mapping ready checks
+// it and does its own work (the directory check, the link) beside the
+// stages of the share's other volumes.
 func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error) {
 	spec := r.Volume.SMB
 	if spec == nil {
@@ -79,28 +88,47 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 		return err
 	}
 
-	ctx, unlock, err := b.lockShare(ctx, root)
+	ctx, use := b.shares.Stage(ctx, resourceKey(root), r.VolumeID)
+	// made: this stage made (or made again) the mapping, so a failure
+	// removes it unless another volume uses it.
+	made := false
+	defer func() {
+		if err == nil {
+			use.Staged()
+			return
+		}
+		deferred, running := use.Failed()
+		if running {
+			log.V(2).Info("A host call of the failed stage is still running; leaving the global mapping to the retry or the unstage")
+			return
+		}
+		if made || deferred {
+			b.releaseAfterFailure(ctx, root)
+		}
+	}()
+	connect := func(ctx context.Context, t *shared.Transition) error {
+		m, err := b.ensureMapping(ctx, t, spec)
+		made = made || (m && err == nil)
+		return err
+	}
+	connected, err := use.Acquire(ctx, func(ctx context.Context, fresh any) (bool, error) { return b.mappingUsable(ctx, spec, fresh) }, connect)
 	if err != nil {
 		return err
 	}
-	defer unlock()
 
-	created, err := b.ensureMapping(ctx, r.VolumeID, spec)
+	err = b.checkDirectory(ctx, unc, root)
+	if err != nil && !connected && staleMapping(err) {
+		// The mapping looked usable, but the share refuses or does not
+		// answer through it: check and repair it as a transition (the
+		// full check tells a stale mapping from a directory this user
+		// may not read), then check the directory again.
+		log.V(2).Info("The share refuses the directory through its global mapping; checking the mapping", "err", err)
+		if _, rerr := use.Repair(ctx, connect); rerr != nil {
+			return rerr
+		}
+		err = b.checkDirectory(ctx, unc, root)
+	}
 	if err != nil {
-		return err
-	}
-	if created && state != stagingLinked {
-		// Undo the mapping this stage made if the stage fails, unless
-		// another volume started to use it meanwhile (it cannot: the
-		// share lock is held, but the count is cheap and host-based).
-		defer func() {
-			if err != nil {
-				b.rollback(ctx, r.VolumeID, root)
-			}
-		}()
-	}
-
-	if err := b.checkDirectory(ctx, unc, root); err != nil {
 		return err
 	}
 	if state == stagingLinked {
@@ -108,6 +136,52 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 		return nil
 	}
 	return b.link(ctx, r.StagingPath, unc, state)
+}
+
+// staleMapping reports whether a directory check failed in a way a stale
+// global mapping explains: the share refused the mapping's credentials or
+// did not answer through it.
+func staleMapping(err error) bool {
+	return errors.Is(err, host.ErrAccessDenied) || errors.Is(err, host.ErrLogonFailure) || errors.Is(err, host.ErrUnreachable)
+}
+
+// mapped is what a transition that made the share ready leaves to the
+// stages that waited for it (shared.Transition.Keep): the mapping it found
+// usable or made, just now.
+type mapped struct {
+	requirePrivacy bool
+}
+
+// mappingUsable is a stage's check of a mapping the share's state calls
+// ready: it exists with status OK, was made as the volume's user (when the
+// plugin knows) and with encryption when the volume requires it. A stage
+// that waited for the transition that made the share ready (fresh) takes
+// its word for the mapping and checks only what is its own. The share
+// answering through the mapping is checked by the stage's own directory
+// check.
+func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec, fresh any) (bool, error) {
+	root := spec.MappingPath()
+	if m, ok := fresh.(mapped); ok {
+		if spec.RequirePrivacy && !m.requirePrivacy {
+			return false, nil
+		}
+	} else {
+		m, err := b.h.SMB.Mapping(ctx, root)
+		switch {
+		case errors.Is(err, host.ErrNotFound):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("read the global mapping of %s: %w", root, err)
+		case m.Status != host.MappingOK:
+			return false, nil
+		case spec.RequirePrivacy && !m.RequirePrivacy:
+			return false, nil
+		}
+	}
+	if made, ok := b.maker(ctx, root); ok && !strings.EqualFold(made, spec.Credential.User) {
+		return false, nil
+	}
+	return true, nil
 }
 
 // inspectStaging classifies what is at the staging path.
@@ -141,29 +215,17 @@ func (b *Backend) inspectStaging(ctx context.Context, staging, unc string) (stag
 	return 0, fmt.Errorf("staging path %s is a %s, not a directory: %w", staging, info.Kind, host.ErrConflict)
 }
 
-// lockShare takes the share's lock and returns a context whose host calls
-// keep it held: the lock is released when unlock has been called and every
-// host call made under the returned context has really ended, so that work
-// still running after a deadline never overlaps the next operation on the
-// share.
-func (b *Backend) lockShare(ctx context.Context, root string) (context.Context, func(), error) {
-	ctx, unlock, err := b.shares.LockUntilIdle(ctx, root)
-	if err != nil {
-		return ctx, nil, fmt.Errorf("wait for other operations on share %s: %w", root, err)
-	}
-	return ctx, unlock, nil
-}
-
 // ensureMapping makes sure one healthy global mapping of the share root
-// exists, and reports whether it made one. The caller holds the share lock.
-func (b *Backend) ensureMapping(ctx context.Context, volumeID string, spec *contract.SMBSpec) (bool, error) {
+// exists, and reports whether it made one. It runs as a transition of the
+// share.
+func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition, spec *contract.SMBSpec) (bool, error) {
 	root := spec.MappingPath()
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 
 	m, err := b.h.SMB.Mapping(ctx, root)
 	if errors.Is(err, host.ErrNotFound) {
 		log.V(4).Info("Share is not mapped yet")
-		return true, b.mapShare(ctx, spec)
+		return true, keepMapping(t, spec.RequirePrivacy, b.mapShare(ctx, spec))
 	}
 	if err != nil {
 		return false, fmt.Errorf("read the global mapping of %s: %w", root, err)
@@ -173,7 +235,7 @@ func (b *Backend) ensureMapping(ctx context.Context, volumeID string, spec *cont
 		// outage) makes a new mapping fail and never heals by itself
 		// (windows-drivers.md §1.4, csi-driver-smb #1219).
 		log.V(2).Info("Global mapping is not usable; mapping the share again", "status", m.Status.String())
-		return true, b.remap(ctx, spec)
+		return true, keepMapping(t, spec.RequirePrivacy, b.remap(ctx, spec))
 	}
 	if err := b.checkMapping(ctx, spec); err != nil {
 		if !errors.Is(err, errStaleCredentials) {
@@ -184,9 +246,9 @@ func (b *Backend) ensureMapping(ctx context.Context, volumeID string, spec *cont
 		// It is useless for every volume of the share, so remapping
 		// breaks nothing that works.
 		log.V(2).Info("Global mapping lost access to the share (credentials changed on the server?); mapping the share again", "err", err)
-		return true, b.remap(ctx, spec)
+		return true, keepMapping(t, spec.RequirePrivacy, b.remap(ctx, spec))
 	}
-	return b.reconcile(ctx, volumeID, spec, m)
+	return b.reconcile(ctx, t, spec, m)
 }
 
 // errStaleCredentials marks a mapping that the server no longer accepts.
@@ -231,7 +293,7 @@ func (b *Backend) checkMapping(ctx context.Context, spec *contract.SMBSpec) erro
 // the same user name and with encryption when the volume requires it. A
 // mapping that does not suit is remade only when no other staged volume
 // uses the share.
-func (b *Backend) reconcile(ctx context.Context, volumeID string, spec *contract.SMBSpec, m host.SMBMapping) (bool, error) {
+func (b *Backend) reconcile(ctx context.Context, t *shared.Transition, spec *contract.SMBSpec, m host.SMBMapping) (bool, error) {
 	root, user := spec.MappingPath(), spec.Credential.User
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 
@@ -245,19 +307,29 @@ func (b *Backend) reconcile(ctx context.Context, volumeID string, spec *contract
 	}
 	if why == "" {
 		log.V(4).Info("Reusing global mapping")
-		return false, nil
+		return false, keepMapping(t, m.RequirePrivacy, nil)
 	}
-	if others := b.otherUsers(ctx, root, volumeID); others > 0 {
+	if other := b.otherUser(ctx, t, root); other != "" {
 		if privacy {
-			return false, fmt.Errorf("share %s is mapped without SMB encryption (requirePrivacy false) for %d other staged volume(s), "+
-				"and this volume requires it; all volumes of a share must agree on requirePrivacy: %w", root, others, host.ErrConflict)
+			return false, fmt.Errorf("share %s is mapped without SMB encryption (requirePrivacy false) for other staged volumes (such as %q), "+
+				"and this volume requires it; all volumes of a share must agree on requirePrivacy: %w", root, other, host.ErrConflict)
 		}
 		log.V(2).Info("Keeping the global mapping of the share although "+why+": other staged volumes use it and removing it would break them; "+
-			"all volumes of a share should use the same credentials", "otherVolumes", others)
-		return false, nil
+			"all volumes of a share should use the same credentials", "volumes", []string{other})
+		return false, keepMapping(t, m.RequirePrivacy, nil)
 	}
 	log.V(2).Info("Mapping the share again because " + why)
-	return true, b.remap(ctx, spec)
+	return true, keepMapping(t, spec.RequirePrivacy, b.remap(ctx, spec))
+}
+
+// keepMapping leaves the mapping a transition found usable or made (with
+// requirePrivacy) to the stages waiting for it, when err is nil, and
+// returns err.
+func keepMapping(t *shared.Transition, requirePrivacy bool, err error) error {
+	if err == nil {
+		t.Keep(mapped{requirePrivacy: requirePrivacy})
+	}
+	return err
 }
 
 // remap removes the share's mapping and makes it again with the volume's
@@ -323,9 +395,9 @@ func mapError(spec *contract.SMBSpec, err error) error {
 	case errors.Is(err, host.ErrNotFound):
 		return fmt.Errorf("map share %s: the share does not exist on server %s: %w", root, spec.Server, err)
 	case errors.Is(err, host.ErrAlreadyExists):
-		// Under the share lock the plugin cannot race itself: someone else
-		// mapped the share, or a mapping exists under another spelling of
-		// the path that the lookup did not find.
+		// Mapping is a transition of the share, so the plugin cannot race
+		// itself: someone else mapped the share, or a mapping exists under
+		// another spelling of the path that the lookup did not find.
 		return fmt.Errorf("map share %s: a mapping of the share already exists but could not be read back (made outside the plugin?); "+
 			"remove it with Remove-SmbGlobalMapping: %v: %w", root, err, host.ErrConflict)
 	}
@@ -374,23 +446,21 @@ func (b *Backend) link(ctx context.Context, staging, unc string, state stagingSt
 	return nil
 }
 
-// rollback removes the mapping a failed stage made, unless another staged
-// volume uses the share. It runs under the share lock, with its own
-// deadline, because the stage's context may have ended.
-func (b *Backend) rollback(ctx context.Context, volumeID, root string) {
+// releaseAfterFailure removes the share's mapping after a failed stage
+// that made it, or to which an unstage left the decision, unless a staged
+// volume uses the share. The failed volume counts itself from the host
+// (its staging path may hold a link from an earlier stage). It runs with
+// its own deadline, because the stage's context may have ended.
+func (b *Backend) releaseAfterFailure(ctx context.Context, root string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
+	if b.opts.KeepMappings {
+		return
+	}
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
-	if others := b.otherUsers(ctx, root, volumeID); others > 0 {
-		log.V(4).Info("Stage failed; keeping the global mapping it made: other volumes use it", "otherVolumes", others)
-		return
+	if err := b.releaseShare(ctx, "", root, false); err != nil {
+		log.Error(err, "Cannot remove the global mapping after a failed stage; the last unstage of the share removes it")
 	}
-	log.V(4).Info("Stage failed; removing the global mapping it made")
-	if err := b.h.SMB.Unmap(ctx, root); err != nil && !errors.Is(err, host.ErrNotFound) {
-		log.Error(err, "Cannot remove the global mapping of a failed stage; the last unstage of the share removes it")
-		return
-	}
-	b.forgetMaker(ctx, root)
 }
 
 // maker returns the user name the share's mapping was made with, when

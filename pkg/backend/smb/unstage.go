@@ -9,7 +9,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/shared"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -19,17 +21,30 @@ import (
 // that a crash between removing the link and removing the mapping converges
 // on the retry (the node keeps the journal entry until Unstage succeeds).
 // A volume the journal does not know keeps its share's mapping: without
-// the journal the other users cannot be found.
+// the journal the other users cannot be counted.
+//
+// While it runs, the volume is registered with its share (b.shares), so
+// that no other volume's unstage removes the mapping under its link; the
+// last volume out removes it, once.
 func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	log := klog.FromContext(ctx).WithValues("stagingTargetPath", r.StagingPath)
+	rec, known := recordOf(r.Entry)
+	journalRoot := rec.Share
+	var use *shared.Use
+	if known {
+		var err error
+		ctx, use, err = b.shares.Unstage(ctx, resourceKey(journalRoot), r.VolumeID)
+		if err != nil {
+			return err
+		}
+		defer use.Done()
+	}
 	info, err := b.h.Files.Stat(ctx, r.StagingPath)
 	if err != nil {
 		return fmt.Errorf("inspect staging path %s: %w", r.StagingPath, err)
 	}
 
 	var roots []string
-	rec, known := recordOf(r.Entry)
-	journalRoot := rec.Share
 	switch info.Kind {
 	case host.PathSymlink:
 		root, ok := shareRoot(info.Target)
@@ -48,6 +63,9 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 		if err := b.h.Files.Remove(ctx, r.StagingPath); err != nil && !errors.Is(err, host.ErrNotFound) {
 			return fmt.Errorf("remove staging link %s: %w", r.StagingPath, err)
 		}
+		if use != nil {
+			use.Gone()
+		}
 		if err := b.h.Files.MakeDir(ctx, r.StagingPath); err != nil {
 			return fmt.Errorf("recreate staging directory %s: %w", r.StagingPath, err)
 		}
@@ -58,6 +76,7 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 			log.V(4).Info("Nothing staged at the staging path")
 			return nil
 		}
+		use.Gone()
 		log.V(4).Info("Staging link already removed; releasing the share", "remotePath", journalRoot)
 		roots = append(roots, journalRoot)
 	default:
@@ -72,76 +91,86 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 		log.V(2).Info("Volume unknown to the stage journal; keeping the global mapping of its share", "remotePath", roots[0])
 		return nil
 	}
+	if use != nil {
+		use.Done()
+	}
 	for _, root := range roots {
-		if err := b.release(ctx, r.VolumeID, root); err != nil {
+		if err := b.releaseShare(ctx, r.VolumeID, root, true); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// release removes the share's global mapping when no staged volume other
-// than volumeID uses it.
-func (b *Backend) release(ctx context.Context, volumeID, root string) error {
+// releaseShare removes the share's global mapping when no volume other
+// than volumeID uses it, as a transition of the share (shared.Set.Release:
+// a volume still registered with the share takes the decision over). With
+// trustAbsent, a share this process unmapped and nothing mapped since
+// needs no host call.
+func (b *Backend) releaseShare(ctx context.Context, volumeID, root string, trustAbsent bool) error {
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 	if b.opts.KeepMappings {
 		log.V(4).Info("Keeping the global mapping (mappings are kept by configuration)")
 		return nil
 	}
-	ctx, unlock, err := b.lockShare(ctx, root)
-	if err != nil {
-		return err
-	}
-	defer unlock()
+	_, err := b.shares.Release(ctx, resourceKey(root), volumeID, trustAbsent, func(ctx context.Context, t *shared.Transition) (shared.State, error) {
+		if other := b.otherUser(ctx, t, root); other != "" {
+			log.V(4).Info("Keeping the global mapping: other staged volumes use it", "volumes", []string{other})
+			return t.Prev(), nil
+		}
+		return b.unmap(ctx, root)
+	})
+	return err
+}
 
-	if others := b.otherUsers(ctx, root, volumeID); others > 0 {
-		log.V(4).Info("Keeping the global mapping: other staged volumes use it", "otherVolumes", others)
-		return nil
-	}
+// unmap removes the share's global mapping and its note.
+func (b *Backend) unmap(ctx context.Context, root string) (shared.State, error) {
+	log := klog.FromContext(ctx).WithValues("remotePath", root)
 	log.V(2).Info("Removing the global mapping: no staged volume uses the share any more")
 	if err := b.h.SMB.Unmap(ctx, root); err != nil {
 		if !errors.Is(err, host.ErrNotFound) {
-			return fmt.Errorf("remove the global mapping of %s: %w", root, err)
+			return shared.Unknown, fmt.Errorf("remove the global mapping of %s: %w", root, err)
 		}
 		log.V(4).Info("Global mapping already gone")
 	}
 	b.forgetMaker(ctx, root)
-	return nil
+	return shared.Absent, nil
 }
 
-// otherUsers counts the staged volumes other than volumeID that use the
-// share: the journal says where to look, the host decides. A volume counts
-// when its staging path is a link into the share. A staging path that
+// otherUser returns a volume, other than the transition's own, that uses
+// the share, or "" when none does: a volume registered with the share that
+// relies on it, else one whose staging path is a link into the share (the
+// journal says where to look, the host decides). A staging path that
 // cannot be inspected counts too: keeping a mapping nobody needs costs far
 // less than removing one in use.
-func (b *Backend) otherUsers(ctx context.Context, root, volumeID string) int {
-	entries, err := b.store.ByResource(ctx, resourceKey(root))
+func (b *Backend) otherUser(ctx context.Context, t *shared.Transition, root string) string {
+	log := klog.FromContext(ctx)
+	inUse, check, err := t.Others(ctx)
 	if err != nil {
 		// Without the records the users cannot be counted: count one, so
 		// that the mapping stays.
-		klog.FromContext(ctx).Error(err, "Cannot read the volumes of the share from the stage journal; keeping its global mapping", "remotePath", root)
-		return 1
+		log.Error(err, "Cannot read the volumes of the share from the stage journal; keeping its global mapping", "remotePath", root)
+		return "(unknown: the stage journal cannot be read)"
 	}
-	n := 0
-	for _, e := range entries {
-		if e.VolumeID == volumeID || e.StagingPath == "" {
-			continue
-		}
+	if len(inUse) > 0 {
+		return inUse[0]
+	}
+	id, _ := shared.FirstUser(ctx, check, func(ctx context.Context, e journal.Entry) (bool, error) {
 		info, err := b.h.Files.Stat(ctx, e.StagingPath)
 		if err != nil {
-			klog.FromContext(ctx).V(2).Info("Cannot inspect the staging path of another volume of the share; counting it as a user",
-				"volumeID", e.VolumeID, "stagingTargetPath", e.StagingPath, "err", err)
-			n++
-			continue
+			if ctx.Err() == nil {
+				log.V(2).Info("Cannot inspect the staging path of another volume of the share; counting it as a user",
+					"volumeID", e.VolumeID, "stagingTargetPath", e.StagingPath, "err", err)
+			}
+			return ctx.Err() == nil, nil
 		}
 		if info.Kind != host.PathSymlink {
-			continue
+			return false, nil
 		}
-		if r, ok := shareRoot(info.Target); ok && r == root {
-			n++
-		}
-	}
-	return n
+		r, ok := shareRoot(info.Target)
+		return ok && r == root, nil
+	})
+	return id
 }
 
 // shareRoot returns the lower-cased share root \\server\share of a UNC

@@ -113,8 +113,11 @@
 // released; Faults().Hung(op) counts it from the moment it blocks, when it
 // is already outstanding), crashBefore (exit before the call has any effect), crashAfter
 // (exit once the call's effect is durable), exitCode (default 86). Unknown
-// fields are rejected. Crashes flush klog and call the package variable
-// exit (os.Exit; tests replace it). The file is read once, by New: remove
+// fields are rejected. A crash stands for the plugin's process dying, not
+// the host: it first stops the other calls at the sim's mutex and writes
+// the model with what they did so far, so the real links and directories
+// and state.json agree after the restart; then it flushes klog and calls
+// the package variable exit (os.Exit; tests replace it). The file is read once, by New: remove
 // or rewrite it before restarting a crashed process.
 //
 // Calls, Count and ResetCounts expose per-op counters; Mark and OpsSince

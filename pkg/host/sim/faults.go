@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -327,13 +328,31 @@ func (f *Faults) hangNow(op string, a action) {
 	f.hung[op] = append(f.hung[op], a.hang)
 }
 
-// crash flushes the logs and calls exit.
+// crash makes the model durable, flushes the logs and calls exit. The
+// simulated host stands for Windows, which outlives the plugin's process:
+// what other calls already did stays done. So the crash first stops every
+// other call at the sim's mutex and writes the model as it is (a call that
+// made a link but whose state was not yet written would otherwise leave
+// the links and state.json disagreeing after the restart), under the
+// persister's write lock so that no older write lands after it.
 func (s *Sim) crash(op string, code int, when string) {
 	s.log.Info("injected crash", "method", op, "when", when, "exitCode", code)
+	s.p.write.Lock()
+	s.mu.Lock()
+	var buf bytes.Buffer
+	data, err := encodeState(&buf, s.st)
+	if err == nil {
+		err = writeAtomic(s.dir, data)
+	}
+	if err != nil {
+		s.log.Error(err, "writing sim state before the injected crash", "dir", s.dir)
+	}
 	klog.Flush()
 	exit(code)
 	// Only reached when a test replaced exit: the process "died", so its
 	// directory lock goes too, letting the test open the sim again as a
 	// restarted process would.
+	s.mu.Unlock()
+	s.p.write.Unlock()
 	s.unlock()
 }

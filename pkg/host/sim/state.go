@@ -270,6 +270,10 @@ func writeAtomic(dir string, data []byte) error {
 // persister writes the latest state for every generation requested, one
 // write covering all the generations bumped meanwhile (group commit).
 type persister struct {
+	// write is held from encoding the model to renaming state.json, so
+	// that a crash's own write (Sim.crash) is never overtaken by an older
+	// one. Taken before Sim.mu.
+	write     sync.Mutex
 	mu        sync.Mutex
 	cond      *sync.Cond
 	requested uint64
@@ -307,6 +311,7 @@ func (s *Sim) persistLoop() {
 			hold()
 		}
 
+		p.write.Lock()
 		s.mu.Lock()
 		data, err := encodeState(&buf, s.st)
 		g := s.gen
@@ -314,6 +319,7 @@ func (s *Sim) persistLoop() {
 		if err == nil {
 			err = writeAtomic(s.dir, data)
 		}
+		p.write.Unlock()
 		if err != nil {
 			s.log.Error(err, "writing sim state", "dir", s.dir)
 		}

@@ -2,8 +2,10 @@ package testbin
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,4 +73,22 @@ func (p *Plugin) HostUsage(t testing.TB) HostUsage {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// ReadHostUsage is HostUsage for callers that must not fail the test from
+// another goroutine, or while the plugin may be exiting: it returns the
+// error instead.
+func (p *Plugin) ReadHostUsage() (HostUsage, error) {
+	if p.HTTPAddr == "" {
+		return HostUsage{}, errors.New("testbin: ReadHostUsage needs a plugin started with Options.HTTP")
+	}
+	resp, err := http.Get("http://" + p.HTTPAddr + "/metrics")
+	if err != nil {
+		return HostUsage{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return HostUsage{}, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return ParseHostUsage(resp.Body)
 }

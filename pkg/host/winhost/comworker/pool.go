@@ -341,8 +341,11 @@ func (p *Pool[T]) run(w *worker, ready chan<- error) {
 			p.mu.Unlock()
 
 			err := p.call(w, j, state)
-			abandoned := j.finish(err)
+			// Ended before the caller hears of it: a caller that then
+			// asks its tracker whether a call still runs must not
+			// count this one.
 			j.end()
+			abandoned := j.finish(err)
 			if abandoned {
 				p.mu.Lock()
 				p.retireLocked(w) // normally done by the caller already

@@ -1,0 +1,528 @@
+package shared
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
+)
+
+const key = "smb:\\\\srv\\data"
+
+func newSet(t *testing.T) (*Set, *journal.Journal) {
+	t.Helper()
+	jr, err := journal.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewSet("share", jr), jr
+}
+
+func put(t *testing.T, jr *journal.Journal, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if err := jr.Put(context.Background(), journal.Entry{VolumeID: id, StagingPath: "/k/" + id, Backend: "smb", ResourceKey: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// counter counts the calls of a transition function.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) connect(err error) ConnectFunc {
+	return func(context.Context, *Transition) error { c.n.Add(1); return err }
+}
+
+func (c *counter) disconnect(next State) DisconnectFunc {
+	return func(context.Context, *Transition) (State, error) { c.n.Add(1); return next, nil }
+}
+
+func yes(context.Context, any) (bool, error) { return true, nil }
+
+func wantState(t *testing.T, s *Set, want State) {
+	t.Helper()
+	if got := s.State(key); got != want {
+		t.Fatalf("state %s, want %s", got, want)
+	}
+}
+
+// stage registers id and acquires the resource.
+func stage(t *testing.T, s *Set, id string, verify func(context.Context, any) (bool, error), connect ConnectFunc) *Use {
+	t.Helper()
+	ctx, u := s.Stage(context.Background(), key, id)
+	if _, err := u.Acquire(ctx, verify, connect); err != nil {
+		t.Errorf("acquire %s: %v", id, err)
+	}
+	return u
+}
+
+// TestAcquire: an unknown resource is connected by the first stage; a
+// ready one is verified and used without a transition; a ready one that
+// fails verification is connected again; a connect that fails leaves it
+// unknown.
+func TestAcquire(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ready       bool // the resource was connected before
+		verifyOK    bool
+		connectErr  error
+		wantConnect int64
+		wantState   State
+	}{
+		{name: "unknown is connected", wantConnect: 1, wantState: Ready},
+		{name: "ready and verified needs no transition", ready: true, verifyOK: true, wantConnect: 0, wantState: Ready},
+		{name: "ready but unusable is connected again", ready: true, wantConnect: 1, wantState: Ready},
+		{name: "failed connect leaves unknown", connectErr: host.ErrUnreachable, wantConnect: 1, wantState: Unknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newSet(t)
+			if tc.ready {
+				stage(t, s, "before", yes, (&counter{}).connect(nil)).Staged()
+			}
+			var c counter
+			var verified atomic.Int64
+			verify := func(context.Context, any) (bool, error) { verified.Add(1); return tc.verifyOK, nil }
+			ctx, u := s.Stage(context.Background(), key, "v")
+			connected, err := u.Acquire(ctx, verify, c.connect(tc.connectErr))
+			if !errors.Is(err, tc.connectErr) {
+				t.Fatalf("acquire: %v, want %v", err, tc.connectErr)
+			}
+			if got := c.n.Load(); got != tc.wantConnect || connected != (tc.wantConnect > 0) {
+				t.Fatalf("connect ran %d times (connected %t), want %d", got, connected, tc.wantConnect)
+			}
+			if tc.ready && verified.Load() != 1 {
+				t.Fatalf("verify ran %d times on a ready resource, want 1", verified.Load())
+			}
+			if !tc.ready && verified.Load() != 0 {
+				t.Fatalf("verify ran on a resource that was not ready")
+			}
+			wantState(t, s, tc.wantState)
+		})
+	}
+}
+
+// TestWaitersTakeTheTransitionResult: stages that arrive while the first
+// stage connects wait for it and use its result, which their verify gets:
+// one connect for all; a stage that comes later, not having waited, gets
+// nothing kept and asks the host.
+func TestWaitersTakeTheTransitionResult(t *testing.T) {
+	s, _ := newSet(t)
+	var c counter
+	inConnect, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		stage(t, s, "first", yes, func(_ context.Context, tr *Transition) error {
+			c.n.Add(1)
+			tr.Keep("made")
+			close(inConnect)
+			<-release
+			return nil
+		})
+	}()
+	<-inConnect
+	wantState(t, s, Connecting)
+	const n = 16
+	got := make([]any, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		ctx, u := s.Stage(context.Background(), key, fmt.Sprint("w", i))
+		wg.Go(func() {
+			if _, err := u.Acquire(ctx, func(_ context.Context, fresh any) (bool, error) { got[i] = fresh; return true, nil },
+				c.connect(nil)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for s.waiting.Load() < n {
+		runtime.Gosched() // until every waiter waits for the transition
+	}
+	close(release)
+	wg.Wait()
+	if n := c.n.Load(); n != 1 {
+		t.Fatalf("connect ran %d times, want 1", n)
+	}
+	for i, g := range got {
+		if g != "made" {
+			t.Errorf("waiter %d's verify got %v, want what the transition kept", i, g)
+		}
+	}
+	wantState(t, s, Ready)
+	var later any = "unset"
+	stage(t, s, "later", func(_ context.Context, fresh any) (bool, error) { later = fresh; return true, nil }, c.connect(nil))
+	if later != nil {
+		t.Fatalf("a stage that did not wait got %v kept, want nil (it must ask the host)", later)
+	}
+}
+
+// TestWaitingHonoursContext: a stage waiting for another's transition
+// gives up when its context ends, and then holds nothing.
+func TestWaitingHonoursContext(t *testing.T) {
+	s, _ := newSet(t)
+	inConnect, release := make(chan struct{}), make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stage(t, s, "first", yes, func(context.Context, *Transition) error { close(inConnect); <-release; return nil })
+	}()
+	<-inConnect
+	ctx, cancel := context.WithCancel(context.Background())
+	uctx, u := s.Stage(ctx, key, "second")
+	cancel()
+	if _, err := u.Acquire(uctx, yes, (&counter{}).connect(nil)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire while another stage connects, context cancelled: %v, want Canceled", err)
+	}
+	u.Failed()
+	close(release)
+	<-done
+	if s.Registered(key, "second") {
+		t.Fatal("the stage that gave up is still registered")
+	}
+}
+
+// TestLastOneOutReleasesOnce: unstages of every volume at once remove the
+// resource exactly once, after the last volume left it, whatever the
+// order; a release of a resource this process removed needs nothing. The
+// "host" is a set of linked volumes that each unstage leaves before it
+// says Gone, and that the releases consult as the backends do.
+func TestLastOneOutReleasesOnce(t *testing.T) {
+	for _, n := range []int{1, 2, 8, 64} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			s, jr := newSet(t)
+			var linked sync.Map
+			for i := range n {
+				id := fmt.Sprint("v", i)
+				put(t, jr, id)
+				stage(t, s, id, yes, (&counter{}).connect(nil)).Staged()
+				linked.Store(id, true)
+			}
+			var removals, asked atomic.Int64
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					id := fmt.Sprint("v", i)
+					ctx, u, err := s.Unstage(context.Background(), key, id)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					linked.Delete(id)
+					u.Gone()
+					u.Done()
+					if _, err := s.Release(ctx, key, id, true, func(ctx context.Context, tr *Transition) (State, error) {
+						inUse, check, err := tr.Others(ctx)
+						if err != nil {
+							return Unknown, err
+						}
+						if len(inUse) > 0 {
+							t.Errorf("in use at a release no volume is registered for: %v", inUse)
+						}
+						user, err := FirstUser(ctx, check, func(_ context.Context, e journal.Entry) (bool, error) {
+							asked.Add(1)
+							_, ok := linked.Load(e.VolumeID)
+							return ok, nil
+						})
+						if err != nil || user != "" {
+							return tr.Prev(), err
+						}
+						linked.Range(func(k, _ any) bool {
+							t.Errorf("resource removed while %v is linked", k)
+							return true
+						})
+						removals.Add(1)
+						return Absent, nil
+					}); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			if got := removals.Load(); got != 1 {
+				t.Fatalf("%d removals, want exactly 1", got)
+			}
+			wantState(t, s, Absent)
+			t.Logf("%d volumes: %d host checks of other volumes", n, asked.Load())
+			var c counter
+			st, err := s.Release(context.Background(), key, "late", true, c.disconnect(Absent))
+			if err != nil || st != Absent || c.n.Load() != 0 {
+				t.Fatalf("release of an absent resource: %s, %v, %d disconnects; want Absent and none", st, err, c.n.Load())
+			}
+		})
+	}
+}
+
+// TestReleaseLeavesTheDecisionToRegisteredVolumes: a release while a stage
+// is registered keeps the resource; the stage's success makes that moot,
+// its failure hands the release to it.
+func TestReleaseLeavesTheDecisionToRegisteredVolumes(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		succeed      bool
+		wantDeferred bool
+	}{
+		{name: "stage succeeds", succeed: true},
+		{name: "stage fails", wantDeferred: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newSet(t)
+			stage(t, s, "old", yes, (&counter{}).connect(nil)).Staged()
+			_, u := s.Stage(context.Background(), key, "new")
+			var c counter
+			st, err := s.Release(context.Background(), key, "old", true, c.disconnect(Absent))
+			if err != nil || st != Ready || c.n.Load() != 0 {
+				t.Fatalf("release while a stage is registered: %s, %v, %d disconnects; want Ready, kept", st, err, c.n.Load())
+			}
+			if tc.succeed {
+				u.Staged()
+				_, u2 := s.Stage(context.Background(), key, "other")
+				if deferred, _ := u2.Failed(); deferred {
+					t.Fatal("a release deferred to a stage that succeeded is handed to a later failure")
+				}
+				return
+			}
+			deferred, running := u.Failed()
+			if deferred != tc.wantDeferred || running {
+				t.Fatalf("Failed() = %t, %t; want %t, false", deferred, running, tc.wantDeferred)
+			}
+		})
+	}
+}
+
+// TestUnstageWaitsWhileDisconnecting: an unstage does not start its
+// per-volume work while the resource is being disconnected.
+func TestUnstageWaitsWhileDisconnecting(t *testing.T) {
+	s, _ := newSet(t)
+	stage(t, s, "a", yes, (&counter{}).connect(nil)).Staged()
+	inDisconnect, release := make(chan struct{}), make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := s.Release(context.Background(), key, "a", false, func(context.Context, *Transition) (State, error) {
+			close(inDisconnect)
+			<-release
+			return Absent, nil
+		}); err != nil {
+			t.Error(err)
+		}
+	}()
+	<-inDisconnect
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := s.Unstage(ctx, key, "b"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("unstage during a disconnection: %v, want it to wait (Canceled)", err)
+	}
+	// A stage registers at once and waits in Acquire instead.
+	_, u := s.Stage(context.Background(), key, "c")
+	if !s.Registered(key, "c") {
+		t.Fatal("a stage did not register during a disconnection")
+	}
+	close(release)
+	<-done
+	_, _, err := s.Unstage(context.Background(), key, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Failed()
+}
+
+// TestOthers: who counts as another user in a transition.
+func TestOthers(t *testing.T) {
+	s, jr := newSet(t)
+	put(t, jr, "self", "holding", "waiting", "leaving", "gone", "stale", "done")
+	stage(t, s, "holding", yes, (&counter{}).connect(nil))
+	s.Stage(context.Background(), key, "waiting")
+	_, leaving, err := s.Unstage(context.Background(), key, "leaving")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, gone, err := s.Unstage(context.Background(), key, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Gone()
+	_, doneU, err := s.Unstage(context.Background(), key, "done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneU.Gone()
+	doneU.Done()
+	_ = leaving
+	_, err = s.Release(context.Background(), key, "self", false, func(ctx context.Context, tr *Transition) (State, error) { return tr.Prev(), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The release above was deferred (others are registered): look at a
+	// transition directly.
+	var inUse []string
+	var check []string
+	tr := s.begin(key, "self", Disconnecting)
+	if tr == nil {
+		t.Fatal("a transition is running")
+	}
+	err = tr.run(context.Background(), func(ctx context.Context, tr *Transition) (State, error) {
+		u, c, err := tr.Others(ctx)
+		inUse = u
+		for _, e := range c {
+			check = append(check, e.VolumeID)
+		}
+		return tr.Prev(), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(check)
+	if want := []string{"holding", "leaving"}; !slices.Equal(inUse, want) {
+		t.Errorf("in use %v, want %v", inUse, want)
+	}
+	if want := []string{"stale", "waiting"}; !slices.Equal(check, want) {
+		t.Errorf("to check on the host %v, want %v", check, want)
+	}
+	// Once its entry is gone from the journal, a gone volume is forgotten.
+	if err := jr.Delete(context.Background(), "done"); err != nil {
+		t.Fatal(err)
+	}
+	tr = s.begin(key, "self", Disconnecting)
+	if err := tr.run(context.Background(), func(ctx context.Context, tr *Transition) (State, error) {
+		_, _, err := tr.Others(ctx)
+		return tr.Prev(), err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if s.IsGone(key, "done") || !s.IsGone(key, "gone") {
+		t.Errorf("gone markers: done %t (want false), gone %t (want true)", s.IsGone(key, "done"), s.IsGone(key, "gone"))
+	}
+}
+
+// TestHungCallKeepsTheResource: a host call still running after its stage
+// failed keeps the volume registered (so no release removes the resource
+// under it) and the transition's lock held (so the next transition does
+// not overlap it), until the call ends.
+func TestHungCallKeepsTheResource(t *testing.T) {
+	s, _ := newSet(t)
+	var end func()
+	ctx, u := s.Stage(context.Background(), key, "hung")
+	_, err := u.Acquire(ctx, yes, func(ctx context.Context, _ *Transition) error {
+		end = host.BeginCall(ctx) // a call the stage stops waiting for
+		return context.DeadlineExceeded
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
+	}
+	if deferred, running := u.Failed(); deferred || !running {
+		t.Fatalf("Failed() = %t, %t; want false, true", deferred, running)
+	}
+	if !s.Registered(key, "hung") {
+		t.Fatal("registration dropped while a host call of the stage runs")
+	}
+	var c counter
+	if st, err := s.Release(context.Background(), key, "other", false, c.disconnect(Absent)); err != nil || c.n.Load() != 0 || st != Unknown {
+		t.Fatalf("release while a hung call runs: %s, %v, %d disconnects; want kept", st, err, c.n.Load())
+	}
+	// The next transition waits for the lock.
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ctx2, u2 := s.Stage(cctx, key, "next")
+	if _, err := u2.Acquire(ctx2, yes, c.connect(nil)); !errors.Is(err, context.Canceled) || c.n.Load() != 0 {
+		t.Fatalf("connect while the previous transition's call runs: %v, %d connects; want Canceled, none", err, c.n.Load())
+	}
+	u2.Failed()
+	end()
+	if s.Registered(key, "hung") {
+		t.Fatal("registration kept after the hung call ended")
+	}
+	stage(t, s, "after", yes, c.connect(nil)).Staged()
+	if c.n.Load() != 1 {
+		t.Fatalf("%d connects after the hang, want 1", c.n.Load())
+	}
+}
+
+// TestPanicInTransitionDoesNotWedge: a transition that panics leaves the
+// resource Unknown and free for the next one.
+func TestPanicInTransitionDoesNotWedge(t *testing.T) {
+	s, _ := newSet(t)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("no panic")
+			}
+		}()
+		stage(t, s, "p", yes, func(context.Context, *Transition) error { panic("boom") })
+	}()
+	wantState(t, s, Unknown)
+	var c counter
+	stage(t, s, "q", yes, c.connect(nil)).Staged()
+	if c.n.Load() != 1 {
+		t.Fatalf("%d connects after the panic, want 1", c.n.Load())
+	}
+}
+
+// TestRepair: a stage past Acquire runs connect again; when another
+// transition runs it waits for it instead.
+func TestRepair(t *testing.T) {
+	s, _ := newSet(t)
+	u := stage(t, s, "a", yes, (&counter{}).connect(nil))
+	var c counter
+	ran, err := u.Repair(context.Background(), c.connect(nil))
+	if err != nil || !ran || c.n.Load() != 1 {
+		t.Fatalf("repair: %t, %v, %d connects; want one", ran, err, c.n.Load())
+	}
+	wantState(t, s, Ready)
+}
+
+// TestFirstUser: finds a user among many without asking about all of
+// them at once, and reports an error only when no user was found.
+func TestFirstUser(t *testing.T) {
+	entries := func(n int) []journal.Entry {
+		out := make([]journal.Entry, n)
+		for i := range out {
+			out[i] = journal.Entry{VolumeID: fmt.Sprint("v", i)}
+		}
+		return out
+	}
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name    string
+		n       int
+		user    string // the one that is a user
+		failing string // the one whose check fails
+		wantID  string
+		wantErr error
+	}{
+		{name: "none", n: 0},
+		{name: "one user", n: 1, user: "v0", wantID: "v0"},
+		{name: "no user", n: 50},
+		{name: "user among many", n: 50, user: "v37", wantID: "v37"},
+		{name: "error without user", n: 20, failing: "v3", wantErr: boom},
+		{name: "user wins over error", n: 20, failing: "v3", user: "v11", wantID: "v11"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var running, most atomic.Int64
+			id, err := FirstUser(context.Background(), entries(tc.n), func(ctx context.Context, e journal.Entry) (bool, error) {
+				now := running.Add(1)
+				defer running.Add(-1)
+				for {
+					m := most.Load()
+					if now <= m || most.CompareAndSwap(m, now) {
+						break
+					}
+				}
+				if e.VolumeID == tc.failing {
+					return false, boom
+				}
+				return e.VolumeID == tc.user, nil
+			})
+			if id != tc.wantID || !errors.Is(err, tc.wantErr) {
+				t.Fatalf("FirstUser = %q, %v; want %q, %v", id, err, tc.wantID, tc.wantErr)
+			}
+			if most.Load() > checkParallel {
+				t.Fatalf("%d checks at once, want at most %d", most.Load(), checkParallel)
+			}
+		})
+	}
+}
