@@ -17,7 +17,9 @@ import (
 // a request, whatever the backend: publishing (the target path becomes a
 // directory symbolic link to the staging path, the volume mount point of a
 // disk or the link to an SMB share, as every Windows CSI driver does,
-// windows-drivers.md §0.3), what is staged at a staging path, whether a
+// e.g. kubernetes-csi/csi-driver-smb@95c6968
+// pkg/mounter/safe_mounter_host_process_windows.go, Mount), what is staged
+// at a staging path, whether a
 // path is a publication of a volume, and the usage of the file system
 // holding a path. The node service makes no host call of its own.
 type Publisher struct {

@@ -66,7 +66,8 @@ func fallbackSelector(volumeID string, o Options) (DiskSelector, bool) {
 	if o.hasPreset(presetAWSEBS) && isEBSVolumeID(volumeID) {
 		// aws-ebs-csi-driver (FindDevicePath on Windows) picks the disk
 		// whose SerialNumber contains the volume ID without dashes
-		// (windows-drivers.md §4): "vol-0abc" -> "vol0abc".
+		// (kubernetes-sigs/aws-ebs-csi-driver@429e202
+		// pkg/mounter/mount_windows_proxyV2.go): "vol-0abc" -> "vol0abc".
 		return DiskSelector{Serial: strings.ReplaceAll(volumeID, "-", ""), SerialMatch: MatchContains}, true
 	}
 	if o.VolumeIDDisk == VolumeIDDiskSerial {
@@ -88,7 +89,8 @@ func isEBSVolumeID(id string) bool {
 // projects/<p>/regions/<r>/disks/<name>. On SCSI (non-NVMe) machine types
 // the disk's page 83 identifier is "Google  <device-name>", and the
 // gcp-compute-persistent-disk-csi-driver matches its last field
-// (windows-drivers.md §3).
+// (kubernetes-sigs/gcp-compute-persistent-disk-csi-driver@b560165
+// pkg/mount-manager/safe-mounter-v1_windows.go).
 //
 // The device name is the disk name for zonal disks. For regional disks
 // that driver attaches under <name>_regional (pkg/common/utils.go

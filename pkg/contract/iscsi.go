@@ -103,7 +103,8 @@ func parseISCSI(p params, sec params) (*ISCSISpec, *Error) {
 		// Mutual CHAP: the target proves itself with the initiator's
 		// secret. node.session.auth.username_in is accepted but not
 		// used: the Windows initiator ignores the reverse-CHAP user name
-		// (csi-proxy.md §5).
+		// (csi-proxy's loopback test target says so: kubernetes-csi/csi-proxy@eeba470
+		// integrationtests/iscsi_ps_scripts.go).
 		if in, ok := sec.get(keySessionSecretIn); ok {
 			if e := checkCHAPSecret(in); e != nil {
 				return nil, e

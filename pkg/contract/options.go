@@ -57,10 +57,12 @@ func kindOf(s string) (Kind, bool) {
 // key. aws-ebs and gce-pd add fallbacks instead (see disk.go).
 var presetAliases = map[string]map[string]string{
 	// azuredisk-csi-driver publishes the LUN under publish_context key
-	// "LUN" (windows-drivers.md §2.2).
+	// "LUN" (kubernetes-sigs/azuredisk-csi-driver@d983d61
+	// pkg/azureconstants/azure_constants.go).
 	presetAzureDisk: {keyAzureLUN: keyDiskLUN},
 	// vsphere-csi-driver publishes the disk's page 83 identifier as
-	// publish_context "diskUUID" (windows-drivers.md §6).
+	// publish_context "diskUUID" (kubernetes-sigs/vsphere-csi-driver@bf80902
+	// pkg/csi/service/osutils/windows_os_utils.go).
 	presetVSphere: {keyVSphereUUID: keyDiskPage83},
 	presetAWSEBS:  nil,
 	presetGCEPD:   nil,

@@ -166,7 +166,8 @@ func checkName(c, forbidden string) string {
 func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // subDirTemplates are the placeholders subDir may carry and the keys that
-// fill them (the csi-driver-smb convention, windows-drivers.md §1.2).
+// fill them (the csi-driver-smb convention: kubernetes-csi/csi-driver-smb@95c6968
+// pkg/smb/smb.go, docs/driver-parameters.md).
 var subDirTemplates = []struct{ name, key string }{
 	{"${pvc.metadata.name}", keyPVCName},
 	{"${pvc.metadata.namespace}", keyPVCNamespace},

@@ -5,12 +5,13 @@ import (
 	"strings"
 )
 
-// Location is the parsed form of MSFT_Disk.Location, whose documented shape
-// is "PCI Slot 3 : Adapter 0 : Port 0 : Target 1 : LUN 0" (csi-proxy.md §3.1).
+// Location is the parsed form of MSFT_Disk.Location, whose shape on a VM
+// is "PCI Slot 3 : Adapter 0 : Port 0 : Target 1 : LUN 0" (the example in
+// kubernetes-csi/csi-proxy@eeba470 pkg/os/disk/api.go, ListDiskLocations).
 // Some adapters say "Bus" where others say "Port"; both land in Bus, which is
 // the SCSI path ID. Unknown or missing fields stay nil.
 //
-// Uncertain (csi-proxy.md §3.1 notes csi-proxy itself maps only Adapter, Bus,
+// Uncertain (csi-proxy itself, in that function, maps only Adapter, Bus,
 // Target and LUN, and warns on "Port"): whether every storage driver emits
 // "Port" for the path ID. Matching on Bus is therefore opt-in (diskBus).
 type Location struct {

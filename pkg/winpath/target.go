@@ -35,10 +35,13 @@ func LongPath(p string) string {
 //
 //	\\server\share\dir -> \\?\UNC\server\share\dir\
 //
-// That is the long form (the UNC prefix is \\?\UNC\, not \\?\ followed by
-// \\server: csi-proxy.md §6.2 notes csi-proxy built \\?\\\server\share\)
+// That is the long form (the UNC prefix is \\?\UNC\, "Naming Files, Paths,
+// and Namespaces" on learn.microsoft.com; not \\?\ followed by
+// \\server, which is what csi-proxy builds: kubernetes-csi/csi-proxy@eeba470
+// pkg/os/smb/api.go prefixes \\?\ to the UNC path)
 // with a trailing '\' (k8s.io/mount-utils adds it because EvalSymlinks
-// fails on a share root without it, windows-drivers.md). Inputs already in
+// fails on a share root without it: kubernetes/mount-utils v0.36.0
+// mount_windows.go, golang/go#42096). Inputs already in
 // the \\?\UNC\ or \??\UNC\ form are accepted. A non-UNC path gets
 // LongPath plus a trailing '\'.
 func UNCLinkTarget(unc string) string {

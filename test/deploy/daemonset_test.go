@@ -80,7 +80,8 @@ func checkDaemonSet(t *testing.T, what string, ds *appsv1.DaemonSet) deployment 
 	}
 	pod := ds.Spec.Template.Spec
 
-	// HostProcess invariants (windows-drivers.md §9).
+	// HostProcess invariants ("Create a Windows HostProcess Pod" on
+	// kubernetes.io: hostProcess, hostNetwork, a Windows user name).
 	wo := podWindowsOptions(pod)
 	if wo == nil || wo.HostProcess == nil || !*wo.HostProcess {
 		errorf("pod securityContext.windowsOptions.hostProcess must be true")

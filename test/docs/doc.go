@@ -3,5 +3,12 @@
 // and nothing documented is missing from the code) and the examples of
 // docs/sim-config.md and docs/sim-config.yaml valid: they parse, and the
 // volumes the page lists stage on a simulated host started with them. The flags reference is
-// checked next to the flags, in pkg/config. Nothing but tests belongs here.
+// checked next to the flags, in pkg/config.
+//
+// It also keeps the repository standing alone (references_test.go): no
+// tracked text file may cite a research note kept outside the repository,
+// a path on the machine it was written on (absolute work or home
+// directories, the notes' shared directory), or a
+// Markdown link that leaves the repository or names a missing file. Nothing
+// but tests belongs here.
 package docs

@@ -33,7 +33,8 @@ const iscsiOptIn = "CSI_WINDOWS_NODE_ISCSI_TESTS"
 // unstage of the last logs out and removes the portal, restage → read back.
 //
 // The setup follows the steps csi-proxy's integration tests use
-// (csi-proxy.md §8): Install-WindowsFeature FS-iSCSITarget-Server, the
+// (kubernetes-csi/csi-proxy@eeba470 integrationtests/iscsi_ps_scripts.go): Install-WindowsFeature
+// FS-iSCSITarget-Server, the
 // AllowLoopBack registry value of the iSCSI Target service, MSiSCSI
 // started, New-IscsiVirtualDisk on a RAM disk, New-IscsiServerTarget for
 // every initiator, Add-IscsiVirtualDiskTargetMapping, Set-IscsiServerTarget

@@ -116,7 +116,7 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 		return err
 	}
 	// A re-attached disk can come back read-only or offline
-	// (csi-proxy.md §6.1 item 14): repair it rather than report success
+	// (csi-proxy#437, kubernetes#108019): repair it rather than report success
 	// over a volume that cannot be written. This comes first because an
 	// offline disk's volume device is gone, so its disk number cannot be
 	// read until the disk is back online.
@@ -300,7 +300,8 @@ func partitionNote(volumeID string) string { return "disk/partitioning/" + volum
 // online once read-only is cleared (csi-proxy#287, azuredisk#1909). When
 // the provider refuses to change an offline disk's attributes (MSFT_Disk
 // 41003 "the disk is offline"), the disk is brought online first, as
-// azuredisk does (windows-drivers.md §2.3).
+// azuredisk does (kubernetes-sigs/azuredisk-csi-driver@d983d61
+// pkg/os/disk/disk.go, SetDiskState: Set-Disk -IsOffline, then -IsReadOnly).
 func (b *Backend) BringUp(ctx context.Context, d host.Disk) error {
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
 	if d.IsReadOnly {
@@ -430,7 +431,7 @@ func (b *Backend) volumeOf(ctx context.Context, p host.Partition) (host.Volume, 
 
 // growToDisk grows an existing partition when the disk is larger, as after a
 // clone or restore to a bigger size (kubernetes#94929): azuredisk, gcp-pd and
-// aws-ebs resize at stage for that reason (windows-drivers.md §0.9).
+// aws-ebs resize at stage for that reason.
 func (b *Backend) growToDisk(ctx context.Context, d host.Disk, p host.Partition) error {
 	end := p.Offset + p.Size
 	if d.Size <= end || d.Size-end < growSlack {
@@ -453,7 +454,7 @@ func (b *Backend) growToDisk(ctx context.Context, d host.Disk, p host.Partition)
 const (
 	// minGrowth is Windows' smallest partition extension: Resize-Partition
 	// fails with "The size of the extent is less than the minimum of 1MB"
-	// below it (csi-proxy.md §3.6).
+	// below it (StorageWMI 4097; csi-proxy PR #364).
 	minGrowth = 1 << 20
 	// growSlack is the free space at a disk's end that does not mean the
 	// disk grew: the backup GPT (33 sectors) plus alignment.

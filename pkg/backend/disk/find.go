@@ -129,7 +129,8 @@ func eq(want, got *uint32) bool {
 }
 
 // normalizeSerial trims what disks commonly pad serials with (spaces, and a
-// trailing '.' on AWS NVMe serials, csi-proxy.md §2.2).
+// trailing '.' on AWS NVMe serials such as "vol02190fee5da4d75e3_00000001.",
+// csi-proxy PR #116).
 func normalizeSerial(s string) string {
 	return strings.TrimRight(strings.TrimSpace(s), ".")
 }

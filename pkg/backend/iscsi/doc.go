@@ -62,7 +62,9 @@
 // # Mutual CHAP and the node-wide initiator secret
 //
 // The Microsoft initiator has one initiator CHAP secret for the whole node
-// (MSFT_iSCSISession.SetCHAPSecret, csi-proxy.md §5): two targets that need
+// (MSFT_iSCSISession.SetCHAPSecret; SetIScsiInitiatorCHAPSharedSecret on
+// learn.microsoft.com: "the default CHAP secret that all initiators on the
+// computer use"): two targets that need
 // different mutual-CHAP secrets cannot both log in. The backend records a
 // salted SHA-256 of the secret it set, and the targets staged with it, in a
 // journal note (never the secret itself), and refuses with host.ErrConflict

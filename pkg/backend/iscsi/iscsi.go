@@ -316,7 +316,9 @@ func (b *Backend) login(ctx context.Context, spec *contract.ISCSISpec, p host.Po
 	}
 	if !found {
 		// Discovery ran when the portal was added; a target created on
-		// the array since then needs a refresh (csi-proxy.md §5).
+		// the array since then needs a refresh (MSFT_iSCSITargetPortal.Update,
+		// "refreshes cached information about an iSCSI target portal":
+		// Update-IscsiTargetPortal on learn.microsoft.com).
 		log.V(4).Info("Target not discovered through portal yet; refreshing discovery")
 		if err := b.h.ISCSI.RefreshPortal(ctx, p); err != nil {
 			return host.ISCSISession{}, addedPortal, fmt.Errorf("refresh discovery on portal %s: %w", p, err)

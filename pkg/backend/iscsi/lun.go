@@ -25,7 +25,8 @@ const mpioHint = "install the Multipath-IO feature and let MSDSM claim iSCSI dis
 //
 // Uncertain: that MSFT_Disk.Location of an MPIO disk carries the LUN as it
 // does for a single-path iSCSI disk; democratic-csi reads the LUN from
-// Win32_DiskDrive.SCSILogicalUnit instead (windows-drivers.md §5.4).
+// Win32_DiskDrive.SCSILogicalUnit instead (democratic-csi/democratic-csi@8a4a28a
+// src/utils/windows.js).
 func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Disk, error) {
 	var found host.Disk
 	err := backend.Poll(ctx, b.opts.Backoff, func(ctx context.Context, attempt int) error {
@@ -103,7 +104,7 @@ func (b *Backend) targetDisks(ctx context.Context, iqn string) (map[uint32]bool,
 // verifyStaged answers a stage whose staging path already holds volume
 // guid: it must be the volume of disk d, the LUN's disk. A disk that came
 // back offline or read-only (a LUN reappears offline under the SAN policy
-// after a reboot or a new login, windows-drivers.md §0.5) is brought back
+// after a reboot or a new login: docs/windows.md#san-policy) is brought back
 // first, which is also what makes its volume visible again.
 func (b *Backend) verifyStaged(ctx context.Context, d host.Disk, guid, staging string, spec *contract.ISCSISpec) error {
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number, "volumeGUID", guid)

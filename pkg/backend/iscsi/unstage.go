@@ -240,7 +240,8 @@ func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSIS
 		}
 		if s.IsPersistent {
 			// Unregister before the logout: the session object is gone
-			// afterwards (csi-proxy does the same, csi-proxy.md §2.6).
+			// afterwards (csi-proxy does the same: kubernetes-csi/csi-proxy@eeba470
+			// pkg/os/iscsi/api.go, DisconnectTarget).
 			log.V(4).Info("Removing persistent login", "sessionID", s.SessionID, "portal", s.TargetPortal.String())
 			if err := b.h.ISCSI.Unregister(ctx, s); err != nil && !errors.Is(err, host.ErrNotFound) {
 				return portals, fmt.Errorf("remove persistent login of target %s (session %s): %w", iqn, s.SessionID, err)

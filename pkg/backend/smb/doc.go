@@ -8,7 +8,9 @@
 // The algorithm is OS-neutral and written against pkg/host; the same code
 // runs on Windows (pkg/host/winhost) and on the simulated host.
 //
-// Rules kept here (csi-proxy.md §2.5 and §4, windows-drivers.md §1.4):
+// Rules kept here (as csi-proxy keeps them, kubernetes-csi/csi-proxy@eeba470
+// pkg/server/smb/server.go and pkg/wmi/smb.go, and as csi-driver-smb's
+// issues taught):
 //   - Only the share root \\server\share is ever mapped, lower-cased, never a
 //     sub-directory (csi-proxy PR #210, csi-driver-smb #219): every volume of
 //     a share goes through that one mapping, and its own directory is reached

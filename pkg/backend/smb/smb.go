@@ -233,7 +233,7 @@ func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition, spec 
 	if m.Status != host.MappingOK {
 		// A mapping left Disconnected or Unavailable (after a reboot or an
 		// outage) makes a new mapping fail and never heals by itself
-		// (windows-drivers.md §1.4, csi-driver-smb #1219).
+		// (csi-driver-smb PR #1219, which made its mount path status-aware).
 		log.V(2).Info("Global mapping is not usable; mapping the share again", "status", m.Status.String())
 		return true, keepMapping(t, spec.RequirePrivacy, b.remap(ctx, spec))
 	}

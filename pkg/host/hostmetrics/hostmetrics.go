@@ -79,7 +79,7 @@ func Result(err error) string {
 // DurationBuckets are the upper bounds of the duration histogram, in
 // seconds: from a Win32 call on a local path (tens of µs, below the first
 // bucket) through WMI queries (0.01 s to 0.6 s in csi-proxy's
-// measurements, csi-proxy.md §9) to formats and resizes (seconds to
+// measurements, csi-proxy PR #360) to formats and resizes (seconds to
 // minutes).
 var DurationBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 

@@ -22,14 +22,14 @@ const (
 	gptBackupBytes = 33 * sectorSize
 	// Windows' Initialize creates the Microsoft Reserved partition at the
 	// first usable byte, ending at 16 MiB; offset and size as reported in
-	// aws-ebs-csi-driver #1001 (csi-proxy.md §3.2).
+	// aws-ebs-csi-driver#1001 (docs/windows.md, "GPT layout after Initialize").
 	msrOffset = gptFirstUsable
 	msrSize   = 16*mib - msrOffset // 16759808
 	// Partitions start on 1 MiB boundaries, the provider default
-	// (csi-proxy.md §3.2).
+	// (MSFT_Disk.CreatePartition's Alignment).
 	partitionAlignment = mib
 	// A resize must change the size by at least 1 MiB: StorageWMI 4097 "The
-	// size of the extent is less than the minimum of 1MB" (csi-proxy.md §3.6).
+	// size of the extent is less than the minimum of 1MB" (csi-proxy PR #364).
 	minResizeDelta = mib
 	// MBR holds four primary partitions.
 	mbrMaxPartitions = 4
@@ -403,7 +403,7 @@ func (st *State) nextAutoLUN() uint32 {
 
 // blankDisk is a disk as a cloud attaches a new one: RAW, writable, and
 // offline, since Windows Server's default SAN policy (OfflineShared) keeps
-// new disks on shared buses offline (windows-drivers.md §0.5). page83 ""
+// new disks on shared buses offline (docs/windows.md#san-policy). page83 ""
 // derives one from the serial.
 func blankDisk(serial, page83 string, size uint64, lun uint32) DiskState {
 	if page83 == "" {
@@ -471,7 +471,7 @@ func (h disks) SetOnline(ctx context.Context, disk host.Disk, online bool) error
 			// A clone's signature collides with an online disk: Windows
 			// refuses to online it while it is read-only; once read-only is
 			// cleared it writes a new signature and brings the disk online
-			// (csi-proxy.md §6.1 item 15, windows-drivers.md §0.5).
+			// (csi-proxy#287; docs/windows.md, "Signature collisions").
 			if d.ReadOnly {
 				return struct{}{}, fmt.Errorf("disk %d: signature collides with an online disk: %w", d.Number, host.ErrConflict)
 			}
@@ -891,8 +891,8 @@ func (s *Sim) DetachDisk(number uint32) error {
 
 // ResizeDisk changes a disk's size, as a cloud expansion does. The host
 // sees the new size after the next Disks.Rescan (or Reboot): drivers rescan
-// before growing a partition (windows-drivers.md §0.9); whether Windows
-// notices the change by itself is uncertain (csi-proxy.md §3.6 "VERIFY").
+// before growing a partition; whether Windows notices the change by itself
+// is uncertain (docs/windows.md#growing-a-disk).
 func (s *Sim) ResizeDisk(number uint32, size uint64) error {
 	return s.control(func(st *State) error {
 		d := st.diskByNumber(number)

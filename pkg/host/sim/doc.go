@@ -157,7 +157,9 @@
 //
 // # Modelled Windows behaviour
 //
-// Sources: /work/shared/reference/csi-proxy.md (§) and windows-drivers.md (wd §).
+// Sources: Microsoft's documentation of each call, and where it is silent the
+// behaviour other drivers met, summarised with its sources in docs/windows.md
+// ("Where the Windows facts come from"; "wf" below names its subsections).
 //
 //   - Disk 0 is the boot and system disk (GPT: EFI, MSR, C: NTFS). Taking
 //     it offline, making it read-only, initialising, partitioning,
@@ -166,46 +168,45 @@
 //     disks in enumeration order and reuses freed numbers; "lowest free" is
 //     a simplification). A Disk handle (Ref) of a detached disk does not
 //     reach another disk that got its number.
-//   - New disks on shared buses come up offline by SAN policy (wd §0.5).
+//   - New disks on shared buses come up offline by SAN policy (wf SAN policy).
 //     Clones whose signature collides with an online disk are offline
 //     (reason Collision) and read-only; SetOnline fails with ErrConflict
 //     until read-only is cleared, then Windows writes a new signature and
-//     the disk comes online (§6.1 item 15, wd §0.5).
+//     the disk comes online (csi-proxy#287; wf Signature collisions).
 //   - Initialize needs an online, writable RAW disk; GPT gets the MSR
-//     partition at 17408, 16759808 bytes long (§3.2, aws-ebs #1001).
+//     partition at 17408, 16759808 bytes long (aws-ebs-csi-driver#1001; wf GPT layout).
 //     Partitions start on 1 MiB boundaries and take the largest free
-//     extent (§3.2); the sim rounds sizes to 512-byte sectors (uncertain
+//     extent (the CreatePartition default); the sim rounds sizes to 512-byte sectors (uncertain
 //     whether Windows also rounds the end of a maximum-size partition).
 //   - ResizePartition: same size is a no-op; a change below 1 MiB fails
-//     with ErrOutOfRange (StorageWMI 4097, §3.6); the volume follows.
+//     with ErrOutOfRange (StorageWMI 4097, csi-proxy PR #364); the volume follows.
 //     ResizeDisk's new size shows after the next Rescan (drivers rescan
-//     before expanding, wd §0.9; whether Windows notices by itself is
-//     uncertain, §3.6).
+//     before expanding; whether Windows notices by itself is uncertain:
+//     wf Growing a disk).
 //   - Volumes of an offline or detached disk are not visible (Get,
 //     OfPartition, Mount, DiskNumber, FreeSpace: ErrNotFound, "device not
 //     ready"); their partitions still are, without access paths
 //     (uncertain). Format refuses a volume with a file system
 //     (ErrAlreadyExists; the plugin never forces), accepts NTFS (clusters
 //     512 B to 2 MB) and ReFS (4 KB or 64 KB).
-//   - Mount points (SetVolumeMountPoint, §3.4) need an existing empty
+//   - Mount points (SetVolumeMountPoint, DeleteVolumeMountPoint pages) need an existing empty
 //     directory (ErrDirNotEmpty when it has entries or is already a mount
 //     point or link); Unmount (DeleteVolumeMountPoint) leaves the empty
 //     directory. Stat reports mount points as PathMountPoint with the
-//     volume GUID path, links to shares in \\server\share\dir\ form (§4
-//     item 6). Remove refuses a mount point (ErrInUse). Symlinks may
+//     volume GUID path, links to shares in \\server\share\dir\ form (the
+//     trailing '\', as winpath.UNCLinkTarget explains). Remove refuses a mount point (ErrInUse). Symlinks may
 //     dangle, as on Windows.
-//   - SMB global mappings: one user name per server (error 1219, wd §1.4);
+//   - SMB global mappings: one user name per server (error 1219);
 //     RequirePrivacy against a server without encryption is "network
 //     access is denied" (csi-driver-smb #655); after a server password
 //     change a mapping keeps status OK but access fails with
-//     ErrAccessDenied (csi-proxy PRs #66/#75, §4 item 4); an unreachable
+//     ErrAccessDenied (csi-proxy PRs #66/#75); an unreachable
 //     server turns mappings Disconnected; after a reboot mappings turn
-//     Unavailable (wd §1.4).
+//     Unavailable (csi-driver-smb PR #1219; wf SMB mappings).
 //   - iSCSI: adding a portal runs SendTargets discovery once; later targets
-//     need RefreshPortal (§5). CHAP secrets are 12 to 16 bytes; mutual CHAP
-//     uses the node-wide initiator secret (§5). A second session to a
-//     target needs multipath on both sessions (modelled from §5 and
-//     democratic-csi's tolerated "already logged in", wd §5.4; uncertain).
+//     need RefreshPortal. CHAP secrets are 12 to 16 bytes; mutual CHAP
+//     uses the node-wide initiator secret. A second session to a target
+//     needs multipath on both sessions (uncertain; wf iSCSI discovery).
 //     A target's first session makes its LUNs appear as offline iSCSI disks
 //     (late LUNs after AppearAfterRescans rescans); logging out of the last
 //     session is refused while a volume of the target is mounted (ErrInUse)

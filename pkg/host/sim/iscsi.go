@@ -148,7 +148,8 @@ func (s *Sim) checkLogin(st *State, iqn, key string, auth host.AuthType, chapUse
 	}
 	if auth == host.AuthMutual {
 		// Mutual CHAP: the initiator checks the target with the node-wide
-		// initiator secret (csi-proxy.md §5).
+		// initiator secret (SetIScsiInitiatorCHAPSharedSecret on
+		// learn.microsoft.com).
 		if st.InitiatorSecretSHA256 == "" || t.MutualSecretSHA256 == "" || st.InitiatorSecretSHA256 != t.MutualSecretSHA256 {
 			return fmt.Errorf("target %s: mutual CHAP authentication failed: %w", iqn, host.ErrLogonFailure)
 		}
@@ -180,8 +181,8 @@ func (s *Sim) newSession(st *State, iqn, key, initiatorPortal string, auth host.
 }
 
 // attachLUN makes a LUN appear as a disk with the contents of its backing
-// store. Windows Server's SAN policy keeps it offline (windows-drivers.md
-// §0.5); uncertain whether Windows remembers an earlier online state of
+// store. Windows Server's SAN policy keeps it offline (docs/windows.md#san-policy);
+// uncertain whether Windows remembers an earlier online state of
 // the same LUN, the sim does not.
 func (s *Sim) attachLUN(st *State, t *TargetState, l *LUNState) {
 	for _, d := range st.Disks {
@@ -257,7 +258,8 @@ func (h iscsiHost) AddPortal(ctx context.Context, p host.Portal, initiatorPortal
 			user, hash = chap.User, st.hash(chap.Secret.Reveal())
 		}
 		// MSFT_iSCSITargetPortal.New runs SendTargets discovery at once
-		// (csi-proxy.md §5); targets added later need a refresh.
+		// (docs/windows.md#iscsi-discovery-and-second-sessions); targets added later
+		// need a refresh.
 		iqns, err := st.discover(key, user, hash)
 		if err != nil {
 			return struct{}{}, err
@@ -344,9 +346,9 @@ func (h iscsiHost) Connect(ctx context.Context, r host.ConnectRequest) (host.ISC
 				return host.ISCSISession{}, fmt.Errorf("target %s via portal %s: already logged in: %w", r.TargetIQN, key, host.ErrAlreadyExists)
 			}
 			// Without MPIO a second session to the same target is refused
-			// ("target already logged in"). Modelled from csi-proxy.md §5
-			// and democratic-csi's tolerated error (windows-drivers.md
-			// §5.4); uncertain.
+			// (ISDSC_TARGET_ALREADY_LOGGED_IN, which democratic-csi
+			// tolerates; docs/windows.md#iscsi-discovery-and-second-sessions);
+			// uncertain.
 			if !s.Multipath || !r.Multipath {
 				return host.ISCSISession{}, fmt.Errorf("target %s: already logged in via portal %s without multipath: %w", r.TargetIQN, s.Portal, host.ErrAlreadyExists)
 			}

@@ -488,7 +488,7 @@ func (s *Sim) Reboot() error {
 			}
 			s.newSession(st, l.Target, l.Portal, l.InitiatorPortal, l.Auth, l.Multipath, true, true)
 		}
-		// windows-drivers.md §1.4: after a restart Windows can leave a
+		// csi-driver-smb PR #1219: after a restart Windows can leave a
 		// mapping object with a non-OK status. (The plugin's own mappings
 		// are not persistent, so real Windows drops them instead; keeping
 		// a stale object is the harder case for the SMB backend, which

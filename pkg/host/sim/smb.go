@@ -141,7 +141,7 @@ func (st *State) shareAccess(sh *ShareState, rest []string) error {
 		return fmt.Errorf("share %s: mapping %s is %s: %w", uncRoot(sh.Server, sh.Share), m.RemotePath, m.Status, host.ErrUnreachable)
 	}
 	// After a password change the mapping still says OK but access fails
-	// (csi-proxy PRs #66/#75, csi-proxy.md §4 item 4).
+	// (csi-proxy PRs #66/#75).
 	if u := sh.user(m.User); u == nil || u.Generation != m.UserGeneration {
 		return fmt.Errorf("share %s: credentials of mapping %s no longer valid: %w", uncRoot(sh.Server, sh.Share), m.RemotePath, host.ErrAccessDenied)
 	}
@@ -189,7 +189,8 @@ func (h smbHost) Map(ctx context.Context, remotePath string, cred host.Credentia
 		if known, reachable := st.serverState(server); !known || !reachable {
 			return struct{}{}, fmt.Errorf("server %s: the network path was not found: %w", server, host.ErrUnreachable)
 		}
-		// Error 1219: one user name per server (windows-drivers.md §1.4).
+		// Error 1219: one user name per server (ERROR_SESSION_CREDENTIAL_CONFLICT,
+		// csi-driver-smb#219).
 		for _, m := range st.Mappings {
 			ms, _, _, err := parseUNC(m.RemotePath)
 			if err == nil && strings.EqualFold(ms, server) && !strings.EqualFold(m.User, cred.User) {

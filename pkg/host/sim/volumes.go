@@ -285,8 +285,8 @@ func (h volumes) Mount(ctx context.Context, volumePath, dir string) error {
 			return struct{}{}, err
 		}
 		// SetVolumeMountPoint needs an existing empty directory
-		// (csi-proxy.md §3.4); a directory that already is a mount point
-		// or link fails with ERROR_DIR_NOT_EMPTY.
+		// (the SetVolumeMountPointW page); a directory that already is a
+		// mount point or link fails with ERROR_DIR_NOT_EMPTY.
 		fi, err := os.Lstat(dir)
 		if err != nil {
 			return struct{}{}, pathError("mount point", dir, err)
@@ -346,7 +346,8 @@ func (h volumes) Unmount(ctx context.Context, dir string) error {
 		if err := os.Remove(dir); err != nil {
 			return struct{}{}, pathError("mount point", dir, err)
 		}
-		// DeleteVolumeMountPoint leaves the empty directory (csi-proxy.md §3.4).
+		// DeleteVolumeMountPoint leaves the empty directory (the
+		// DeleteVolumeMountPointW page: the directory is not deleted).
 		if err := os.Mkdir(dir, 0o750); err != nil {
 			return struct{}{}, pathError("mount point", dir, err)
 		}

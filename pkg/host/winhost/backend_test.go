@@ -81,7 +81,7 @@ func stageRequest(sel contract.DiskSelector) backend.StageRequest {
 		Disk: &contract.DiskSpec{Selector: sel}}}
 }
 
-// A serial as AWS NVMe EBS reports it, with the trailing '.' (csi-proxy.md §2.2).
+// A serial as AWS NVMe EBS reports it, with the trailing '.' (csi-proxy PR #116).
 const serial = "vol0a1b2c3d4e5f60718_00000001."
 
 var bootDisk = diskSpec{Number: 0, Serial: "os-disk", Location: "PCI Slot 0 : Adapter 0 : Port 0 : Target 0 : LUN 0",
@@ -427,7 +427,8 @@ func TestBackendExpand(t *testing.T) {
 func itoa64(n uint64) string { return strconv.FormatUint(n, 10) }
 
 // (f) Page 83 lookup: one disk's IOCTL fails with ERROR_INVALID_FUNCTION
-// (GitHub runners, csi-proxy.md §8), another has a different identifier;
+// (GitHub runners: kubernetes-csi/csi-proxy@eeba470 integrationtests/disk_v1_test.go), another
+// has a different identifier;
 // the right disk is still found. The boot disk's identifier is never read.
 func TestBackendStageByPage83(t *testing.T) {
 	r := newRig(t)
@@ -516,7 +517,7 @@ func TestBackendFindSafety(t *testing.T) {
 
 // (h) A clone of an attached disk: offline with OfflineReason Collision
 // and read-only. Clearing read-only first lets it come online
-// (csi-proxy#287, azuredisk#1909, gcp-pd#664 via windows-drivers.md §0).
+// (csi-proxy#287, azuredisk PR #1909, gcp-pd#664; docs/windows.md, "Signature collisions").
 func TestBackendStageSignatureCollision(t *testing.T) {
 	clone := diskSpec{Number: 2, Serial: serial, Style: host.PartitionStyleGPT, ReadOnly: true, Offline: true,
 		OfflineReason: host.OfflineReasonCollision}

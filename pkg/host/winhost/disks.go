@@ -163,7 +163,8 @@ func (d *Disks) Get(ctx context.Context, number uint32) (host.Disk, error) {
 
 // Page83 implements host.Disks with one IOCTL on the disk's device path. A
 // device that does not answer the device-ID query (ERROR_INVALID_FUNCTION,
-// as the virtual disks of GitHub's Windows runners do, csi-proxy.md §8, or
+// as the virtual disks of GitHub's Windows runners do: csi-proxy skips its
+// page 83 test there, kubernetes-csi/csi-proxy@eeba470 integrationtests/disk_v1_test.go; or
 // ERROR_NOT_SUPPORTED) reports no identifier: ErrNotFound.
 func (d *Disks) Page83(ctx context.Context, dk host.Disk) (string, error) {
 	if dk.Path == "" {
@@ -420,7 +421,7 @@ func (d *Disks) MaxPartitionSize(ctx context.Context, p host.Partition) (uint64,
 
 // minExtent is the smallest change of a partition's size Windows accepts:
 // Resize-Partition fails with "Size Not Supported ... The size of the
-// extent is less than the minimum of 1MB" (4097) below it (csi-proxy.md §3.6).
+// extent is less than the minimum of 1MB" (4097) below it (csi-proxy PR #364).
 const minExtent = 1 << 20
 
 // ResizePartition implements host.Disks: MSFT_Partition.Resize(Size), the

@@ -115,14 +115,16 @@ func TestDisksPage83(t *testing.T) {
 		want  string
 		err   error
 	}{
-		// Identifier shapes from csi-proxy.md §2.2 (Hyper-V binary, GCE ASCII).
+		// Identifier shapes as csi-proxy PR #155's test log shows them
+		// (Hyper-V binary, GCE ASCII).
 		{"binary", scripted.Reply{Bytes: winhost.BuildDeviceIDDescriptor(winhost.StorageID{CodeSet: 1, Type: 1, ID: hyperV})},
 			"4d534654202020205d06a31b0c4e47498e109f2c733a8102", nil},
 		{"ascii", scripted.Reply{Bytes: winhost.BuildDeviceIDDescriptor(winhost.StorageID{CodeSet: 2, Type: 1, ID: []byte("Google  pd-1")})},
 			"Google  pd-1", nil},
 		{"no device identifier", scripted.Reply{Bytes: winhost.BuildDeviceIDDescriptor(winhost.StorageID{CodeSet: 1, Assoc: 1, ID: []byte{1}})},
 			"", host.ErrNotFound},
-		// GitHub runners' disks answer "Incorrect function" (csi-proxy.md §8).
+		// GitHub runners' disks answer "Incorrect function"
+		// (kubernetes-csi/csi-proxy@eeba470 integrationtests/disk_v1_test.go).
 		{"incorrect function", scripted.Reply{Err: w32("DeviceIoControl", winhost.ErrorInvalidFunction)}, "", host.ErrNotFound},
 		{"not supported", scripted.Reply{Err: w32("DeviceIoControl", winhost.ErrorNotSupported)}, "", host.ErrNotFound},
 		{"access denied", scripted.Reply{Err: w32("CreateFile", winhost.ErrorAccessDenied)}, "", host.ErrAccessDenied},
@@ -546,7 +548,7 @@ func TestDisksMaxPartitionSize(t *testing.T) {
 		}
 	})
 	// GetSupportedSize depends on the defrag service and intermittently
-	// returns 4 (aws-ebs#2877 via windows-drivers.md §0 item 9).
+	// returns 4 (aws-ebs-csi-driver#2877).
 	t.Run("failed", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectCall(ns, m, rv(4))

@@ -21,7 +21,8 @@ const (
 
 // Files implements host.Files with Win32 file calls only; it never uses
 // os.Lstat or os.Readlink, whose treatment of mount points changed in Go
-// 1.23 (csi-proxy.md §6.1 item 12): what a path is comes from its
+// 1.23 (the winsymlink setting in the Go 1.23 release notes,
+// golang/go#61893): what a path is comes from its
 // attributes and its reparse data, read by the executor.
 //
 // Paths go to the file APIs in their \\?\ long form (winpath.LongPath):

@@ -49,7 +49,8 @@ func TestFilesStat(t *testing.T) {
 		{"directory", []step{attrs(attrDir)}, host.PathInfo{Kind: host.PathDir}, nil},
 		{"file", []step{attrs(attrArchive)}, host.PathInfo{Kind: host.PathFile}, nil},
 		// A mount point made by SetVolumeMountPoint: tag MOUNT_POINT,
-		// substitute \??\Volume{GUID}\, empty print name (csi-proxy.md §3.4).
+		// substitute \??\Volume{GUID}\, empty print name (what fsutil
+		// reparsepoint query shows for a mounted folder).
 		{"volume mount point", []step{attrs(attrDir | attrReparse),
 			reparse(winhost.BuildReparse(winhost.IOReparseTagMountPoint, vol, "", 0))},
 			host.PathInfo{Kind: host.PathMountPoint, Target: guidA}, nil},
@@ -71,7 +72,7 @@ func TestFilesStat(t *testing.T) {
 		{"relative symlink", []step{attrs(attrDir | attrReparse),
 			reparse(winhost.BuildReparse(winhost.IOReparseTagSymlink, `..\globalmount`, `..\globalmount`, winhost.SymlinkFlagRelative))},
 			host.PathInfo{Kind: host.PathSymlink, Target: `..\globalmount`}, nil},
-		// Not every name-surrogate is a mount point (csi-proxy.md §6.2):
+		// Not every name-surrogate is a mount point (reparse.go):
 		// a dedup reparse point (IO_REPARSE_TAG_DEDUP 0x80000013) is other.
 		{"other reparse tag", []step{attrs(attrArchive | attrReparse), reparse(winhost.BuildReparse(0x80000013, "", "", 0))},
 			host.PathInfo{Kind: host.PathOther}, nil},

@@ -14,7 +14,7 @@ import (
 
 // Replies below follow what the Storage Management provider returns
 // through IDispatch, as converted by the executor (executor.go: integers
-// as int64, CIM uint64 as decimal strings (csi-proxy.md §2.1), NULL as
+// as int64, CIM uint64 as decimal strings ("Numbers (WMI)"), NULL as
 // nil, arrays as []any, embedded objects as Instance). Property names and
 // types are those of the MSFT_Disk, MSFT_Partition and MSFT_Volume pages
 // under learn.microsoft.com/windows-hardware/drivers/storage/.
@@ -67,7 +67,7 @@ func volRef(guid string) string {
 }
 
 // devicePath is MSFT_Disk.Path: a device interface path of the disk class
-// GUID {53f56307-...} (csi-proxy.md §2.2).
+// GUID {53f56307-...}, GUID_DEVINTERFACE_DISK.
 func devicePath(n uint32) string {
 	return fmt.Sprintf(`\\?\scsi#disk&ven_msft&prod_virtual_disk#5&1ec51bf7&0&00000%d#{53f56307-b6bf-11d0-94f2-00a0c91efb8b}`, n)
 }
@@ -168,8 +168,8 @@ func partInst(s partSpec) winhost.Instance {
 	}
 }
 
-// A fresh GPT disk after Initialize holds the MSR (aws-ebs-csi-driver
-// #1001 via csi-proxy.md §3.2: 15.98 MB at offset 17408); the data
+// A fresh GPT disk after Initialize holds the MSR (aws-ebs-csi-driver#1001:
+// 15.98 MB at offset 17408); the data
 // partition CreatePartition makes starts at 16 MiB.
 const (
 	msrOffset  = 17408

@@ -25,7 +25,7 @@ import (
 // (server2019/root/microsoft/windows/storage/MSFT_iSCSI*.go), which carry
 // the MOF's parameter names and types where the documentation's syntax
 // block is incomplete (it omits ChapUsername and ChapSecret from Connect),
-// and csi-proxy's pkg/wmi/iscsi.go (csi-proxy.md §2.6).
+// and csi-proxy's pkg/wmi/iscsi.go (kubernetes-csi/csi-proxy@eeba470).
 //
 // WMI round trips per operation: Portals 1; AddPortal 2 (look, New);
 // RefreshPortal and RemovePortal 1 + one per registration of the portal
@@ -116,7 +116,8 @@ func (x *ISCSI) portalInstances(ctx context.Context, p host.Portal) ([]Instance,
 }
 
 // AddPortal registers a portal with MSFT_iSCSITargetPortal.New, which runs
-// SendTargets discovery at once (csi-proxy.md §5); with chap, discovery
+// SendTargets discovery at once (docs/windows.md#iscsi-discovery-and-second-sessions);
+// with chap, discovery
 // uses one-way CHAP. A portal already registered fails with
 // host.ErrAlreadyExists without calling New (whether New itself refuses a
 // registered portal is not documented).
@@ -438,7 +439,8 @@ func (x *ISCSI) Register(ctx context.Context, s host.ISCSISession, multipath boo
 }
 
 // SetInitiatorSecret sets the initiator's node-wide CHAP secret with the
-// static MSFT_iSCSISession.SetCHAPSecret (csi-proxy.md §2.6).
+// static MSFT_iSCSISession.SetCHAPSecret (as kubernetes-csi/csi-proxy@eeba470 pkg/wmi/iscsi.go
+// does).
 func (x *ISCSI) SetInitiatorSecret(ctx context.Context, secret host.Secret) error {
 	m := Method{Class: classSession, Name: "SetCHAPSecret",
 		In: []Param{{Name: "ChapSecret", Value: secret.Reveal(), Sensitive: true}}}

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Identifiers modelled on csi-proxy.md §2.2: a Hyper-V virtual disk
+// Identifiers modelled on csi-proxy PRs #116 and #155: a Hyper-V virtual disk
 // reports "MSFT    " + a GUID as a binary T10 vendor identifier; a GCE
 // persistent disk the ASCII "Google  persistent-disk-0".
 var (

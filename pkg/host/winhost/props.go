@@ -118,7 +118,8 @@ func (p *Props) Bool(prop string) bool {
 }
 
 // Uint64 reads an unsigned integer. CIM uint64 values arrive as decimal
-// strings through IDispatch (csi-proxy.md §2.1); smaller integers arrive as
+// strings through IDispatch ("Numbers (WMI)" on learn.microsoft.com:
+// Automation has no 64-bit integer); smaller integers arrive as
 // int64, the one integer type the executor produces (Instance). Null reads
 // as 0.
 func (p *Props) Uint64(prop string) uint64 {

@@ -7,7 +7,7 @@ import (
 )
 
 // Values as the executor converts VARIANTs (executor.go): CIM uint64 as a
-// decimal string (csi-proxy.md §2.1), other integers as int64, NULL as nil.
+// decimal string ("Numbers (WMI)"), other integers as int64, NULL as nil.
 func TestPropsReading(t *testing.T) {
 	in := Instance{Class: "MSFT_Disk", Props: map[string]any{
 		"Size":      "18446744073709551615",

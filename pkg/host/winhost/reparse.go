@@ -37,7 +37,8 @@ import (
 // name \??\Volume{GUID}\ (and an empty print name); a junction carries
 // \??\C:\dir. Tags are compared for equality: csi-proxy's IsMountedFolder
 // tested tag & IO_REPARSE_TAG_MOUNT_POINT != 0, which is true for every
-// Microsoft name-surrogate tag, symlinks included (csi-proxy.md §6.2).
+// Microsoft name-surrogate tag, symlinks included (kubernetes-csi/csi-proxy@eeba470
+// pkg/utils/utils.go, IsMountedFolder).
 
 // Reparse tags (winnt.h).
 const (

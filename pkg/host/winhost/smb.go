@@ -18,7 +18,7 @@ import (
 // RemotePath, Status, RequirePrivacy, RequireIntegrity and UseWriteThrough;
 // it has no user name property, so the backend records who made a mapping
 // itself (microsoft/wmi server2019/root/microsoft/windows/smb,
-// MSFT_SmbGlobalMapping.go; csi-proxy.md §2.5).
+// MSFT_SmbGlobalMapping.go).
 const classSmbGlobalMapping = "MSFT_SmbGlobalMapping"
 
 // SMB is host.SMB on Windows: SMB global mappings through
@@ -126,7 +126,7 @@ func (s *SMB) find(ctx context.Context, remotePath string) (Instance, error) {
 // and ':' in the user name escaped by a backslash, the encoding PowerShell's
 // CIM cmdletization uses to pass a PSCredential to this provider
 // (PowerShell/PowerShell cimConverter.cs, CimConverter.ConvertFromDotNetToCim;
-// csi-proxy.md §2.5, csi-proxy PR #387). It is passed as a sensitive
+// kubernetes-csi/csi-proxy@eeba470 pkg/wmi/smb.go, csi-proxy PR #387). It is passed as a sensitive
 // parameter: no executor or logger prints it. An empty user name maps
 // anonymously and omits Credential.
 //
@@ -137,8 +137,8 @@ func (s *SMB) find(ctx context.Context, remotePath string) (Instance, error) {
 // connections ..."). A non-persistent mapping disappears at reboot, and
 // kubelet re-stages every volume still in use after a node restart, which
 // maps the share again with the current secret. What the provider does
-// when Persistent is omitted is undocumented (csi-proxy omits it;
-// csi-proxy.md §4 marks it VERIFY), hence the explicit value.
+// when Persistent is omitted is undocumented (csi-proxy omits it,
+// kubernetes-csi/csi-proxy@eeba470 pkg/wmi/smb.go), hence the explicit value.
 //
 // RemotePath is the share root as the backend gives it (lower case). The
 // RequirePrivacy flag asks for SMB 3 encryption.
@@ -181,7 +181,7 @@ func escapeUser(u string) string {
 
 // Unmap removes the global mapping of remotePath: it looks the instance up
 // and calls its Remove(Force = true) method, which closes open handles
-// (Remove-SmbGlobalMapping -Force; csi-proxy.md §2.5).
+// (Remove-SmbGlobalMapping -Force; as kubernetes-csi/csi-proxy@eeba470 pkg/wmi/smb.go does).
 func (s *SMB) Unmap(ctx context.Context, remotePath string) error {
 	in, err := s.find(ctx, remotePath)
 	if err != nil {

@@ -52,8 +52,9 @@ var fileSystemTypes = map[uint16]string{
 // parseVolume reads one MSFT_Volume. The volume counts as carrying a file
 // system unless both FileSystem is empty (or "RAW") and FileSystemType is 0
 // (Unknown): any known type counts, so a volume is never taken for blank
-// because its FileSystem string is missing (csi-proxy.md §3.3 and §6.1
-// item 3). Uncertain: a volume whose NTFS is damaged beyond recognition
+// because its FileSystem string is missing (csi-proxy once accepted only
+// NTFS, risking the reformat of another file system; IsVolumeFormatted in
+// kubernetes-csi/csi-proxy@eeba470 pkg/os/volume/api.go tests FileSystemType). Uncertain: a volume whose NTFS is damaged beyond recognition
 // also reads as Unknown; nothing in WMI tells it from a blank one.
 //
 // HealthStatus: the MSFT_Volume page lists 0 Healthy, 1 Scan Needed, 2

@@ -41,7 +41,7 @@ func TestVolumesOfPartition(t *testing.T) {
 		{"raw spelled out", scripted.Reply{Instances: []winhost.Instance{withProps(raw, "FileSystem", "RAW")}}, "", nil, false},
 		{"ntfs", scripted.Reply{Instances: []winhost.Instance{volInst(guidA, "NTFS", 14, 10<<30)}}, "NTFS", nil, false},
 		// Any known type counts as formatted, even without the string
-		// (csi-proxy.md §6.1 item 3: never reformat another file system).
+		// (never reformat another file system: parseVolume).
 		{"refs type only", scripted.Reply{Instances: []winhost.Instance{volInst(guidA, "", 15, 10<<30)}}, "ReFS", nil, false},
 		{"unknown type number", scripted.Reply{Instances: []winhost.Instance{volInst(guidA, "", 99, 10<<30)}}, "FileSystemType(99)", nil, false},
 		{"fat32 string, type missing", scripted.Reply{Instances: []winhost.Instance{withProps(volInst(guidA, "FAT32", 0, 1<<30), "FileSystemType", nil)}}, "FAT32", nil, false},

@@ -32,7 +32,8 @@ const (
 
 // COM security for the whole process, set once before the first WMI
 // connection: packet privacy and impersonation, as microsoft/wmi's session
-// manager and csi-proxy do (csi-proxy.md §2.1). Packet privacy encrypts the
+// manager (microsoft/wmi v0.43.0 pkg/wmiinstance) and csi-proxy
+// (kubernetes-csi/csi-proxy@eeba470 pkg/wmi/wmi.go) do. Packet privacy encrypts the
 // calls that carry secrets (SMB credentials, CHAP secrets) between the
 // plugin and the WMI service.
 var (

@@ -7,7 +7,7 @@ import (
 )
 
 func TestIOCTLCodes(t *testing.T) {
-	// Values from winioctl.h, as csi-proxy.md appendix A lists them.
+	// Values from winioctl.h (Windows SDK), the CTL_CODE of each control.
 	tests := []struct {
 		name string
 		got  uint32

@@ -6,7 +6,7 @@
 // can change the shape of a query. Associations are followed with
 // SWbemServices.AssociatorsOf by the executor, not with ASSOCIATORS OF text,
 // because MSFT object paths carry braces and quotes. csi-proxy doubled single quotes instead
-// (csi-proxy.md §6.2), which WQL does not document.
+// (kubernetes-csi/csi-proxy@eeba470 pkg/wmi/wmi.go), which WQL does not document.
 //
 // Nothing else belongs here: no execution, no parsing of results.
 package wql
