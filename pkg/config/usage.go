@@ -32,7 +32,8 @@ var groupFlags = map[Group][]string{
 		"max-volumes-per-node", "http-endpoint", "enable-pprof", "shutdown-grace", "default-backend",
 		"context-alias", "disk-preset", "volume-id-disk", "smb-require-privacy", "smb-default-domain", "version"},
 	GroupCloud:   {"cloud", "cloud-metadata-endpoint", "cloud-metadata-timeout"},
-	GroupWindows: {"host", "offline-disk-on-unstage", "smb-keep-mappings", "keep-iscsi-portals"},
+	GroupWindows: {"host", "offline-disk-on-unstage", "smb-keep-mappings", "keep-iscsi-portals",
+		"orphan-sweep", "orphan-sweep-interval"},
 	GroupSim:     {"sim-dir", "sim-config", "sim-auto-attach", "sim-disk-size", "sim-latency"},
 	GroupLogging: loggingFlags,
 }
