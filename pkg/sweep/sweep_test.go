@@ -188,8 +188,8 @@ func TestSweep(t *testing.T) {
 				"iscsi-portal 10.0.0.2:3260": ResultInUse, "mount-point /k/plugins/x/mnt": ResultReported,
 				"link /k/plugins/x/link": ResultReported,
 			},
-			calls: []string{"gone vol-gone false", "release " + targetKey + " false", "release " + shareKey + " false", "release " + portalKey + " false"},
-			left: map[inventory.Kind]int{inventory.KindSMBMapping: 1, inventory.KindMountPoint: 1, inventory.KindLink: 1},
+			calls:    []string{"gone vol-gone false", "release " + targetKey + " false", "release " + shareKey + " false", "release " + portalKey + " false"},
+			left:     map[inventory.Kind]int{inventory.KindSMBMapping: 1, inventory.KindMountPoint: 1, inventory.KindLink: 1},
 			removals: map[string]float64{},
 		},
 		{
