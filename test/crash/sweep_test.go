@@ -27,7 +27,7 @@ import (
 // path removed) and one on another target (session and persistent login
 // left); an administrator's mapping.
 var (
-	halfSMB   = volume{id: "vol-smb-half", kind: kindSMB, shareDir: "h", secrets: smbVol1.secrets,
+	halfSMB = volume{id: "vol-smb-half", kind: kindSMB, shareDir: "h", secrets: smbVol1.secrets,
 		vctx: map[string]string{"source": "//srv2/half", "subDir": "h"}}
 	halfISCSI = volume{id: "vol-iscsi-half", kind: kindISCSI,
 		vctx: map[string]string{"targetPortal": "10.0.9.1:3260", "iqn": iqn + "-half", "lun": "1"}}
