@@ -28,6 +28,13 @@ const (
 	CloudAzure = "azure"
 )
 
+// Modes of --orphan-sweep (pkg/sweep).
+const (
+	OrphanSweepOff    = "off"
+	OrphanSweepReport = "report"
+	OrphanSweepClean  = "clean"
+)
+
 // Options are the parsed flags.
 type Options struct {
 	Endpoint          string
@@ -60,6 +67,10 @@ type Options struct {
 	// Backend behaviour.
 	OfflineDiskOnUnstage bool
 	KeepISCSIPortals     bool
+
+	// Orphan sweep (pkg/sweep).
+	OrphanSweep         string
+	OrphanSweepInterval time.Duration
 
 	// Node identity from the cloud's instance metadata service.
 	Cloud                 string
@@ -162,6 +173,8 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.BoolVar(&o.SMBKeepMappings, "smb-keep-mappings", false, "keep an SMB global mapping when the last volume using its share is unstaged")
 	fs.BoolVar(&o.OfflineDiskOnUnstage, "offline-disk-on-unstage", true, "take a disk offline after unmounting it, so that detach cannot hang")
 	fs.BoolVar(&o.KeepISCSIPortals, "keep-iscsi-portals", false, "never remove iSCSI target portals, even when no target on them is in use")
+	fs.StringVar(&o.OrphanSweep, "orphan-sweep", OrphanSweepReport, "what to do, at start and every --orphan-sweep-interval, with host resources this plugin made that no staged volume uses: off, report (log and count them) or clean (also remove them)")
+	fs.DurationVar(&o.OrphanSweepInterval, "orphan-sweep-interval", 10*time.Minute, "time between two rounds of the orphan sweep")
 	fs.StringVar(&o.Cloud, "cloud", CloudNone, "read the node ID and topology from this cloud's instance metadata service at start, as its CSI controller expects them: none, aws, gce or azure (--node-id and --topology win)")
 	fs.StringVar(&o.CloudMetadataEndpoint, "cloud-metadata-endpoint", "", "with --cloud: base URL of the instance metadata service. Default: http://169.254.169.254")
 	fs.DurationVar(&o.CloudMetadataTimeout, "cloud-metadata-timeout", 30*time.Second, "with --cloud: how long start-up may spend reading the instance metadata service, retries included, before the plugin exits")
@@ -257,6 +270,14 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 	}
 	if o.ShutdownGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-grace=%s: must be positive", o.ShutdownGrace))
+	}
+	switch o.OrphanSweep {
+	case OrphanSweepOff, OrphanSweepReport, OrphanSweepClean:
+	default:
+		errs = append(errs, fmt.Errorf("--orphan-sweep=%s: want off, report or clean", o.OrphanSweep))
+	}
+	if o.OrphanSweepInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--orphan-sweep-interval=%s: must be positive", o.OrphanSweepInterval))
 	}
 	if o.SimLatency < 0 {
 		errs = append(errs, fmt.Errorf("--sim-latency=%s: must not be negative", o.SimLatency))

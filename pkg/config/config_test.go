@@ -51,6 +51,11 @@ func TestFinish(t *testing.T) {
 		{name: "http endpoint port not a number", goos: "windows", args: []string{"--driver-name=a.b", "--http-endpoint=:http"}, wantErr: "--http-endpoint"},
 		{name: "http endpoint port too large", goos: "windows", args: []string{"--driver-name=a.b", "--http-endpoint=:70000"}, wantErr: "--http-endpoint"},
 		{name: "sim config without sim", goos: "windows", args: []string{"--driver-name=a.b", "--sim-config=net.yaml"}, wantErr: "--sim-config only applies"},
+		{name: "bad orphan sweep", goos: "windows", args: []string{"--driver-name=a.b", "--orphan-sweep=delete"}, wantErr: "--orphan-sweep="},
+		{name: "zero orphan sweep interval", goos: "windows", args: []string{"--driver-name=a.b", "--orphan-sweep-interval=0s"}, wantErr: "--orphan-sweep-interval"},
+		{name: "negative orphan sweep interval", goos: "windows", args: []string{"--driver-name=a.b", "--orphan-sweep-interval=-1m"}, wantErr: "--orphan-sweep-interval"},
+		{name: "orphan sweep clean", goos: "windows", args: []string{"--driver-name=a.b", "--orphan-sweep=clean", "--orphan-sweep-interval=1h"},
+			endpoint: `unix://C:\var\lib\kubelet\plugins\a.b\csi.sock`, stateDir: `C:\var\lib\kubelet\plugins\a.b\state`},
 		{name: "volume-id-disk none in sim", goos: "linux", args: []string{"--driver-name=a.b", "--host=sim", "--sim-dir=/s", "--volume-id-disk=none"},
 			endpoint: "unix:///var/lib/kubelet/plugins/a.b/csi.sock", stateDir: "/s/journal", volIDDsk: ""},
 	}

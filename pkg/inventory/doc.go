@@ -14,7 +14,7 @@
 // snapshot: a volume staged or unstaged while it runs may show half done.
 //
 // csi-windows-node diagnose renders its Report (cmd/csi-windows-node); the
-// orphan sweep is meant to reuse the same detection. The rendering is not
+// orphan sweep (pkg/sweep) acts on the same detection. The rendering is not
 // here, nor is any policy about removing what it finds.
 //
 // # How "made by the plugin" is known

@@ -105,12 +105,22 @@ func New(cfg Config) *Server {
 // outlived its deadline: a retry never overlaps host work still running
 // for the same volume (docs/reliability.md, "lock policy").
 func (s *Server) lockVolume(ctx context.Context, volumeID string) (context.Context, func(), error) {
-	release, ok := s.volumes.TryAcquire(volumeID)
+	ctx, unlock, ok := s.tryLockVolume(ctx, volumeID)
 	if !ok {
 		return ctx, nil, status.Errorf(codes.Aborted, "an operation on volume %q is already in progress", volumeID)
 	}
+	return ctx, unlock, nil
+}
+
+// tryLockVolume takes the per-volume guard as lockVolume does, and reports
+// false when an operation on the volume is in flight.
+func (s *Server) tryLockVolume(ctx context.Context, volumeID string) (context.Context, func(), bool) {
+	release, ok := s.volumes.TryAcquire(volumeID)
+	if !ok {
+		return ctx, nil, false
+	}
 	ctx, tracker := host.Track(s.forVolume(ctx, volumeID))
-	return ctx, func() { tracker.WhenIdle(release) }, nil
+	return ctx, func() { tracker.WhenIdle(release) }, true
 }
 
 // forVolume returns ctx annotated for the host calls of volumeID

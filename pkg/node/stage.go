@@ -187,22 +187,32 @@ func (s *Server) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 		}
 		kind = k
 	}
-	b, err := s.backendFor(kind)
-	if err != nil {
+	if err := s.unstage(ctx, kind, req.GetVolumeId(), staging, entry, known); err != nil {
 		return nil, err
 	}
-	if err := b.Unstage(ctx, backend.UnstageRequest{VolumeID: req.GetVolumeId(), StagingPath: staging, Entry: entry}); err != nil {
-		return nil, toStatus(err)
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// unstage is the end of NodeUnstageVolume, under the volume's lock: the
+// backend of kind undoes the stage at staging, then the journal entry
+// (when known) is dropped. It returns a gRPC status error.
+func (s *Server) unstage(ctx context.Context, kind contract.Kind, volumeID, staging string, entry journal.Entry, known bool) error {
+	b, err := s.backendFor(kind)
+	if err != nil {
+		return err
+	}
+	if err := b.Unstage(ctx, backend.UnstageRequest{VolumeID: volumeID, StagingPath: staging, Entry: entry}); err != nil {
+		return toStatus(err)
 	}
 	if known {
 		if err := s.cfg.Journal.Delete(ctx, entry.VolumeID); err != nil {
-			return nil, status.Errorf(codes.Internal, "drop the stage record of volume %q: %v", entry.VolumeID, err)
+			return status.Errorf(codes.Internal, "drop the stage record of volume %q: %v", entry.VolumeID, err)
 		}
 	}
 	s.mu.Lock()
-	delete(s.published, req.GetVolumeId())
+	delete(s.published, volumeID)
 	s.mu.Unlock()
-	return &csi.NodeUnstageVolumeResponse{}, nil
+	return nil
 }
 
 // samePath compares resolved paths the way the host would.

@@ -7,9 +7,12 @@ import (
 	"os"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
+	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -43,14 +46,7 @@ func Inventory(ctx context.Context, o Options, h host.Host) (*inventory.Report, 
 		return nil, fmt.Errorf("read the stage journal: %w", err)
 	}
 	disks, backends := newBackends(h, store, o)
-	health := make(map[string]inventory.HealthChecker, len(backends))
-	for k, b := range backends {
-		health[string(k)] = b
-	}
-	rep, err := inventory.Take(ctx, inventory.Input{
-		Host: h, Journal: store, Health: health, Disks: disks, Root: root, DriverName: o.DriverName,
-		KeepSMBMappings: o.SMBKeepMappings, KeepISCSIPortals: o.KeepISCSIPortals,
-	})
+	rep, err := takeStock(ctx, o, h, store, root, disks, backends)
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +55,27 @@ func Inventory(ctx context.Context, o Options, h host.Host) (*inventory.Report, 
 			"no volume is recorded, and every mapping, session and portal shows as foreign", o.StateDir))
 	}
 	return rep, nil
+}
+
+// TakeStock takes stock of the node as Inventory does, from the plugin's
+// own journal, host and backends: for the orphan sweep, which runs in the
+// plugin (pkg/sweep). It only reads.
+func (p *Plugin) TakeStock(ctx context.Context) (*inventory.Report, error) {
+	return takeStock(ctx, p.opts, p.Host, p.Journal, p.Root, p.disks, p.backends)
+}
+
+// takeStock sets the journal store against h with the backends' health
+// checks (pkg/inventory).
+func takeStock(ctx context.Context, o Options, h host.Host, store inventory.Journal, root *winpath.Root,
+	disks *disk.Backend, backends map[contract.Kind]node.Backend) (*inventory.Report, error) {
+	health := make(map[string]inventory.HealthChecker, len(backends))
+	for k, b := range backends {
+		health[string(k)] = b
+	}
+	return inventory.Take(ctx, inventory.Input{
+		Host: h, Journal: store, Health: health, Disks: disks, Root: root, DriverName: o.DriverName,
+		KeepSMBMappings: o.SMBKeepMappings, KeepISCSIPortals: o.KeepISCSIPortals,
+	})
 }
 
 // readStore is what Inventory reads the journal through: the backends'

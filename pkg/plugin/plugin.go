@@ -19,6 +19,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/identity"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/sweep"
 	"github.com/wincsi/csi-windows-node/pkg/version"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
@@ -49,6 +50,11 @@ type Options struct {
 	OfflineDiskOnUnstage bool
 	SMBKeepMappings      bool
 	KeepISCSIPortals     bool
+
+	// OrphanSweep and OrphanSweepInterval are --orphan-sweep and
+	// --orphan-sweep-interval (pkg/sweep); the zero mode is sweep.Off.
+	OrphanSweep         sweep.Mode
+	OrphanSweepInterval time.Duration
 
 	// Serving (Serve). HTTPEndpoint is --http-endpoint, which the caller
 	// binds (server.BindHTTP) and hands to Serve in Listeners.HTTP.
@@ -93,6 +99,8 @@ func FromConfig(c *config.Options, goos string) (Options, error) {
 		OfflineDiskOnUnstage: c.OfflineDiskOnUnstage,
 		SMBKeepMappings:      c.SMBKeepMappings,
 		KeepISCSIPortals:     c.KeepISCSIPortals,
+		OrphanSweep:          sweep.Mode(c.OrphanSweep),
+		OrphanSweepInterval:  c.OrphanSweepInterval,
 		HTTPEndpoint:         c.HTTPEndpoint,
 		EnablePprof:          c.EnablePprof,
 		ShutdownGrace:        c.ShutdownGrace,
@@ -144,6 +152,11 @@ type Plugin struct {
 	// releasers are the backends whose volumes share host resources
 	// (ReleaseUnused).
 	releasers []backend.Releaser
+	// disks and backends are the backends New built, for TakeStock.
+	disks    *disk.Backend
+	backends map[contract.Kind]node.Backend
+	// sweeper is the orphan sweep (Sweep; Serve runs it).
+	sweeper *sweep.Sweeper
 
 	opts Options
 }
@@ -184,7 +197,7 @@ func New(o Options, h Host) (*Plugin, error) {
 		return nil, fmt.Errorf("open the stage journal: %w", err)
 	}
 
-	_, backends := newBackends(hh, jr, o)
+	disks, backends := newBackends(hh, jr, o)
 	// The backends whose volumes share host resources answer
 	// ReleaseUnused.
 	var releasers []backend.Releaser
@@ -215,8 +228,31 @@ func New(o Options, h Host) (*Plugin, error) {
 		Journal:    jr,
 		Contract:   o.Contract,
 	})
-	return &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root,
-		releasers: releasers, opts: o}, nil
+	p := &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root,
+		releasers: releasers, disks: disks, backends: backends, opts: o}
+	mode := o.OrphanSweep
+	if mode == "" {
+		mode = sweep.Off
+	}
+	if p.sweeper, err = sweep.New(sweep.Config{Mode: mode, Interval: o.OrphanSweepInterval, Plugin: p, Registry: mm.GetRegistry()}); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Sweep runs one round of the orphan sweep in the configured mode
+// (pkg/sweep; nothing with --orphan-sweep=off). Serve runs rounds at start
+// and every --orphan-sweep-interval; tests call it to run one when they
+// choose.
+func (p *Plugin) Sweep(ctx context.Context) (sweep.Round, error) {
+	return p.sweeper.Sweep(ctx)
+}
+
+// ReleaseGone decides about the journal entry of a volume whose staging
+// path may be gone, and with remove finishes the volume as
+// NodeUnstageVolume would, under the volume's lock (node.Server.ReleaseGone).
+func (p *Plugin) ReleaseGone(ctx context.Context, volumeID string, remove bool) (bool, error) {
+	return p.Node.ReleaseGone(ctx, volumeID, remove)
 }
 
 // ReleaseUnused asks the backend that owns key (smb.ShareKey,

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/host/hostmetrics"
 	"github.com/wincsi/csi-windows-node/pkg/host/hosttest"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
+	"github.com/wincsi/csi-windows-node/pkg/sweep"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -40,7 +42,7 @@ func TestFromConfig(t *testing.T) {
 	c := flags(t, "windows", "--driver-name=disk.csi.example.com", "--topology=topology.kubernetes.io/zone=z1",
 		"--context-alias=LUN=diskLUN", "--disk-preset=azure-disk", "--default-backend=disk", "--smb-require-privacy=false",
 		"--smb-default-domain=CORP", "--smb-keep-mappings", "--keep-iscsi-portals", "--max-volumes-per-node=8",
-		"--http-endpoint=127.0.0.1:0")
+		"--http-endpoint=127.0.0.1:0", "--orphan-sweep=clean", "--orphan-sweep-interval=1h")
 	got, err := plugin.FromConfig(c, "windows")
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +59,7 @@ func TestFromConfig(t *testing.T) {
 		Contract: contract.Options{DefaultKind: contract.KindDisk, Aliases: map[string]string{"LUN": "diskLUN"},
 			Presets: []string{"azure-disk"}, DefaultDomain: "CORP"},
 		OfflineDiskOnUnstage: true, SMBKeepMappings: true, KeepISCSIPortals: true,
+		OrphanSweep: sweep.Clean, OrphanSweepInterval: time.Hour,
 		HTTPEndpoint: "127.0.0.1:0", ShutdownGrace: c.ShutdownGrace,
 	}
 	if !reflect.DeepEqual(got, want) {

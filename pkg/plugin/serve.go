@@ -51,6 +51,19 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	p.Identity.SetReady(true)
 	logger.Info("Ready", "socket", ls.CSI.Addr().String(), "httpEndpoint", httpAddr, "startup", time.Since(p.opts.Started))
 
+	// The orphan sweep's first round runs now, the plugin serving; it is
+	// stopped, and waited for, before the RPCs are.
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		p.sweeper.Run(sweepCtx)
+	}()
+	defer func() {
+		stopSweep()
+		<-swept
+	}()
+
 	select {
 	case <-ctx.Done():
 		logger.Info("Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace)
@@ -58,6 +71,8 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 		return fmt.Errorf("gRPC server stopped: %w", err)
 	}
 	p.Identity.SetReady(false)
+	stopSweep()
+	<-swept
 	srv.Stop(p.opts.ShutdownGrace)
 	if web != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)

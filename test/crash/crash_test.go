@@ -45,6 +45,11 @@ const (
 	retryBackoff = 100 * time.Millisecond
 )
 
+// rpcArgs are the flags of the binary in the RPC scenarios: the orphan
+// sweep is off, so that the host calls a crash point counts are the RPC's
+// only (TestSweepCrashMatrix crashes the sweep's own round).
+var rpcArgs = []string{"--v=2", "--orphan-sweep=off"}
+
 // readOnlyOps are host calls without effect: a crash after one is the same
 // as a crash before the next step, so the subset leaves out the crash
 // after them (the full matrix keeps every case).
@@ -54,6 +59,7 @@ var readOnlyOps = map[string]bool{
 	sim.OpVolumesDiskNumber: true, sim.OpVolumesFreeSpace: true, sim.OpFilesStat: true,
 	sim.OpFilesIsEmptyDir: true, sim.OpSMBMapping: true, sim.OpSMBCheck: true, sim.OpISCSIPortals: true,
 	sim.OpISCSITargets: true, sim.OpISCSISessions: true, sim.OpISCSISessionDisks: true,
+	sim.OpFilesReadDir: true, sim.OpSMBMappings: true,
 }
 
 // crashCase is one crash point: the nth call of op, which is step k of the
@@ -149,7 +155,7 @@ func runCase(t *testing.T, bin string, sc scenario, c crashCase) {
 	// with the sim's crash code, saying where it crashed. The binary
 	// serves /metrics so that a concurrent scenario can start its second
 	// call where its first has got to.
-	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: sc.concurrent(), Args: []string{"--v=2"}})
+	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: sc.concurrent(), Args: rpcArgs})
 	err := callOnce(t, p, sc, kubelet, true)
 	if err == nil && sc.concurrent() {
 		// This run's interleaving did not make the call the case crashes
@@ -183,7 +189,7 @@ func runCase(t *testing.T, bin string, sc scenario, c crashCase) {
 	if err := os.Remove(filepath.Join(simDir, "faults.json")); err != nil {
 		t.Fatal(err)
 	}
-	p = testbin.Start(t, bin, testbin.Options{Dir: base, Args: []string{"--v=2"}})
+	p = testbin.Start(t, bin, testbin.Options{Dir: base, Args: rpcArgs})
 	var errs []string
 	for attempt := 1; ; attempt++ {
 		err := callOnce(t, p, sc, kubelet, false)
@@ -444,7 +450,7 @@ func checkBinaryCalls(t *testing.T, bin string, sc scenario, seq []string) {
 	prepare(t, base, sc)
 	prepareRPC(t, base, sc)
 	kubelet, _, _ := simnode.Dirs(base)
-	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: true, Args: []string{"--v=2"}})
+	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: true, Args: rpcArgs})
 	if err := callOnce(t, p, sc, kubelet, false); err != nil {
 		t.Fatalf("%s on the binary: %v\n%s", sc.name, err, p.Log.String())
 	}

@@ -19,6 +19,14 @@
 // of three learning runs; a crash point the run's interleaving does not
 // reach still has the run checked.
 //
+// The orphan sweep's clean round (pkg/sweep) has its own matrix
+// (TestSweepCrashMatrix): on a node with volumes gone and unstages failed
+// half-way beside staged volumes of the same share and target, the binary
+// crashes at the host calls of the round it runs at start; restarted, its
+// next round must leave the node as an uninterrupted round does. The RPC
+// scenarios run the binary with --orphan-sweep=off, so that their crash
+// points count their RPC's calls only.
+//
 // make test runs the single-RPC scenarios in full and the concurrent ones
 // as the subset (a crash before every step, after the steps with an
 // effect); make test-crash runs everything in full, verbosely
