@@ -97,9 +97,11 @@ func RecordResource(e journal.Entry, kind, prefix string) (string, error) {
 // (with remove: whether it is gone now). A resource a volume is being
 // staged or unstaged on is in use.
 //
-// ReleaseUnused removes whatever the host has under the key: the caller
-// decides which resources the plugin made (the backends' notes and
-// records say so) and asks only about those.
+// Only a resource the plugin's records name (the SMB backend's mapping
+// note, a journal entry naming the target or listing the portal) is ever
+// unused, checked inside the transition: a caller acting on an older view
+// (the orphan sweep's inventory) never removes what someone else made
+// since. A resource the host no longer has is unused and needs nothing.
 type Releaser interface {
 	// Owns reports whether key names a resource of this backend.
 	Owns(key string) bool

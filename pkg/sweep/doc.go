@@ -36,7 +36,10 @@
 // last unstage as the resource's transition, ReleaseGone takes the
 // volume's lock without waiting (a volume in flight is left for the next
 // round) and looks again. What they find in use is not an orphan (result
-// "in-use"). Report mode asks them with remove false, which changes
+// "in-use"), nor is a mapping, session or portal that no record names any
+// more although the host has it (the plugin's own went since the snapshot
+// and someone made it again): the backends check their records inside the
+// transition too. Report mode asks them with remove false, which changes
 // nothing on the host.
 //
 // Every round runs under a deadline; a round that fails is logged and

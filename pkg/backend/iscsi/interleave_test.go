@@ -206,3 +206,38 @@ func TestReleaseUnused(t *testing.T) {
 		t.Fatal("ReleaseUnused of a bad portal key succeeded")
 	}
 }
+
+// TestReleaseUnusedLeavesWhatIsMadeSince: the sweep's view is a snapshot.
+// When the plugin logged out of a target and removed its portal (its last
+// volume unstaged) and an administrator added the portal and logged in
+// again before the sweep asks, no journal entry names either: they are
+// not unused, and neither a report nor a clean round touches them.
+func TestReleaseUnusedLeavesWhatIsMadeSince(t *testing.T) {
+	e := newEnv(t, false)
+	a := vol("a", "10.0.0.1", iqnOpen, 0)
+	must(t, "stage a", e.stage(a))
+	must(t, "unstage a", e.unstage(a))
+	p := host.Portal{Address: "10.0.0.1", Port: 3260}
+	h := e.sim.Host()
+	must(t, "add the portal as an administrator", h.ISCSI.AddPortal(e.ctx(), p, "", nil))
+	if _, err := h.ISCSI.Connect(e.ctx(), host.ConnectRequest{TargetIQN: iqnOpen, Portal: p}); err != nil {
+		t.Fatalf("log in as an administrator: %v", err)
+	}
+	target := "iscsi:" + strings.ToLower(iqnOpen)
+	portal := "iscsi-portal:" + p.String()
+	disconnects, removals := e.sim.Count(sim.OpISCSIDisconnect), e.sim.Count(sim.OpISCSIRemovePortal)
+	for _, key := range []string{target, portal} {
+		for _, remove := range []bool{false, true} {
+			unused, err := e.plugin.ReleaseUnused(e.ctx(), key, remove)
+			if err != nil || unused {
+				t.Fatalf("ReleaseUnused(%s, remove %t) of what an administrator made = %t, %v; want false", key, remove, unused, err)
+			}
+		}
+	}
+	if n, m := e.sim.Count(sim.OpISCSIDisconnect)-disconnects, e.sim.Count(sim.OpISCSIRemovePortal)-removals; n+m != 0 {
+		t.Errorf("%d logouts and %d portal removals of what the plugin did not make", n, m)
+	}
+	if n := len(e.sessions(iqnOpen)); n != 1 || len(e.portals()) != 1 {
+		t.Fatalf("%d sessions and portals %v; want the administrator's session and portal kept", n, e.portals())
+	}
+}

@@ -3,6 +3,7 @@ package iscsi
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
@@ -37,6 +38,11 @@ func (b *Backend) Owns(key string) bool {
 // portals they went through, and that its volumes list, are removed when
 // nothing else uses them (unless Options.KeepPortals).
 //
+// Only what the plugin's records name is ever unused: a target with
+// sessions or a registered portal that no journal entry names (any more)
+// is someone else's and is left alone, however stale the caller's view;
+// one the host no longer has is unused and needs nothing.
+//
 // For a portal (key from PortalKey) the portal is unused when no session of
 // any target goes through it and no staged volume (or volume being staged
 // or unstaged) lists it; with remove it is removed, under the portal's
@@ -55,8 +61,30 @@ func (b *Backend) ReleaseUnused(ctx context.Context, key string, remove bool) (b
 		return false, fmt.Errorf("%q is not the key of an iSCSI target: %w", key, host.ErrInvalid)
 	}
 	unused := false
-	_, err := b.releaseTarget(ctx, release{iqn: iqn, dryRun: !remove, unused: &unused})
+	_, err := b.releaseTarget(ctx, release{iqn: iqn, dryRun: !remove, unused: &unused, recorded: true})
 	return unused, err
+}
+
+// unrecorded reports, for a target or portal no volume uses, whether the
+// host still has it although no journal entry names it: then the plugin
+// did not make what is there now (its own went with its last volume's
+// unstage, and someone logged in or added the portal again since), and it
+// is never touched. Asked inside the resource's transition or portal
+// lock, so the answer cannot go stale before the removal it guards.
+func (b *Backend) unrecorded(ctx context.Context, key string, present func(context.Context) (bool, error)) (bool, error) {
+	entries, err := b.store.ByBackend(ctx, string(contract.KindISCSI))
+	if err != nil {
+		return false, fmt.Errorf("read the iSCSI volumes from the stage journal: %w", err)
+	}
+	for _, e := range entries {
+		if e.ResourceKey == key {
+			return false, nil
+		}
+		if rec, ok := recordOf(e); ok && strings.HasPrefix(key, portalKeyPrefix) && rec.listsPortal(strings.TrimPrefix(key, portalKeyPrefix)) {
+			return false, nil
+		}
+	}
+	return present(ctx)
 }
 
 // releasePortal decides about one portal (ReleaseUnused).
@@ -72,6 +100,16 @@ func (b *Backend) releasePortal(ctx context.Context, p host.Portal, remove bool)
 	}
 	why, err := b.portalUser(ctx, portalKey(p), sessions)
 	if err != nil || why != "" {
+		return false, err
+	}
+	foreign, err := b.unrecorded(ctx, portalKeyPrefix+portalKey(p), func(ctx context.Context) (bool, error) {
+		registered, err := b.h.ISCSI.Portals(ctx)
+		if err != nil {
+			return false, fmt.Errorf("list iSCSI target portals: %w", err)
+		}
+		return slices.ContainsFunc(registered, func(q host.Portal) bool { return portalKey(q) == portalKey(p) }), nil
+	})
+	if err != nil || foreign {
 		return false, err
 	}
 	if !remove {

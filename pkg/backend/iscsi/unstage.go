@@ -108,6 +108,9 @@ type release struct {
 	// receives whether the target is unused (ReleaseUnused).
 	dryRun bool
 	unused *bool
+	// recorded: only a target a journal entry names may be logged out
+	// (ReleaseUnused, whose caller is not one of its volumes).
+	recorded bool
 }
 
 // releaseTarget logs out of the target unless another volume uses it, then
@@ -120,6 +123,18 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 		user, err := b.otherUser(ctx, t, r.iqn)
 		if err != nil {
 			return t.Prev(), err
+		}
+		if user == "" && r.recorded {
+			foreign, err := b.unrecorded(ctx, t.Key(), func(ctx context.Context) (bool, error) {
+				sessions, err := b.h.ISCSI.Sessions(ctx, r.iqn)
+				if err != nil {
+					return false, fmt.Errorf("list the sessions of target %s: %w", r.iqn, err)
+				}
+				return len(sessions) > 0, nil
+			})
+			if err != nil || foreign {
+				return t.Prev(), err
+			}
 		}
 		next := t.Prev()
 		portals := r.added

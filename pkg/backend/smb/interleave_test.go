@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 )
 
@@ -206,5 +207,38 @@ func TestReleaseUnused(t *testing.T) {
 	}
 	if _, err := e.plugin.ReleaseUnused(e.ctx, "disk:1", true); err == nil {
 		t.Error("ReleaseUnused of a key no backend owns succeeded")
+	}
+}
+
+// TestReleaseUnusedLeavesAMappingMadeSince: the sweep's view is a snapshot.
+// When the plugin's own mapping went (its last volume unstaged) and an
+// administrator mapped the share again before the sweep asks, the mapping
+// there now carries no note of the plugin's: it is not unused, and neither
+// a report nor a clean round touches it.
+func TestReleaseUnusedLeavesAMappingMadeSince(t *testing.T) {
+	e := newEnv(t)
+	e.mustStage(vol{id: "v1"})
+	e.mustUnstage("v1")
+	e.wantMappings(nil)
+	if err := e.sim.Host().SMB.Map(e.ctx, `\\srv\data`, host.Credential{User: "alice", Password: host.NewSecret(alicePW)}, false); err != nil {
+		t.Fatal(err)
+	}
+	unmaps := e.sim.Count(sim.OpSMBUnmap)
+	for _, remove := range []bool{false, true} {
+		unused, err := e.plugin.ReleaseUnused(e.ctx, `smb:\\srv\data`, remove)
+		if err != nil || unused {
+			t.Fatalf("ReleaseUnused(remove %t) of a mapping the plugin did not make = %t, %v; want false", remove, unused, err)
+		}
+	}
+	if n := e.sim.Count(sim.OpSMBUnmap) - unmaps; n != 0 {
+		t.Errorf("%d Unmap calls on a mapping the plugin did not make", n)
+	}
+	e.wantMappings(map[string]string{`\\srv\data`: "alice"})
+	// With nothing mapped at all the share is unused and needs nothing.
+	if err := e.sim.Host().SMB.Unmap(e.ctx, `\\srv\data`); err != nil {
+		t.Fatal(err)
+	}
+	if unused, err := e.plugin.ReleaseUnused(e.ctx, `smb:\\srv\data`, true); err != nil || !unused {
+		t.Fatalf("ReleaseUnused(remove) of a share with no mapping = %t, %v; want true", unused, err)
 	}
 }

@@ -2,6 +2,7 @@ package smb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -31,7 +32,11 @@ func (b *Backend) Owns(key string) bool { return strings.HasPrefix(key, resource
 // unstaged on it and no volume of the journal links into it; with remove,
 // its global mapping and the note of its user are then removed, as the
 // unstage of its last volume does (also with Options.KeepMappings, which
-// only keeps mappings at unstage).
+// only keeps mappings at unstage). Only a mapping the plugin made (its
+// note is in the journal) is ever unused: the note is checked inside the
+// transition, so a mapping someone made after the plugin removed its own
+// is left alone however stale the caller's view; a share with no mapping
+// left is unused and needs nothing.
 func (b *Backend) ReleaseUnused(ctx context.Context, key string, remove bool) (bool, error) {
 	root, ok := strings.CutPrefix(key, resourceKeyPrefix)
 	if !ok || root == "" {
@@ -41,6 +46,19 @@ func (b *Backend) ReleaseUnused(ctx context.Context, key string, remove bool) (b
 	st, err := b.shares.Release(ctx, key, "", false, func(ctx context.Context, t *shared.Transition) (shared.State, error) {
 		if b.otherUser(ctx, t, root) != "" {
 			return t.Prev(), nil
+		}
+		if _, ours := b.maker(ctx, root); !ours {
+			// No note: the plugin did not make the mapping there is now
+			// (its own was removed since the caller looked, and someone
+			// mapped the share again), or there is none left.
+			if _, err := b.h.SMB.Mapping(ctx, root); !errors.Is(err, host.ErrNotFound) {
+				if err != nil {
+					return t.Prev(), fmt.Errorf("look up the global mapping of %s: %w", root, err)
+				}
+				return t.Prev(), nil // someone else's mapping: never touched
+			}
+			unused = true
+			return shared.Absent, nil
 		}
 		unused = true
 		if !remove {
