@@ -9,6 +9,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
 var _ backend.Releaser = (*Backend)(nil)
@@ -65,26 +66,17 @@ func (b *Backend) ReleaseUnused(ctx context.Context, key string, remove bool) (b
 	return unused, err
 }
 
-// unrecorded reports, for a target or portal no volume uses, whether the
-// host still has it although no journal entry names it: then the plugin
-// did not make what is there now (its own went with its last volume's
-// unstage, and someone logged in or added the portal again since), and it
-// is never touched. Asked inside the resource's transition or portal
-// lock, so the answer cannot go stale before the removal it guards.
-func (b *Backend) unrecorded(ctx context.Context, key string, present func(context.Context) (bool, error)) (bool, error) {
+// portalListed reports whether a journal entry of the backend lists the
+// portal with key k.
+func (b *Backend) portalListed(ctx context.Context, k string) (bool, error) {
 	entries, err := b.store.ByBackend(ctx, string(contract.KindISCSI))
 	if err != nil {
 		return false, fmt.Errorf("read the iSCSI volumes from the stage journal: %w", err)
 	}
-	for _, e := range entries {
-		if e.ResourceKey == key {
-			return false, nil
-		}
-		if rec, ok := recordOf(e); ok && strings.HasPrefix(key, portalKeyPrefix) && rec.listsPortal(strings.TrimPrefix(key, portalKeyPrefix)) {
-			return false, nil
-		}
-	}
-	return present(ctx)
+	return slices.ContainsFunc(entries, func(e journal.Entry) bool {
+		rec, ok := recordOf(e)
+		return ok && rec.listsPortal(k)
+	}), nil
 }
 
 // releasePortal decides about one portal (ReleaseUnused).
@@ -102,15 +94,20 @@ func (b *Backend) releasePortal(ctx context.Context, p host.Portal, remove bool)
 	if err != nil || why != "" {
 		return false, err
 	}
-	foreign, err := b.unrecorded(ctx, portalKeyPrefix+portalKey(p), func(ctx context.Context) (bool, error) {
+	// A portal no journal entry lists is someone else's when the host
+	// has it (the plugin's went with its last volume), and needs nothing
+	// when it does not: checked under the portal's lock, so the answer
+	// cannot go stale before the removal it guards.
+	listed, err := b.portalListed(ctx, portalKey(p))
+	if err != nil {
+		return false, err
+	}
+	if !listed {
 		registered, err := b.h.ISCSI.Portals(ctx)
 		if err != nil {
 			return false, fmt.Errorf("list iSCSI target portals: %w", err)
 		}
-		return slices.ContainsFunc(registered, func(q host.Portal) bool { return portalKey(q) == portalKey(p) }), nil
-	})
-	if err != nil || foreign {
-		return false, err
+		return !slices.ContainsFunc(registered, func(q host.Portal) bool { return portalKey(q) == portalKey(p) }), nil
 	}
 	if !remove {
 		return true, nil

@@ -109,7 +109,8 @@ type release struct {
 	dryRun bool
 	unused *bool
 	// recorded: only a target a journal entry names may be logged out
-	// (ReleaseUnused, whose caller is not one of its volumes).
+	// (ReleaseUnused, whose caller is not one of its volumes; unused is
+	// set with it).
 	recorded bool
 }
 
@@ -125,15 +126,23 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 			return t.Prev(), err
 		}
 		if user == "" && r.recorded {
-			foreign, err := b.unrecorded(ctx, t.Key(), func(ctx context.Context) (bool, error) {
+			// No journal entry names the target any more: sessions it
+			// has now are someone else's (the plugin's went with its last
+			// volume), and none means nothing is left to do.
+			entries, err := b.store.ByResource(ctx, t.Key())
+			if err != nil {
+				return t.Prev(), fmt.Errorf("read the volumes of target %s from the stage journal: %w", r.iqn, err)
+			}
+			if len(entries) == 0 {
 				sessions, err := b.h.ISCSI.Sessions(ctx, r.iqn)
 				if err != nil {
-					return false, fmt.Errorf("list the sessions of target %s: %w", r.iqn, err)
+					return t.Prev(), fmt.Errorf("list the sessions of target %s: %w", r.iqn, err)
 				}
-				return len(sessions) > 0, nil
-			})
-			if err != nil || foreign {
-				return t.Prev(), err
+				if len(sessions) > 0 {
+					return t.Prev(), nil
+				}
+				*r.unused = true
+				return shared.Absent, nil
 			}
 		}
 		next := t.Prev()
