@@ -50,7 +50,7 @@ func (s *Server) ReleaseGone(ctx context.Context, volumeID string, remove bool) 
 	}
 	klog.FromContext(ctx).V(2).Info("Finishing the unstage of a volume whose staging path is gone",
 		"volumeID", volumeID, "stagingTargetPath", entry.StagingPath)
-	if err := s.unstage(ctx, contract.Kind(entry.Backend), volumeID, entry.StagingPath, entry, true); err != nil {
+	if err := s.unstage(ctx, contract.Kind(entry.Backend), volumeID, entry.StagingPath, entry); err != nil {
 		return false, err
 	}
 	return true, nil

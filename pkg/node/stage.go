@@ -187,7 +187,7 @@ func (s *Server) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 		}
 		kind = k
 	}
-	if err := s.unstage(ctx, kind, req.GetVolumeId(), staging, entry, known); err != nil {
+	if err := s.unstage(ctx, kind, req.GetVolumeId(), staging, entry); err != nil {
 		return nil, err
 	}
 	return &csi.NodeUnstageVolumeResponse{}, nil
@@ -195,8 +195,9 @@ func (s *Server) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 
 // unstage is the end of NodeUnstageVolume, under the volume's lock: the
 // backend of kind undoes the stage at staging, then the journal entry
-// (when known) is dropped. It returns a gRPC status error.
-func (s *Server) unstage(ctx context.Context, kind contract.Kind, volumeID, staging string, entry journal.Entry, known bool) error {
+// (when known: a zero entry is none) is dropped. It returns a gRPC status
+// error.
+func (s *Server) unstage(ctx context.Context, kind contract.Kind, volumeID, staging string, entry journal.Entry) error {
 	b, err := s.backendFor(kind)
 	if err != nil {
 		return err
@@ -204,7 +205,7 @@ func (s *Server) unstage(ctx context.Context, kind contract.Kind, volumeID, stag
 	if err := b.Unstage(ctx, backend.UnstageRequest{VolumeID: volumeID, StagingPath: staging, Entry: entry}); err != nil {
 		return toStatus(err)
 	}
-	if known {
+	if entry.VolumeID != "" {
 		if err := s.cfg.Journal.Delete(ctx, entry.VolumeID); err != nil {
 			return status.Errorf(codes.Internal, "drop the stage record of volume %q: %v", entry.VolumeID, err)
 		}

@@ -67,14 +67,6 @@ func DecodeRecord(e journal.Entry) (Record, error) {
 	return Record{Selector: sel}, nil
 }
 
-// recordOf returns the disk record of an entry, and false when the entry
-// holds none (the journal did not know the volume, or it is another
-// backend's).
-func recordOf(e journal.Entry) (Record, bool) {
-	r, err := DecodeRecord(e)
-	return r, err == nil
-}
-
 // selectorJSON is the journal form of a contract.DiskSelector. Its field
 // names and the numbers of the match modes are a file format: they are
 // what the first releases wrote (the Go field names of DiskSelector,

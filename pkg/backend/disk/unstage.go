@@ -22,20 +22,14 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	if err != nil || num != nil || !b.opts.OfflineOnUnstage {
 		return err
 	}
-	rec, ok := recordOf(r.Entry)
-	if !ok {
-		// Not a disk the journal knows: nothing says which disk to take
-		// offline.
-		return nil
-	}
-	disks, err := b.h.Disks.List(ctx)
-	if err != nil {
-		return fmt.Errorf("list disks: %w", err)
-	}
-	d, err := b.match(ctx, disks, rec.Selector)
+	d, err := b.Locate(ctx, r.Entry)
 	switch {
-	case errors.Is(err, backend.ErrRetry):
-		return nil // detached: nothing to take offline
+	case errors.Is(err, errListDisks):
+		return err
+	case errors.Is(err, backend.ErrNoRecord), errors.Is(err, host.ErrNotFound):
+		// Not a disk the journal knows (nothing says which disk to take
+		// offline), or detached: nothing to take offline.
+		return nil
 	case err != nil:
 		// Ambiguous or critical: never guess which disk to take offline.
 		klog.FromContext(ctx).V(2).Info("Not taking a disk offline after an earlier unstage", "err", err)

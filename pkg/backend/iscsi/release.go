@@ -62,7 +62,7 @@ func (b *Backend) ReleaseUnused(ctx context.Context, key string, remove bool) (b
 		return false, fmt.Errorf("%q is not the key of an iSCSI target: %w", key, host.ErrInvalid)
 	}
 	unused := false
-	_, err := b.releaseTarget(ctx, release{iqn: iqn, dryRun: !remove, unused: &unused, recorded: true})
+	_, err := b.releaseTarget(ctx, release{iqn: iqn, dryRun: !remove, unused: &unused})
 	return unused, err
 }
 

@@ -105,13 +105,11 @@ type release struct {
 	// in to since needs no host call.
 	trustAbsent bool
 	// dryRun decides without changing the host; unused, when set,
-	// receives whether the target is unused (ReleaseUnused).
+	// receives whether the target is unused (ReleaseUnused: its caller is
+	// not one of the target's volumes, so only a target a journal entry
+	// names may be logged out).
 	dryRun bool
 	unused *bool
-	// recorded: only a target a journal entry names may be logged out
-	// (ReleaseUnused, whose caller is not one of its volumes; unused is
-	// set with it).
-	recorded bool
 }
 
 // releaseTarget logs out of the target unless another volume uses it, then
@@ -125,7 +123,7 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 		if err != nil {
 			return t.Prev(), err
 		}
-		if user == "" && r.recorded {
+		if user == "" && r.unused != nil {
 			// No journal entry names the target any more: sessions it
 			// has now are someone else's (the plugin's went with its last
 			// volume), and none means nothing is left to do.
