@@ -17,17 +17,16 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 )
 
-// waitUntil waits for cond, which an event makes true. The bound is a
-// liveness bound, not a performance assertion.
+// waitUntil waits for cond, which an event makes true (a call reaching a
+// hung host call, a host call counted). It has no bound of its own: a
+// broken interleaving is ended by go test's -timeout, never by a
+// wall-clock margin a loaded machine could miss.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 20000 {
-		if cond() {
-			return
-		}
+	for !cond() {
 		time.Sleep(500 * time.Microsecond)
 	}
-	t.Fatalf("never happened: %s", what)
+	t.Logf("happened: %s", what)
 }
 
 // settle lets the goroutines started so far run; it makes an interleaving

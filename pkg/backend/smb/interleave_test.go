@@ -18,18 +18,15 @@ import (
 )
 
 // waitUntil waits for cond, which an event makes true (a call reaching a
-// hung host call, a host call counted). The bound is a liveness bound
-// (a broken interleaving fails the test instead of hanging it), not a
-// performance assertion.
+// hung host call, a host call counted). It has no bound of its own: a
+// broken interleaving is ended by go test's -timeout, never by a
+// wall-clock margin a loaded machine could miss.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 20000 {
-		if cond() {
-			return
-		}
+	for !cond() {
 		time.Sleep(500 * time.Microsecond)
 	}
-	t.Fatalf("never happened: %s", what)
+	t.Logf("happened: %s", what)
 }
 
 // settle lets the goroutines started so far run; it makes an interleaving
