@@ -19,8 +19,7 @@ func (t *taker) backing(ctx context.Context, v *Volume, e journal.Entry, info ho
 	var err error
 	switch contract.Kind(e.Backend) {
 	case contract.KindDisk:
-		v.Disk = t.diskBacking(ctx, e, info)
-		_, err = disk.DecodeRecord(e)
+		v.Disk, err = t.diskBacking(ctx, e, info)
 	case contract.KindSMB:
 		v.SMB, err = t.smbBacking(ctx, e, info)
 	case contract.KindISCSI:
@@ -64,18 +63,18 @@ func (b *DiskBacking) disk(d host.Disk) {
 	b.DiskNumber, b.Serial, b.Offline, b.ReadOnly = &n, strings.TrimSpace(d.SerialNumber), d.IsOffline, d.IsReadOnly
 }
 
-func (t *taker) diskBacking(ctx context.Context, e journal.Entry, info host.PathInfo) *DiskBacking {
+func (t *taker) diskBacking(ctx context.Context, e journal.Entry, info host.PathInfo) (*DiskBacking, error) {
 	b := t.mounted(ctx, e.StagingPath, info)
 	if b == nil {
 		b = &DiskBacking{}
 	}
 	rec, err := disk.DecodeRecord(e)
 	if err != nil {
-		return b
+		return b, err
 	}
 	b.Selector = rec.Storage()
 	if b.DiskNumber != nil || t.in.Disks == nil {
-		return b
+		return b, nil
 	}
 	// Nothing mounted, or the disk hides its volume (offline): place the
 	// disk by the selector the stage recorded.
@@ -86,7 +85,7 @@ func (t *taker) diskBacking(ctx context.Context, e journal.Entry, info host.Path
 	case !errors.Is(err, host.ErrNotFound) && !errors.Is(err, host.ErrConflict) && !errors.Is(err, backend.ErrNoRecord):
 		t.incomplete("disk of volume "+e.VolumeID, err)
 	}
-	return b
+	return b, nil
 }
 
 func (t *taker) smbBacking(ctx context.Context, e journal.Entry, info host.PathInfo) (*SMBBacking, error) {
@@ -118,14 +117,14 @@ func (t *taker) iscsiBacking(ctx context.Context, e journal.Entry, info host.Pat
 	}
 	b := &ISCSIBacking{Target: rec.IQN, LUN: rec.LUN, Multipath: rec.Multipath, Portals: []string{}, Sessions: []Session{}}
 	for _, p := range rec.Portals {
-		b.Portals = append(b.Portals, portalID(p))
+		b.Portals = append(b.Portals, iscsi.PortalID(p))
 	}
 	sessions, err := t.h.ISCSI.Sessions(ctx, rec.IQN)
 	if err != nil {
 		t.incomplete("sessions of target "+rec.IQN, err)
 	}
 	for _, s := range sessions {
-		b.Sessions = append(b.Sessions, Session{ID: s.SessionID, Portal: portalID(s.TargetPortal), Connected: s.IsConnected, Persistent: s.IsPersistent})
+		b.Sessions = append(b.Sessions, Session{ID: s.SessionID, Portal: iscsi.PortalID(s.TargetPortal), Connected: s.IsConnected, Persistent: s.IsPersistent})
 	}
 	b.Disk = t.mounted(ctx, e.StagingPath, info)
 	if b.Disk == nil && len(sessions) > 0 {

@@ -100,21 +100,21 @@ func (t *taker) iscsiResources(ctx context.Context) {
 		}
 		named[rec.IQN] = true
 		for _, p := range rec.Portals {
-			listed[portalID(p)] = true
+			listed[iscsi.PortalID(p)] = true
 		}
 		if !t.targetUser(ctx, i, rec.IQN, byTarget[rec.IQN]) {
 			continue
 		}
 		users[rec.IQN] = append(users[rec.IQN], e.VolumeID)
 		for _, p := range rec.Portals {
-			portalUsers[portalID(p)] = append(portalUsers[portalID(p)], e.VolumeID)
+			portalUsers[iscsi.PortalID(p)] = append(portalUsers[iscsi.PortalID(p)], e.VolumeID)
 		}
 	}
 
 	through := map[string]int{} // portal -> sessions through it
 	for _, s := range sessions {
 		iqn := strings.ToLower(s.TargetNodeAddress)
-		portal := portalID(s.TargetPortal)
+		portal := iscsi.PortalID(s.TargetPortal)
 		through[portal]++
 		status := "disconnected"
 		if s.IsConnected {
@@ -139,7 +139,7 @@ func (t *taker) iscsiResources(ctx context.Context) {
 			", a target of this plugin's, and no staged volume uses a LUN of it: its volumes were unstaged without logging out "+
 			"(an unstage that failed half-way), or kubelet never unstaged them")
 		if s.IsPersistent {
-			t.unexplained(KindISCSIPersistentLogin, s.TargetNodeAddress+"@"+portal, "persistent login of an unused session "+
+			t.unexplained(KindISCSIPersistentLogin, PersistentLoginID(s.TargetNodeAddress, portal), "persistent login of an unused session "+
 				"of this plugin's (session "+s.SessionID+"): Windows logs in again at every boot until it is removed")
 		}
 	}
@@ -150,7 +150,7 @@ func (t *taker) iscsiResources(ctx context.Context) {
 		return
 	}
 	for _, p := range portals {
-		id := portalID(p)
+		id := iscsi.PortalID(p)
 		r := Resource{Kind: KindISCSIPortal, ID: id, UsedBy: nonNil(portalUsers[id])}
 		if through[id] > 0 {
 			r.Status = itoa(uint32(through[id])) + " session(s) through it"
@@ -199,19 +199,13 @@ func (t *taker) targetUser(ctx context.Context, i int, iqn string, sessions []ho
 	return disks[num]
 }
 
-// portalID is the canonical "address:port" of a portal, as the iSCSI
-// backend compares them: port 0 is 3260, host names in lower case.
-func portalID(p host.Portal) string {
-	if p.Port == 0 {
-		p.Port = host.DefaultISCSIPort
-	}
-	p.Address = strings.ToLower(p.Address)
-	return p.String()
-}
-
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
 	}
 	return s
 }
+
+// PersistentLoginID is the ID of a persistent iSCSI login in a Report:
+// its target and portal (iscsi.PortalID), "<target>@<portal>".
+func PersistentLoginID(target, portal string) string { return target + "@" + portal }

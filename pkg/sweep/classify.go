@@ -62,7 +62,7 @@ func Classify(rep *inventory.Report) (orphans []Orphan, unattributed int) {
 	for _, r := range rep.Resources {
 		if r.Kind == inventory.KindISCSISession {
 			targets[r.ID] = r.Target
-			targets[r.Target+"@"+r.Portal] = r.Target
+			targets[inventory.PersistentLoginID(r.Target, r.Portal)] = r.Target
 		}
 		if r.Owner == inventory.OwnerForeign && len(r.UsedBy) == 0 {
 			unattributed++

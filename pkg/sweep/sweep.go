@@ -140,9 +140,6 @@ func New(cfg Config) (*Sweeper, error) {
 	return &Sweeper{cfg: cfg, m: m}, nil
 }
 
-// Mode returns the sweeper's mode.
-func (s *Sweeper) Mode() Mode { return s.cfg.Mode }
-
 // Run runs a round at once and then one every interval until ctx ends; it
 // returns when the round in progress, if any, has ended. With mode Off it
 // returns at once. A round that fails is logged and counted; the next one

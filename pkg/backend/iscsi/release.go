@@ -21,6 +21,12 @@ const portalKeyPrefix = "iscsi-portal:"
 // the target's volumes under it.
 func TargetKey(iqn string) string { return resourceKey(iqn) }
 
+// PortalID returns the canonical "address:port" of a portal, as the
+// backend compares portals and lists them in its records (port 0 is 3260,
+// host names in lower case); tools that take stock of a node name portals
+// so.
+func PortalID(p host.Portal) string { return portalKey(p) }
+
 // PortalKey returns the resource key of a target portal, for
 // ReleaseUnused.
 func PortalKey(p host.Portal) string { return portalKeyPrefix + portalKey(p) }
