@@ -40,7 +40,7 @@ func (t *taker) mounted(ctx context.Context, staging string, info host.PathInfo)
 		return nil
 	}
 	b := &DiskBacking{VolumeGUID: info.Target, MountPoint: staging}
-	num, err := t.h.Volumes.DiskNumber(ctx, info.Target)
+	num, err := t.diskNumber(ctx, info.Target)
 	switch {
 	case errors.Is(err, host.ErrNotFound):
 		return b // the disk is offline or gone: the volume's problems say which

@@ -110,7 +110,7 @@ func (t *taker) unexplainedStage(ctx context.Context, p string, info host.PathIn
 		return
 	}
 	what := "mount point of volume " + info.Target
-	if num, err := t.h.Volumes.DiskNumber(ctx, info.Target); err == nil {
+	if num, err := t.diskNumber(ctx, info.Target); err == nil {
 		what += " (disk " + itoa(num) + ")"
 	}
 	t.unexplained(KindMountPoint, p, what+" in this driver's staging directory"+why)

@@ -183,7 +183,7 @@ func (t *taker) targetUser(ctx context.Context, i int, iqn string, sessions []ho
 	if !t.readable[i] || info.Kind != host.PathMountPoint {
 		return false
 	}
-	num, err := t.h.Volumes.DiskNumber(ctx, info.Target)
+	num, err := t.diskNumber(ctx, info.Target)
 	switch {
 	case errors.Is(err, host.ErrNotFound):
 		return true // cannot be placed: it may still use the target

@@ -102,6 +102,28 @@ type taker struct {
 	notes    map[string]string // SMB mapping notes by share root (mappingNotes)
 	// targetDisks caches the disks reached through each target's sessions.
 	targetDisks map[string]map[uint32]bool
+	// diskNumbers caches Volumes.DiskNumber by volume (diskNumber).
+	diskNumbers map[string]diskNumber
+}
+
+// diskNumber is one answer of Volumes.DiskNumber.
+type diskNumber struct {
+	num uint32
+	err error
+}
+
+// diskNumber returns the number of the disk of a volume, asking the host
+// once per volume however many parts of the report need it.
+func (t *taker) diskNumber(ctx context.Context, volume string) (uint32, error) {
+	if a, ok := t.diskNumbers[volume]; ok {
+		return a.num, a.err
+	}
+	num, err := t.h.Volumes.DiskNumber(ctx, volume)
+	if t.diskNumbers == nil {
+		t.diskNumbers = map[string]diskNumber{}
+	}
+	t.diskNumbers[volume] = diskNumber{num, err}
+	return num, err
 }
 
 // incomplete records a part left out because a host call failed.
