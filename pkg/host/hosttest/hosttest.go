@@ -95,14 +95,3 @@ func Run(t *testing.T, env Env) {
 		})
 	}
 }
-
-// CaseNamed returns the case of this name, for environments that script per
-// case; it panics for a name the contract does not have.
-func CaseNamed(name string) *Case {
-	for i := range Cases {
-		if Cases[i].Name == name {
-			return &Cases[i]
-		}
-	}
-	panic("hosttest: no case " + name)
-}

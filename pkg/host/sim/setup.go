@@ -155,7 +155,7 @@ func resolve(n *yaml.Node) *yaml.Node {
 func (p *setupParser) object(n *yaml.Node, at string, fs fields, required ...string) {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
-		p.fail(n, at, "want a mapping of keys (%s)", strings.Join(sortedKeys(fs), ", "))
+		p.fail(n, at, "want a mapping of keys (%s)", strings.Join(slices.Sorted(maps.Keys(fs)), ", "))
 		return
 	}
 	seen := map[string]bool{}
@@ -166,7 +166,7 @@ func (p *setupParser) object(n *yaml.Node, at string, fs fields, required ...str
 		case k.Kind != yaml.ScalarNode:
 			p.fail(k, at, "a key must be a plain word")
 		case !ok:
-			p.fail(k, at, "unknown key %q (known: %s)", k.Value, strings.Join(sortedKeys(fs), ", "))
+			p.fail(k, at, "unknown key %q (known: %s)", k.Value, strings.Join(slices.Sorted(maps.Keys(fs)), ", "))
 		case seen[k.Value]:
 			p.fail(k, at, "key %q given twice", k.Value)
 		default:
@@ -179,15 +179,6 @@ func (p *setupParser) object(n *yaml.Node, at string, fs fields, required ...str
 			p.fail(n, at, "%q is required", r)
 		}
 	}
-}
-
-func sortedKeys(fs fields) []string {
-	keys := make([]string, 0, len(fs))
-	for k := range fs {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // list decodes a sequence, each item at "<at>[i]"; null is an empty list.
@@ -205,7 +196,7 @@ func (p *setupParser) list(n *yaml.Node, at string, item func(n *yaml.Node, at s
 	}
 }
 
-// scalar returns a scalar's text; secret keeps the value out of errors.
+// scalar returns a scalar's text.
 func (p *setupParser) scalar(n *yaml.Node, at string) (string, bool) {
 	n = resolve(n)
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {

@@ -59,7 +59,6 @@ func mapWin32(err error) error {
 // (WBEMSTATUS, learn.microsoft.com/windows/win32/api/wbemcli/ne-wbemcli-wbemstatus;
 // E_ACCESSDENIED and the RPC errors from winerror.h as HRESULTs).
 const (
-	hrWbemFailed              = 0x80041001 // WBEM_E_FAILED: no detail; see the error object
 	hrWbemNotFound            = 0x80041002 // WBEM_E_NOT_FOUND: the object no longer exists (or, in a lookup, the schema lacks it)
 	hrWbemAccessDenied        = 0x80041003 // WBEM_E_ACCESS_DENIED
 	hrWbemInvalidParameter    = 0x80041008 // WBEM_E_INVALID_PARAMETER

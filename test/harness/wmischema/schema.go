@@ -60,7 +60,6 @@ type Tree struct {
 }
 
 type namespace struct {
-	dir     string
 	files   map[string]string // lower-case Go type name → file
 	kinds   map[string]string // lower-case Go type name → "struct" or the underlying type of an enum
 	classes map[string]*Class // lower-case class name → class (parsed)
@@ -143,7 +142,7 @@ func (t *Tree) namespace(ns string) (*namespace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: namespace %s does not exist (%s)", t.Name, ns, dir)
 	}
-	n := &namespace{dir: dir, files: map[string]string{}, kinds: map[string]string{}, classes: map[string]*Class{}, missing: map[string]error{}}
+	n := &namespace{files: map[string]string{}, kinds: map[string]string{}, classes: map[string]*Class{}, missing: map[string]error{}}
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") {
 			continue
