@@ -161,8 +161,7 @@ func (h smbHost) Mapping(ctx context.Context, remotePath string) (host.SMBMappin
 		if i < 0 {
 			return host.SMBMapping{}, fmt.Errorf("mapping %s: %w", remotePath, host.ErrNotFound)
 		}
-		m := st.Mappings[i]
-		return host.SMBMapping{RemotePath: m.RemotePath, Status: m.Status, RequirePrivacy: m.RequirePrivacy}, nil
+		return st.Mappings[i].toHost(), nil
 	})
 }
 
@@ -170,7 +169,7 @@ func (h smbHost) Mappings(ctx context.Context) ([]host.SMBMapping, error) {
 	return call(ctx, h.s, OpSMBMappings, false, func(st *State) ([]host.SMBMapping, error) {
 		out := make([]host.SMBMapping, len(st.Mappings))
 		for i, m := range st.Mappings {
-			out[i] = host.SMBMapping{RemotePath: m.RemotePath, Status: m.Status, RequirePrivacy: m.RequirePrivacy}
+			out[i] = m.toHost()
 		}
 		return out, nil
 	})
@@ -363,4 +362,10 @@ func (s *Sim) SetMappingStatus(remotePath string, status host.MappingStatus) err
 		st.Mappings[i].Status = status
 		return nil
 	})
+}
+
+// toHost returns the mapping as the host reports it (the user name and
+// password stay in the sim).
+func (m *MappingState) toHost() host.SMBMapping {
+	return host.SMBMapping{RemotePath: m.RemotePath, Status: m.Status, RequirePrivacy: m.RequirePrivacy}
 }

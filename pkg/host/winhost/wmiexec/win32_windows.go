@@ -248,54 +248,16 @@ func createSymbolicLink(link, target string, flags uint32) error {
 	return nil
 }
 
-// directoryHasEntries lists dir with FindFirstFile/FindNextFile and stops at
-// the first entry other than "." and "..". The find handle is always closed.
-// directoryEntries lists a directory with FindFirstFileW/FindNextFileW
-// (learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-findfirstfilew):
-// the names of its entries, "." and ".." left out. Neither call follows a
-// link or mount point among the entries; each is reported by its own name.
-func directoryEntries(dir string) ([]string, error) {
+// forEachEntry lists a directory with FindFirstFileW/FindNextFileW
+// (learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-findfirstfilew)
+// and calls fn with the name of each entry, "." and ".." left out, until fn
+// returns true. Neither call follows a link or mount point among the
+// entries; each is reported by its own name. The find handle is always
+// closed.
+func forEachEntry(dir string, fn func(name string) (stop bool)) error {
 	p, err := utf16Ptr("FindFirstFile", findPattern(dir))
 	if err != nil {
-		return nil, err
-	}
-	var fd windows.Win32finddata
-	h, err := windows.FindFirstFile(p, &fd)
-	if err != nil {
-		if isErrno(err, windows.ERROR_FILE_NOT_FOUND) {
-			// No entry at all, not even "." (a volume's root); tell it
-			// apart from a directory that is not there, as
-			// directoryHasEntries does.
-			if _, aerr := getFileAttributes(dir); aerr != nil {
-				return nil, win32Error("FindFirstFile", err)
-			}
-			return nil, nil
-		}
-		return nil, win32Error("FindFirstFile", err)
-	}
-	defer func() {
-		// FindClose fails only for an invalid handle; the listing is
-		// already complete.
-		_ = windows.FindClose(h)
-	}()
-	var names []string
-	for {
-		if name := windows.UTF16ToString(fd.FileName[:]); name != "." && name != ".." {
-			names = append(names, name)
-		}
-		if err := windows.FindNextFile(h, &fd); err != nil {
-			if isErrno(err, windows.ERROR_NO_MORE_FILES) {
-				return names, nil
-			}
-			return nil, win32Error("FindNextFile", err)
-		}
-	}
-}
-
-func directoryHasEntries(dir string) (bool, error) {
-	p, err := utf16Ptr("FindFirstFile", findPattern(dir))
-	if err != nil {
-		return false, err
+		return err
 	}
 	var fd windows.Win32finddata
 	h, err := windows.FindFirstFile(p, &fd)
@@ -305,27 +267,50 @@ func directoryHasEntries(dir string) (bool, error) {
 			// ".." entries (a volume's root). Tell it apart from a
 			// directory that is not there.
 			if _, aerr := getFileAttributes(dir); aerr != nil {
-				return false, win32Error("FindFirstFile", err)
+				return win32Error("FindFirstFile", err)
 			}
-			return false, nil
+			return nil
 		}
-		return false, win32Error("FindFirstFile", err)
+		return win32Error("FindFirstFile", err)
 	}
 	defer func() {
-		// FindClose fails only for an invalid handle; the answer is
-		// already known.
+		// FindClose fails only for an invalid handle; the listing is
+		// already done.
 		_ = windows.FindClose(h)
 	}()
 	for {
-		name := windows.UTF16ToString(fd.FileName[:])
-		if name != "." && name != ".." {
-			return true, nil
+		if name := windows.UTF16ToString(fd.FileName[:]); name != "." && name != ".." && fn(name) {
+			return nil
 		}
 		if err := windows.FindNextFile(h, &fd); err != nil {
 			if isErrno(err, windows.ERROR_NO_MORE_FILES) {
-				return false, nil
+				return nil
 			}
-			return false, win32Error("FindNextFile", err)
+			return win32Error("FindNextFile", err)
 		}
 	}
+}
+
+// directoryEntries returns the names of a directory's entries
+// (forEachEntry).
+func directoryEntries(dir string) ([]string, error) {
+	var names []string
+	if err := forEachEntry(dir, func(name string) bool {
+		names = append(names, name)
+		return false
+	}); err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// directoryHasEntries reports whether a directory has an entry other than
+// "." and "..", stopping at the first (forEachEntry).
+func directoryHasEntries(dir string) (bool, error) {
+	found := false
+	err := forEachEntry(dir, func(string) bool {
+		found = true
+		return true
+	})
+	return found, err
 }
