@@ -253,20 +253,28 @@ func isUNC(p string) bool {
 	return strings.HasPrefix(s, `\\`)
 }
 
+// plainDir reads the attributes of path (GetFileAttributes): its long
+// form, and whether it is a plain directory, not a file, link or mount
+// point. A missing path is host.ErrNotFound (mapHostErr).
+func (f *Files) plainDir(ctx context.Context, verb, path string) (long string, plain bool, err error) {
+	if path == "" {
+		return "", false, fmt.Errorf("%s an empty path: %w", verb, host.ErrInvalid)
+	}
+	long = winpath.LongPath(path)
+	attrs, err := f.e.GetFileAttributes(ctx, long)
+	if err != nil {
+		return "", false, fmt.Errorf("read attributes of %s: %w", path, mapHostErr(err))
+	}
+	return long, attrs&fileAttributeDirectory != 0 && attrs&fileAttributeReparsePoint == 0, nil
+}
+
 // IsEmptyDir implements host.Files: GetFileAttributes, then (for a plain
 // directory only) a directory listing that stops at the first entry.
 // Links and mount points are not plain directories: false.
 func (f *Files) IsEmptyDir(ctx context.Context, path string) (bool, error) {
-	if path == "" {
-		return false, fmt.Errorf("inspect an empty path: %w", host.ErrInvalid)
-	}
-	long := winpath.LongPath(path)
-	attrs, err := f.e.GetFileAttributes(ctx, long)
-	if err != nil {
-		return false, fmt.Errorf("read attributes of %s: %w", path, mapHostErr(err))
-	}
-	if attrs&fileAttributeDirectory == 0 || attrs&fileAttributeReparsePoint != 0 {
-		return false, nil
+	long, plain, err := f.plainDir(ctx, "inspect", path)
+	if err != nil || !plain {
+		return false, err
 	}
 	has, err := f.e.DirectoryHasEntries(ctx, long)
 	if err != nil {
@@ -281,18 +289,11 @@ func (f *Files) IsEmptyDir(ctx context.Context, path string) (bool, error) {
 // mount point at path is refused rather than listed: what it leads to is
 // a volume's or share's contents, never the kubelet directory's.
 func (f *Files) ReadDir(ctx context.Context, path string) ([]string, error) {
-	if path == "" {
-		return nil, fmt.Errorf("list an empty path: %w", host.ErrInvalid)
-	}
-	long := winpath.LongPath(path)
-	attrs, err := f.e.GetFileAttributes(ctx, long)
-	if isCode(err, ErrorFileNotFound, ErrorPathNotFound) {
-		return nil, fmt.Errorf("list directory %s: %w", path, host.ErrNotFound)
-	}
+	long, plain, err := f.plainDir(ctx, "list", path)
 	if err != nil {
-		return nil, fmt.Errorf("read attributes of %s: %w", path, mapHostErr(err))
+		return nil, err
 	}
-	if attrs&fileAttributeDirectory == 0 || attrs&fileAttributeReparsePoint != 0 {
+	if !plain {
 		return nil, fmt.Errorf("%s is not a plain directory: %w", path, host.ErrInvalid)
 	}
 	names, err := f.e.DirectoryEntries(ctx, long)
