@@ -210,7 +210,7 @@ func callError(class string, err error) error {
 		codes := hresultCodes(class)
 		info, ok := codes[ce.HResult]
 		if !ok {
-			if st, found := extendedStatusOf(err); found && st.hasHR {
+			if st := errorObjectStatus(ce.ErrorObject); st.hasHR {
 				info, ok = codes[st.hresult]
 			}
 		}

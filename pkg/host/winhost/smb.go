@@ -320,8 +320,8 @@ func smbMethodError(method string, rv uint32) error {
 // MI_RESULT_TYPE_WIN32). Through the COM scripting API the executor uses,
 // such an error arrives as a failed ExecMethod whose HRESULT may be
 // HRESULT_FROM_WIN32(code) (0x8007xxxx) or a generic WBEM_E_FAILED with
-// the code only in the extended error object; both are read (statusOf,
-// extendedStatusOf in wmistatus.go), and so are a *Win32Error and a
+// the code only in the extended error object; both are read (smbStatus,
+// errorObjectStatus in wmistatus.go), and so are a *Win32Error and a
 // non-zero return value carrying the code.
 //
 // Failures of WMI itself mean on this path what they mean on every other
@@ -361,14 +361,19 @@ func smbStatus(err error) (code uint32, fromWin32Error, ok bool) {
 		me *MethodError
 		we *Win32Error
 	)
-	if errors.As(err, &ce) && ce.Lookup != "" {
+	isCOM := errors.As(err, &ce)
+	switch {
+	case isCOM && ce.Lookup != "":
 		return 0, false, false
-	}
-	if st, found := statusOf(err); found && st.hasW32 {
-		return st.win32, errors.As(err, &we), true
-	}
-	if st, found := extendedStatusOf(err); found && st.hasW32 {
-		return st.win32, false, true
+	case errors.As(err, &we):
+		return we.Code, true, true
+	case isCOM:
+		if w, found := win32FromHResult(ce.HResult); found {
+			return w, false, true
+		}
+		if st := errorObjectStatus(ce.ErrorObject); st.hasW32 {
+			return st.win32, false, true
+		}
 	}
 	if errors.As(err, &me) && me.Class == classSmbGlobalMapping {
 		return me.ReturnValue, false, true

@@ -1,7 +1,6 @@
 package winhost
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 )
@@ -128,42 +127,6 @@ func win32FromHResult(hr uint32) (uint32, bool) {
 		return hr & 0xFFFF, true
 	}
 	return 0, false
-}
-
-// statusOf returns the numeric status err carries: a *Win32Error's code,
-// a *COMError's HRESULT (and its Win32 code for HRESULT_FROM_WIN32), with
-// what the extended error object adds when the HRESULT itself is
-// generic (WBEM_E_FAILED, or anything that is no known status), or a
-// *MethodError's return value as a Win32 code when class is the SMB
-// mapping class (whose provider documents no return values; see
-// smbMethodError). ok is false when err carries none.
-func statusOf(err error) (wmiStatus, bool) {
-	var (
-		we *Win32Error
-		ce *COMError
-	)
-	switch {
-	case errors.As(err, &we):
-		return wmiStatus{win32: we.Code, hasW32: true}, true
-	case errors.As(err, &ce):
-		st := wmiStatus{hresult: ce.HResult, hasHR: true}
-		if w, ok := win32FromHResult(ce.HResult); ok {
-			st.win32, st.hasW32 = w, true
-		}
-		return st, true
-	}
-	return wmiStatus{}, false
-}
-
-// extendedStatusOf returns the status in the extended error object of a
-// *COMError in err, when it has one.
-func extendedStatusOf(err error) (wmiStatus, bool) {
-	var ce *COMError
-	if !errors.As(err, &ce) || ce.ErrorObject == nil {
-		return wmiStatus{}, false
-	}
-	st := errorObjectStatus(ce.ErrorObject)
-	return st, st.hasW32 || st.hasHR
 }
 
 // errorObjectMessage is the human-readable text of an extended error
