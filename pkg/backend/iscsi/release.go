@@ -9,7 +9,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
 var _ backend.Releaser = (*Backend)(nil)
@@ -72,19 +71,6 @@ func (b *Backend) ReleaseUnused(ctx context.Context, key string, remove bool) (b
 	return unused, err
 }
 
-// portalListed reports whether a journal entry of the backend lists the
-// portal with key k.
-func (b *Backend) portalListed(ctx context.Context, k string) (bool, error) {
-	entries, err := b.store.ByBackend(ctx, string(contract.KindISCSI))
-	if err != nil {
-		return false, fmt.Errorf("read the iSCSI volumes from the stage journal: %w", err)
-	}
-	return slices.ContainsFunc(entries, func(e journal.Entry) bool {
-		rec, ok := recordOf(e)
-		return ok && rec.listsPortal(k)
-	}), nil
-}
-
 // releasePortal decides about one portal (ReleaseUnused).
 func (b *Backend) releasePortal(ctx context.Context, p host.Portal, remove bool) (bool, error) {
 	ctx, unlock, err := b.lockPortals(ctx, []host.Portal{p})
@@ -96,7 +82,7 @@ func (b *Backend) releasePortal(ctx context.Context, p host.Portal, remove bool)
 	if err != nil {
 		return false, fmt.Errorf("list iSCSI sessions: %w", err)
 	}
-	why, err := b.portalUser(ctx, portalKey(p), sessions)
+	why, listed, err := b.portalUser(ctx, portalKey(p), sessions)
 	if err != nil || why != "" {
 		return false, err
 	}
@@ -104,10 +90,6 @@ func (b *Backend) releasePortal(ctx context.Context, p host.Portal, remove bool)
 	// has it (the plugin's went with its last volume), and needs nothing
 	// when it does not: checked under the portal's lock, so the answer
 	// cannot go stale before the removal it guards.
-	listed, err := b.portalListed(ctx, portalKey(p))
-	if err != nil {
-		return false, err
-	}
 	if !listed {
 		registered, err := b.h.ISCSI.Portals(ctx)
 		if err != nil {

@@ -320,7 +320,7 @@ func (b *Backend) removeUnusedPortals(ctx context.Context, portals []host.Portal
 			continue
 		}
 		done[k] = true
-		why, err := b.portalUser(ctx, k, sessions)
+		why, _, err := b.portalUser(ctx, k, sessions)
 		if err != nil {
 			return err
 		}
@@ -350,25 +350,30 @@ func (b *Backend) removePortal(ctx context.Context, p host.Portal) error {
 // when nothing does: a session of any target through it, a volume being
 // staged or unstaged on a target that lists it, or a volume that lists it
 // and whose staging path is a volume mount point. The volumes this process
-// saw leave their target are not asked about.
-func (b *Backend) portalUser(ctx context.Context, k string, sessions []host.ISCSISession) (string, error) {
+// saw leave their target are not asked about. When nothing uses the
+// portal, listed reports whether any journal entry lists it at all.
+func (b *Backend) portalUser(ctx context.Context, k string, sessions []host.ISCSISession) (why string, listed bool, err error) {
 	for _, s := range sessions {
 		if portalKey(s.TargetPortal) == k {
-			return "a session of target " + s.TargetNodeAddress, nil
+			return "a session of target " + s.TargetNodeAddress, true, nil
 		}
 	}
 	entries, err := b.store.ByBackend(ctx, string(contract.KindISCSI))
 	if err != nil {
-		return "", fmt.Errorf("read the iSCSI volumes from the stage journal: %w", err)
+		return "", false, fmt.Errorf("read the iSCSI volumes from the stage journal: %w", err)
 	}
 	var check []journal.Entry
 	for _, e := range entries {
 		rec, ok := recordOf(e)
-		if !ok || !rec.listsPortal(k) || b.targets.IsGone(e.ResourceKey, e.VolumeID) {
+		if !ok || !rec.listsPortal(k) {
+			continue
+		}
+		listed = true
+		if b.targets.IsGone(e.ResourceKey, e.VolumeID) {
 			continue
 		}
 		if b.targets.Registered(e.ResourceKey, e.VolumeID) {
-			return fmt.Sprintf("volume %q", e.VolumeID), nil
+			return fmt.Sprintf("volume %q", e.VolumeID), true, nil
 		}
 		check = append(check, e)
 	}
@@ -380,7 +385,7 @@ func (b *Backend) portalUser(ctx context.Context, k string, sessions []host.ISCS
 		return info.Kind == host.PathMountPoint, nil
 	})
 	if id != "" {
-		return fmt.Sprintf("volume %q", id), nil
+		return fmt.Sprintf("volume %q", id), true, nil
 	}
-	return "", err
+	return "", listed, err
 }
