@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 
 	"k8s.io/klog/v2"
 
@@ -50,29 +49,13 @@ func OpenReadOnly(dir string, logger klog.Logger) (*Sim, error) {
 	if dir == "" {
 		return nil, errors.New("sim: no directory")
 	}
-	abs, err := filepath.Abs(dir)
+	resolved, err := resolveDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("sim dir %s: %w", dir, err)
+		return nil, err
 	}
-	resolved, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fmt.Errorf("sim dir %s: %w", dir, err)
-	}
-	if logger.GetSink() == nil {
-		logger = klog.Background()
-	}
-	s := &Sim{
-		cfg:      Config{Dir: dir},
-		dir:      resolved,
-		log:      logger.WithName("sim"),
-		faults:   newFaults(),
-		counts:   make(map[string]*atomic.Int64, len(AllOps)),
-		readOnly: true,
-		unlock:   func() {},
-	}
-	for _, op := range AllOps {
-		s.counts[op] = new(atomic.Int64)
-	}
+	s := build(Config{Dir: dir, Logger: logger}, resolved)
+	s.readOnly = true
+	s.unlock = func() {}
 	if err := s.refresh(); err != nil {
 		return nil, err
 	}

@@ -142,36 +142,21 @@ type Sim struct {
 	stamp    stateStamp
 }
 
-// New opens the simulated host in cfg.Dir: it loads <Dir>/state.json when
-// present (else initialises a host with a boot/system disk 0) and
-// <Dir>/faults.json when present.
-func New(cfg Config) (*Sim, error) {
-	if cfg.Dir == "" {
-		return nil, errors.New("sim: Config.Dir is required")
+// resolveDir returns the absolute form of a sim directory, links resolved.
+func resolveDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
 	}
-	if cfg.AutoAttachSize == 0 {
-		cfg.AutoAttachSize = DefaultAutoAttachSize
-	}
-	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
-		return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
-	}
-	abs, err := filepath.Abs(cfg.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
+		return "", fmt.Errorf("sim dir %s: %w", dir, err)
 	}
-	dir, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
-	}
-	for _, sub := range []string{volumesSubdir, smbSubdir} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o750); err != nil {
-			return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
-		}
-	}
-	unlock, err := lockDir(dir)
-	if err != nil {
-		return nil, err
-	}
+	return abs, nil
+}
+
+// build returns a Sim over the resolved directory dir with its logger,
+// faults and call counters; the caller loads the state.
+func build(cfg Config, dir string) *Sim {
 	log := cfg.Logger
 	if log.GetSink() == nil {
 		log = klog.Background()
@@ -186,6 +171,36 @@ func New(cfg Config) (*Sim, error) {
 	for _, op := range AllOps {
 		s.counts[op] = new(atomic.Int64)
 	}
+	return s
+}
+
+// New opens the simulated host in cfg.Dir: it loads <Dir>/state.json when
+// present (else initialises a host with a boot/system disk 0) and
+// <Dir>/faults.json when present.
+func New(cfg Config) (*Sim, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("sim: Config.Dir is required")
+	}
+	if cfg.AutoAttachSize == 0 {
+		cfg.AutoAttachSize = DefaultAutoAttachSize
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
+	}
+	dir, err := resolveDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range []string{volumesSubdir, smbSubdir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o750); err != nil {
+			return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
+		}
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := build(cfg, dir)
 	var once sync.Once
 	s.unlock = func() { once.Do(unlock) }
 	st, fresh, err := loadState(dir)
