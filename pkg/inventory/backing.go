@@ -129,7 +129,7 @@ func (t *taker) iscsiBacking(ctx context.Context, e journal.Entry, info host.Pat
 	b.Disk = t.mounted(ctx, e.StagingPath, info)
 	if b.Disk == nil && len(sessions) > 0 {
 		// Not mounted: the LUN's disk, if the target's sessions reach it.
-		if d, ok := t.lunDisk(ctx, sessions, rec.LUN); ok {
+		if d, ok := t.lunDisk(ctx, rec.IQN, sessions, rec.LUN); ok {
 			b.Disk = &DiskBacking{}
 			b.Disk.disk(d)
 		}
@@ -137,10 +137,10 @@ func (t *taker) iscsiBacking(ctx context.Context, e journal.Entry, info host.Pat
 	return b, nil
 }
 
-// lunDisk returns the disk reached through the sessions whose location
-// names the LUN.
-func (t *taker) lunDisk(ctx context.Context, sessions []host.ISCSISession, lun uint32) (host.Disk, bool) {
-	nums := t.sessionDisks(ctx, sessions)
+// lunDisk returns the disk reached through the sessions of target iqn
+// whose location names the LUN.
+func (t *taker) lunDisk(ctx context.Context, iqn string, sessions []host.ISCSISession, lun uint32) (host.Disk, bool) {
+	nums := t.disksOfTarget(ctx, iqn, sessions)
 	if len(nums) == 0 {
 		return host.Disk{}, false
 	}
@@ -157,10 +157,15 @@ func (t *taker) lunDisk(ctx context.Context, sessions []host.ISCSISession, lun u
 	return host.Disk{}, false
 }
 
-// sessionDisks returns the numbers of the disks reached through the
-// sessions.
-func (t *taker) sessionDisks(ctx context.Context, sessions []host.ISCSISession) map[uint32]bool {
+// disksOfTarget returns the numbers of the disks reached through the
+// sessions of target iqn, asking the host once per target however many
+// parts of the report need them.
+func (t *taker) disksOfTarget(ctx context.Context, iqn string, sessions []host.ISCSISession) map[uint32]bool {
+	if nums, ok := t.targetDisks[iqn]; ok {
+		return nums
+	}
 	nums := map[uint32]bool{}
+	t.targetDisks[iqn] = nums
 	for _, s := range sessions {
 		ds, err := t.h.ISCSI.SessionDisks(ctx, s)
 		if err != nil {

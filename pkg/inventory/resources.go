@@ -191,12 +191,7 @@ func (t *taker) targetUser(ctx context.Context, i int, iqn string, sessions []ho
 		t.incomplete("disk of volume "+info.Target, err)
 		return true // unknown: never call a resource unused on a guess
 	}
-	disks, ok := t.targetDisks[iqn]
-	if !ok {
-		disks = t.sessionDisks(ctx, sessions)
-		t.targetDisks[iqn] = disks
-	}
-	return disks[num]
+	return t.disksOfTarget(ctx, iqn, sessions)[num]
 }
 
 func nonNil(s []string) []string {
