@@ -198,12 +198,11 @@ func setupHost(s *sim.Sim) error {
 }
 
 func stageReq(kubelet string, v volume) *csi.NodeStageVolumeRequest {
-	return &csi.NodeStageVolumeRequest{VolumeId: v.id, StagingTargetPath: simnode.StagingPath(kubelet, v.id),
-		VolumeCapability: simnode.MountCap, VolumeContext: v.vctx, Secrets: v.secrets}
+	return simnode.StageRequest(kubelet, v.id, v.vctx, v.secrets)
 }
 
 func unstageReq(kubelet string, v volume) *csi.NodeUnstageVolumeRequest {
-	return &csi.NodeUnstageVolumeRequest{VolumeId: v.id, StagingTargetPath: simnode.StagingPath(kubelet, v.id)}
+	return simnode.UnstageRequest(kubelet, v.id)
 }
 
 // stager is the part of the node service the matrix calls: the in-process

@@ -234,12 +234,11 @@ func TestWhilePluginServes(t *testing.T) {
 				rpcErr = err
 				return
 			}
-			if _, err := node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: staging,
-				VolumeCapability: simnode.MountCap}); err != nil {
+			if _, err := node.NodeStageVolume(ctx, simnode.StageRequest(p.Kubelet, vol, nil, nil)); err != nil {
 				rpcErr = err
 				return
 			}
-			if _, err := node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: vol, StagingTargetPath: staging}); err != nil {
+			if _, err := node.NodeUnstageVolume(ctx, simnode.UnstageRequest(p.Kubelet, vol)); err != nil {
 				rpcErr = err
 				return
 			}

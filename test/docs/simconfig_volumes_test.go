@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
-
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
@@ -55,16 +53,11 @@ func TestSimConfigVolumesStage(t *testing.T) {
 		}
 		t.Run(cells[0], func(t *testing.T) {
 			vol := "doc-" + strings.Fields(cells[0])[0]
-			staging := simnode.StagingPath(n.Kubelet, vol)
-			if err := os.MkdirAll(staging, 0o750); err != nil {
-				t.Fatal(err)
-			}
 			ctx := context.Background()
-			if _, err := n.Server.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: staging,
-				VolumeCapability: simnode.MountCap, VolumeContext: vctx, Secrets: secrets}); err != nil {
+			if err := n.Stage(ctx, vol, vctx, secrets); err != nil {
 				t.Fatalf("stage with %v: %v", vctx, err)
 			}
-			if _, err := n.Server.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: vol, StagingTargetPath: staging}); err != nil {
+			if err := n.Unstage(ctx, vol); err != nil {
 				t.Fatalf("unstage: %v", err)
 			}
 		})

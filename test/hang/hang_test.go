@@ -102,17 +102,11 @@ func newEnv(t *testing.T) *env {
 func (e *env) staging(v volume) string { return simnode.StagingPath(e.n.Kubelet, v.id) }
 
 func (e *env) stageCtx(ctx context.Context, v volume) error {
-	if err := os.MkdirAll(e.staging(v), 0o750); err != nil {
-		e.t.Fatal(err)
-	}
-	_, err := e.n.Server.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: v.id,
-		StagingTargetPath: e.staging(v), VolumeCapability: simnode.MountCap, VolumeContext: v.vctx, Secrets: v.secrets})
-	return err
+	return e.n.Stage(ctx, v.id, v.vctx, v.secrets)
 }
 
 func (e *env) unstageCtx(ctx context.Context, v volume) error {
-	_, err := e.n.Server.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: v.id, StagingTargetPath: e.staging(v)})
-	return err
+	return e.n.Unstage(ctx, v.id)
 }
 
 func (e *env) stage(v volume) error   { return e.stageCtx(context.Background(), v) }

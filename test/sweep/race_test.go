@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -73,22 +72,10 @@ func TestCleanRacesStagesAndUnstages(t *testing.T) {
 		}
 	}
 	stageRPC := func(vol string, vctx, sec map[string]string) func() error {
-		return func() error {
-			p := simnode.StagingPath(n.Kubelet, vol)
-			if err := os.MkdirAll(p, 0o750); err != nil {
-				return err
-			}
-			_, err := n.Server.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: p,
-				VolumeCapability: simnode.MountCap, VolumeContext: vctx, Secrets: sec})
-			return err
-		}
+		return func() error { return n.Stage(ctx, vol, vctx, sec) }
 	}
 	unstageRPC := func(vol string) func() error {
-		return func() error {
-			_, err := n.Server.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: vol,
-				StagingTargetPath: simnode.StagingPath(n.Kubelet, vol)})
-			return err
-		}
+		return func() error { return n.Unstage(ctx, vol) }
 	}
 	// inUse checks, right after a stage, that what it uses is there.
 	inUse := func(vol string) {

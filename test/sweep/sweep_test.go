@@ -353,20 +353,14 @@ func check(t *testing.T, err error) {
 
 func stage(t *testing.T, n *simnode.Node, vol string, vctx, secrets map[string]string) {
 	t.Helper()
-	p := simnode.StagingPath(n.Kubelet, vol)
-	check(t, os.MkdirAll(p, 0o750))
-	_, err := n.Server.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: p,
-		VolumeCapability: simnode.MountCap, VolumeContext: vctx, Secrets: secrets})
-	if err != nil {
+	if err := n.Stage(context.Background(), vol, vctx, secrets); err != nil {
 		t.Fatalf("stage %s: %v", vol, err)
 	}
 }
 
 func unstage(t *testing.T, n *simnode.Node, vol string) {
 	t.Helper()
-	_, err := n.Server.NodeUnstageVolume(context.Background(), &csi.NodeUnstageVolumeRequest{VolumeId: vol,
-		StagingTargetPath: simnode.StagingPath(n.Kubelet, vol)})
-	if err != nil {
+	if err := n.Unstage(context.Background(), vol); err != nil {
 		t.Fatalf("unstage %s: %v", vol, err)
 	}
 }

@@ -390,10 +390,7 @@ func iscsiSecrets() map[string]string {
 
 func (b *builder) stage(vol string, vctx, secrets map[string]string) {
 	b.t.Helper()
-	b.check(os.MkdirAll(b.staging(vol), 0o750))
-	_, err := b.n.Server.NodeStageVolume(b.ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: b.staging(vol),
-		VolumeCapability: simnode.MountCap, VolumeContext: vctx, Secrets: secrets})
-	if err != nil {
+	if err := b.n.Stage(b.ctx, vol, vctx, secrets); err != nil {
 		b.t.Fatalf("stage %s: %v", vol, err)
 	}
 }
@@ -416,8 +413,7 @@ func (b *builder) failedUnstage(vol, op string) {
 	b.t.Helper()
 	b.check(b.n.Sim.Faults().Add(sim.Rule{Op: op, Err: "internal"}))
 	defer b.n.Sim.Faults().Clear()
-	_, err := b.n.Server.NodeUnstageVolume(b.ctx, &csi.NodeUnstageVolumeRequest{VolumeId: vol, StagingTargetPath: b.staging(vol)})
-	if err == nil {
+	if err := b.n.Unstage(b.ctx, vol); err == nil {
 		b.t.Fatalf("unstage %s with %s failing succeeded", vol, op)
 	}
 	if _, ok := b.n.Journal.Get(b.ctx, vol); !ok {
