@@ -8,9 +8,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wmiexec"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
+	"github.com/wincsi/csi-windows-node/pkg/winhost"
+	"github.com/wincsi/csi-windows-node/pkg/winhost/wmiexec"
 )
 
 // executorCloseTimeout bounds the wait at shutdown for host calls still

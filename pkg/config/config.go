@@ -200,7 +200,7 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 		if goos == "windows" {
 			// The simulated host models Windows on Linux (POSIX paths, Linux
 			// symlinks as mount points); on a Windows node it would pretend
-			// to stage volumes while touching nothing (pkg/host/sim doc).
+			// to stage volumes while touching nothing (pkg/sim doc).
 			errs = append(errs, errors.New("--host=sim: the simulated host runs on Linux only and is never used on a Windows node; use --host=windows"))
 		}
 		if o.SimDir == "" {

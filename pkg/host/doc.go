@@ -1,7 +1,7 @@
 // Package host declares the OS-neutral contracts between the storage
 // algorithms (pkg/backend/...) and whatever carries them out on a machine:
-// the Windows host (pkg/host/winhost over a WMI/Win32 executor) or the
-// simulated Windows host (pkg/host/sim).
+// the Windows host (pkg/winhost over a WMI/Win32 executor) or the
+// simulated Windows host (pkg/sim).
 //
 // What belongs here: small ctx-first interfaces named after Windows storage
 // concepts (disks, partitions, volumes, mount points and links, SMB global

@@ -1,7 +1,7 @@
 //go:build linux
 
 // Linux only: these tests run the node service on the simulated host,
-// which runs only on Linux (POSIX paths; pkg/host/sim doc.go).
+// which runs only on Linux (POSIX paths; pkg/sim doc.go).
 
 package node_test
 
@@ -18,9 +18,9 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 

@@ -1,7 +1,7 @@
 //go:build linux
 
 // Linux only: these tests run the node service on the simulated host,
-// which runs only on Linux (POSIX paths; pkg/host/sim doc.go).
+// which runs only on Linux (POSIX paths; pkg/sim doc.go).
 
 package node_test
 
@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 )
 
 func TestDiskLifecycleKeepsData(t *testing.T) {

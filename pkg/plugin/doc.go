@@ -12,7 +12,7 @@
 // what the tests run is what ships; test/wiring keeps it so.
 //
 // What does not belong here: choosing and starting the host (the binary
-// chooses between pkg/host/winhost and the simulated host; tests start
+// chooses between pkg/winhost and the simulated host; tests start
 // their own), flag parsing (pkg/config), and any of the wired parts' own
 // logic.
 package plugin

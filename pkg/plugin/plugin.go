@@ -15,7 +15,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/host/hostmetrics"
+	"github.com/wincsi/csi-windows-node/pkg/hostmetrics"
 	"github.com/wincsi/csi-windows-node/pkg/identity"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"

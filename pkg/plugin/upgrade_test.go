@@ -1,7 +1,7 @@
 //go:build linux
 
 // Linux only: these tests run on the simulated host, which runs only on
-// Linux (POSIX paths; pkg/host/sim doc.go).
+// Linux (POSIX paths; pkg/sim doc.go).
 
 package plugin_test
 
@@ -23,9 +23,9 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 

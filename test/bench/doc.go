@@ -1,6 +1,6 @@
 // Command bench measures the plugin the way kubelet uses it: it builds the
 // real binary (or takes -bin), starts it on the simulated Windows host
-// (pkg/host/sim, --host=sim) with a configurable latency injected before
+// (pkg/sim, --host=sim) with a configurable latency injected before
 // every host call (--sim-latency), and drives it over its unix socket with
 // a gRPC CSI client. It prints a table and, with -json, writes the same
 // numbers as JSON. docs/performance.md explains the method and holds the
@@ -23,7 +23,7 @@
 //   - host calls per RPC and the time spent in them, read from the
 //     plugin's own metrics csi_windows_node_host_calls_total and
 //     csi_windows_node_host_call_duration_seconds on /metrics
-//     (pkg/host/hostmetrics) before and after each RPC, so that the host's work
+//     (pkg/hostmetrics) before and after each RPC, so that the host's work
 //     can be told from the plugin's overhead;
 //   - scaling: the wall time of staging N volumes at once, then of
 //     unstaging them at once, with 50 ms (-scale-latency) per host call,

@@ -123,7 +123,7 @@ type hostCallRow struct {
 	WMICalls int `json:"wmiBackedCalls"`
 }
 
-// win32Ops are the host operations pkg/host/winhost implements with Win32
+// win32Ops are the host operations pkg/winhost implements with Win32
 // calls only (file attributes, reparse points, directory links, volume
 // mount points, IOCTLs, GetDiskFreeSpaceEx); every other operation is a
 // WMI query or method call. Publish, unpublish and stats must use none of

@@ -14,8 +14,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
@@ -90,7 +90,7 @@ type call struct {
 	vol     volume
 	unstage bool
 	// after, for the second call of a concurrent scenario, is the host
-	// call (an op of pkg/host/sim) whose first completion starts it, so
+	// call (an op of pkg/sim) whose first completion starts it, so
 	// that it meets the first call there; the second call also starts
 	// when the first returns (it crashed before that step).
 	after string

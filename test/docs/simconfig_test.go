@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 )
 
 const (

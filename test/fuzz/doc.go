@@ -4,7 +4,7 @@
 // the simulated host, wired as the binary wires it (test/harness/simnode). The
 // package-level targets live next to their code: pkg/contract (FuzzParse,
 // FuzzParseSMBSource, FuzzParsePortal, FuzzValidateIQN), pkg/winpath
-// (FuzzResolve, FuzzCheckLinks), pkg/host/winhost/wql (FuzzQuote) and pkg/host/winhost
+// (FuzzResolve, FuzzCheckLinks), pkg/winhost/wql (FuzzQuote) and pkg/winhost
 // (the IOCTL and reparse-point parsers). make fuzz runs every one of them
 // for FUZZTIME each.
 package fuzz

@@ -23,10 +23,10 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wmiexec"
 	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
+	"github.com/wincsi/csi-windows-node/pkg/winhost"
+	"github.com/wincsi/csi-windows-node/pkg/winhost/wmiexec"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 

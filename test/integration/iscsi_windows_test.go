@@ -27,7 +27,7 @@ const iscsiOptIn = "CSI_WINDOWS_NODE_ISCSI_TESTS"
 
 // TestISCSILoopbackLifecycle serves two LUNs from an iSCSI target on the
 // runner itself (with one-way CHAP) and drives the node service over
-// pkg/host/winhost and the real executor through the whole iSCSI cycle:
+// pkg/winhost and the real executor through the whole iSCSI cycle:
 // a wrong CHAP secret is Unauthenticated, stage → publish → write, a
 // second LUN of the same target, unstage of the first keeps the session,
 // unstage of the last logs out and removes the portal, restage → read back.

@@ -6,7 +6,7 @@
 // success and failure paths (wrong password, CHAP failure, unreachable
 // server or portal), /metrics, the simulated host's state, the stage
 // journal and every other file the plugin writes, and what the Windows
-// executor would log or report (pkg/host/winhost over the scripted
+// executor would log or report (pkg/winhost over the scripted
 // executor). It also checks that hostile values cannot change the shape of
 // a WQL query the Windows host sends.
 package secrets

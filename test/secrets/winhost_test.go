@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost/scripted"
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost/wql"
+	"github.com/wincsi/csi-windows-node/pkg/winhost"
+	"github.com/wincsi/csi-windows-node/pkg/winhost/scripted"
+	"github.com/wincsi/csi-windows-node/pkg/winhost/wql"
 )
 
 // recordTB stands in for testing.TB in a scripted executor whose script
@@ -183,7 +183,7 @@ func TestWindowsHostKeepsSecretsOutOfDescriptionsAndErrors(t *testing.T) {
 }
 
 // wqlShape replaces every string literal of a WQL query by an empty one (honouring
-// the backslash escapes of pkg/host/winhost/wql) and returns the rest, with the
+// the backslash escapes of pkg/winhost/wql) and returns the rest, with the
 // literals' unescaped values. A value that could break out of its literal
 // would change the shape.
 func wqlShape(q string) (string, []string) {
@@ -220,7 +220,7 @@ var hostile = []string{
 }
 
 // TestWQLValuesCannotChangeQueries: the Windows host puts every value into
-// WQL through pkg/host/winhost/wql. With hostile remote paths, portal addresses and
+// WQL through pkg/winhost/wql. With hostile remote paths, portal addresses and
 // session IDs, the exact query is the escaped one, its shape (literals
 // blanked) is the fixed template, and its literal unescapes to the value.
 func TestWQLValuesCannotChangeQueries(t *testing.T) {

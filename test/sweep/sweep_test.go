@@ -16,8 +16,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/pkg/sweep"
 	"github.com/wincsi/csi-windows-node/test/harness/nodestates"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"

@@ -24,7 +24,7 @@ const workflowSelection = `go list ./... | grep -v /test/`
 // it. A test file that imports one, or that tests the simulated host
 // itself, cannot work on Windows.
 var simOnly = []string{
-	"github.com/wincsi/csi-windows-node/pkg/host/sim",
+	"github.com/wincsi/csi-windows-node/pkg/sim",
 	"github.com/wincsi/csi-windows-node/test/harness/simnode",
 	"github.com/wincsi/csi-windows-node/test/harness/sanitytest",
 	"github.com/wincsi/csi-windows-node/test/harness/testbin",
@@ -74,7 +74,7 @@ func TestSimTestsLimitedToLinux(t *testing.T) {
 			return err
 		}
 		why := ""
-		if strings.HasPrefix(rel, "pkg/host/sim/") {
+		if strings.HasPrefix(rel, "pkg/sim/") {
 			why = "tests the simulated host"
 		}
 		for _, imp := range f.Imports {
@@ -132,7 +132,7 @@ func header(src string) string {
 // The check flags what it must: a file that imports the simulated host
 // without a constraint, and one with a constraint but no reason.
 func TestCheckFlagsViolations(t *testing.T) {
-	bare := "package x\n\nimport _ \"github.com/wincsi/csi-windows-node/pkg/host/sim\"\n"
+	bare := "package x\n\nimport _ \"github.com/wincsi/csi-windows-node/pkg/sim\"\n"
 	if excludesWindows(bare) {
 		t.Error("a file without a build line counts as excluding windows")
 	}

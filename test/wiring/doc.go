@@ -3,7 +3,7 @@
 // build-tagged files included) is parsed, and a call of node.New or of a
 // backend's constructor (disk.New, smb.New, iscsi.New) outside pkg/plugin
 // is a violation. A backend's own package may construct it in its unit
-// tests, and pkg/host/winhost may run the disk backend over its scripted
+// tests, and pkg/winhost may run the disk backend over its scripted
 // executor; nothing else builds the node service or a backend by hand, so
 // the binary and every harness run the same wiring (plugin.New).
 // TestScanFindsPlantedViolations proves the scan finds what it looks for.

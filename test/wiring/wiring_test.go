@@ -22,7 +22,7 @@ const module = "github.com/wincsi/csi-windows-node"
 // call it besides pkg/plugin.
 var constructors = map[string][]string{
 	module + "/pkg/node":          nil,
-	module + "/pkg/backend/disk":  {"pkg/backend/disk", "pkg/host/winhost"},
+	module + "/pkg/backend/disk":  {"pkg/backend/disk", "pkg/winhost"},
 	module + "/pkg/backend/smb":   {"pkg/backend/smb"},
 	module + "/pkg/backend/iscsi": {"pkg/backend/iscsi"},
 }

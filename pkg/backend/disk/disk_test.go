@@ -1,7 +1,7 @@
 //go:build linux
 
 // Linux only: these tests run on the simulated host, which runs only on
-// Linux (POSIX paths; pkg/host/sim doc.go).
+// Linux (POSIX paths; pkg/sim doc.go).
 
 package disk_test
 
@@ -19,8 +19,8 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 )
 
 // fast keeps waits for disks short; no test asserts on time.

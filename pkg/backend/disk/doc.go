@@ -5,7 +5,7 @@
 // reports its health.
 //
 // The algorithm is OS-neutral and written against pkg/host; the same code
-// runs on Windows (through pkg/host/winhost) and on the simulated host. The
+// runs on Windows (through pkg/winhost) and on the simulated host. The
 // iSCSI backend reuses PrepareAndMount and Unmount once it has found the
 // disk behind a LUN.
 //

@@ -8,7 +8,7 @@
 //
 // What belongs here: the order of the iSCSI steps, idempotency, the usage
 // count of a target and of a portal, rollback of a failed stage, and the
-// health of the sessions. What does not: WMI (pkg/host/winhost), disk
+// health of the sessions. What does not: WMI (pkg/winhost), disk
 // preparation, formatting and mounting (pkg/backend/disk), parameter parsing
 // (pkg/contract).
 //

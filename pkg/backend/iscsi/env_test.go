@@ -1,7 +1,7 @@
 //go:build linux
 
 // Linux only: these tests run the backend on the simulated host, which
-// runs only on Linux (POSIX paths; pkg/host/sim doc.go).
+// runs only on Linux (POSIX paths; pkg/sim doc.go).
 
 package iscsi_test
 
@@ -17,10 +17,10 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 

@@ -1,7 +1,7 @@
 //go:build linux
 
 // Linux only: these tests run the backend on the simulated host, which
-// runs only on Linux (POSIX paths; pkg/host/sim doc.go).
+// runs only on Linux (POSIX paths; pkg/sim doc.go).
 
 package iscsi_test
 
@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 )
 
 func wantCode(t *testing.T, what string, err error, want codes.Code) {

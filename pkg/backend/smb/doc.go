@@ -6,7 +6,7 @@
 // mapping and the share.
 //
 // The algorithm is OS-neutral and written against pkg/host; the same code
-// runs on Windows (pkg/host/winhost) and on the simulated host.
+// runs on Windows (pkg/winhost) and on the simulated host.
 //
 // Rules kept here (as csi-proxy keeps them, kubernetes-csi/csi-proxy@eeba470
 // pkg/server/smb/server.go and pkg/wmi/smb.go, and as csi-driver-smb's
@@ -51,6 +51,6 @@
 // is not a volume, such as an orphan sweep.
 //
 // What does not belong here: gRPC codes (the node maps host sentinels),
-// WMI or Win32 details (pkg/host/winhost), parsing of the volume's
+// WMI or Win32 details (pkg/winhost), parsing of the volume's
 // parameters (pkg/contract).
 package smb

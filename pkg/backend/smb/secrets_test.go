@@ -1,7 +1,7 @@
 //go:build linux
 
 // Linux only: these tests run the backend on the simulated host, which
-// runs only on Linux (POSIX paths; pkg/host/sim doc.go).
+// runs only on Linux (POSIX paths; pkg/sim doc.go).
 
 package smb_test
 

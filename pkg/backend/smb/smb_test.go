@@ -1,7 +1,7 @@
 //go:build linux
 
 // Linux only: these tests run the backend on the simulated host, which
-// runs only on Linux (POSIX paths; pkg/host/sim doc.go).
+// runs only on Linux (POSIX paths; pkg/sim doc.go).
 
 package smb_test
 
@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 )
 
 // Two volumes share one mapping of \\srv\data; it outlives the first

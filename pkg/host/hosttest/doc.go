@@ -2,8 +2,8 @@
 //
 // Its main part is the contract every implementation of pkg/host must
 // keep, as one suite run against each: the simulated host
-// (pkg/host/sim), the Windows host over the scripted executor
-// (pkg/host/winhost, replies that stand for Windows' own) and the Windows
+// (pkg/sim), the Windows host over the scripted executor
+// (pkg/winhost, replies that stand for Windows' own) and the Windows
 // host over the real executor on Windows (test/integration, VHDX disks).
 // Where the implementations used to disagree, the case says which
 // documentation decided. It covers, per interface: the sentinel error of

@@ -11,7 +11,7 @@ import (
 // wrapping host.ErrNotImplemented and naming the method ("disks.List").
 // Tests build fakes on it: replace one area, or embed an area in a struct
 // that overrides the methods a test needs, and every other call fails
-// loudly instead of pretending to succeed. pkg/host/hostmetrics' tests use
+// loudly instead of pretending to succeed. pkg/hostmetrics' tests use
 // it to reach every method of every area through the metrics decorator.
 // The plugin never uses it: every host it runs on implements every method.
 func Unimplemented() host.Host {

@@ -3,7 +3,7 @@ package simnode
 import (
 	"fmt"
 
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 )
 
 // Leftovers describes what the host state st still holds once every volume

@@ -10,16 +10,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wincsi/csi-windows-node/pkg/host/hostmetrics"
+	"github.com/wincsi/csi-windows-node/pkg/hostmetrics"
 )
 
-// The series of pkg/host/hostmetrics that ParseHostUsage reads.
+// The series of pkg/hostmetrics that ParseHostUsage reads.
 const (
 	hostCallsMetric    = hostmetrics.Namespace + "_" + hostmetrics.Name
 	hostDurationMetric = hostmetrics.Namespace + "_" + hostmetrics.DurationName + "_sum"
 )
 
-// HostUsage is what the plugin's host-call metrics (pkg/host/hostmetrics) say
+// HostUsage is what the plugin's host-call metrics (pkg/hostmetrics) say
 // at one moment, keyed "area.operation" (the simulated host's op names).
 type HostUsage struct {
 	Calls   map[string]int     // calls, summed over results

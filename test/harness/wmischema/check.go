@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
+	"github.com/wincsi/csi-windows-node/pkg/winhost"
 )
 
 // Every check runs against every tree and returns one error per problem,

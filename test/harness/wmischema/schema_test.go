@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wincsi/csi-windows-node/pkg/host/winhost"
+	"github.com/wincsi/csi-windows-node/pkg/winhost"
 )
 
 const (

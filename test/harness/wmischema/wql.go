@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// query is a parsed WQL SELECT of the shape pkg/host/winhost/wql builds:
+// query is a parsed WQL SELECT of the shape pkg/winhost/wql builds:
 // SELECT * | p1, p2 FROM Class [WHERE p op literal [AND ...]].
 type query struct {
 	props []string // nil for *
@@ -118,7 +118,7 @@ func splitOp(s string) (string, string) {
 }
 
 // splitLiteral reads a quoted string (with the backslash escapes
-// pkg/host/winhost/wql writes), TRUE, FALSE or an integer.
+// pkg/winhost/wql writes), TRUE, FALSE or an integer.
 func splitLiteral(s string) (any, string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/wincsi/csi-windows-node/pkg/contract"
-	"github.com/wincsi/csi-windows-node/pkg/host/sim"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/test/harness/sanitytest"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )

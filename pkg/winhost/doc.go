@@ -1,0 +1,24 @@
+// Package winhost is the Windows host: it implements the pkg/host interfaces
+// with WMI (Storage, SMB and iSCSI providers) and Win32 calls, expressed as
+// requests to an Executor.
+//
+// Everything here is OS-neutral and unit-tested on Linux against a scripted
+// executor whose replies follow documented Windows behaviour: which WQL is
+// sent (with values escaped for WQL), which method is invoked with which
+// parameters and types, how replies are parsed (including uint64 properties
+// that arrive as strings through IDispatch, and non-zero return values),
+// the order of steps, retries and idempotency.
+//
+// New assembles the host: Disks (disks.go: MSFT_Disk, MSFT_Partition,
+// the page 83 IOCTL), Volumes (volumes.go: MSFT_Volume and the Win32 volume
+// calls), Files (files.go: attributes, reparse points, directories, links),
+// and the SMB and iSCSI parts. The binary structures the executor hands back
+// raw (STORAGE_DEVICE_ID_DESCRIPTOR, VOLUME_DISK_EXTENTS,
+// REPARSE_DATA_BUFFER) are parsed here, bounds-checked and fuzzed.
+// returncodes.go maps the Storage Management API return values onto host
+// sentinels.
+//
+// The executor itself — the only code that touches COM or Win32 — lives in
+// pkg/winhost/wmiexec (the one package that imports
+// github.com/microsoft/wmi). It does one thing per call and nothing else.
+package winhost
