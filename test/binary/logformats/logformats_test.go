@@ -1,4 +1,4 @@
-package docs
+package logformats
 
 import (
 	"encoding/json"
@@ -15,12 +15,16 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/sim"
+	"github.com/wincsi/csi-windows-node/test/harness/doctable"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
 // TestMain removes the plugin build when the tests are done.
 func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+
+// metricsDoc lists the log keys and the json format's fields.
+const metricsDoc = "../../../docs/metrics.md"
 
 const (
 	logShareServer = "srv"
@@ -113,9 +117,8 @@ func TestLogFormats(t *testing.T) {
 	text := runFormat(t, bin, "text")
 	jsonLog := runFormat(t, bin, "json")
 
-	doc := readDoc(t)
-	keys := firstColumn(t, doc, "key")
-	fields := firstColumn(t, doc, "field")
+	keys := doctable.FirstColumn(t, metricsDoc, "key")
+	fields := doctable.FirstColumn(t, metricsDoc, "field")
 	keysInJSON := map[string]bool{}
 	lines := 0
 	for i, line := range strings.Split(strings.TrimSpace(jsonLog), "\n") {

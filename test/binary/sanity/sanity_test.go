@@ -1,4 +1,4 @@
-// Package binary runs csi-sanity against the real plugin binary on the
+// Package sanity runs csi-sanity against the real plugin binary on the
 // simulated host, as an outsider sees it: the binary's own identity
 // service, flags and socket handling, with a separate controller endpoint
 // (the minimal in-test controller) because the plugin serves no controller.
@@ -15,7 +15,7 @@
 // node endpoint to advertise CONTROLLER_SERVICE, which a node plugin must
 // not do; they run in library mode (test/sanity/disk). NodeGetStorageHealth
 // is not offered (GET_STORAGE_HEALTH is not advertised).
-package binary
+package sanity
 
 import (
 	"flag"

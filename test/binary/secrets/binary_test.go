@@ -10,6 +10,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
+	"github.com/wincsi/csi-windows-node/test/harness/leakcheck"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
@@ -36,7 +37,7 @@ func binaryAtV10(t *testing.T, bin, format string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := setupHost(n.Sim); err != nil {
+	if err := leakcheck.SetupHost(n.Sim); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Close(); err != nil {
@@ -44,11 +45,11 @@ func binaryAtV10(t *testing.T, bin, format string) {
 	}
 	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: true, Args: []string{"--v=10", "--logging-format=" + format}})
 	files, reports := 0, 0
-	msgs := runSteps(t, client{csi.NewNodeClient(p.Dial(t))}, p.Kubelet, func(step string) {
-		files += checkFiles(t, base)
+	msgs := leakcheck.RunSteps(t, client{csi.NewNodeClient(p.Dial(t))}, p.Kubelet, func(step string) {
+		files += leakcheck.CheckFiles(t, base)
 		if step == "smb health" || step == "iscsi health" {
 			for _, out := range []string{"table", "json"} {
-				checkNoLeak(t, "diagnose -o "+out+" after "+step, diagnose(t, bin, base, "-o", out, "--v=10", "--logging-format="+format))
+				leakcheck.CheckNoLeak(t, "diagnose -o "+out+" after "+step, diagnose(t, bin, base, "-o", out, "--v=10", "--logging-format="+format))
 				reports++
 			}
 		}
@@ -57,7 +58,7 @@ func binaryAtV10(t *testing.T, bin, format string) {
 	if !strings.Contains(metrics, "csi_windows_node_host_calls_total") {
 		t.Fatalf("/metrics lacks the host-call counters: the check would prove nothing:\n%s", metrics)
 	}
-	checkNoLeak(t, "/metrics", metrics)
+	leakcheck.CheckNoLeak(t, "/metrics", metrics)
 	if err := p.Stop(30 * time.Second); err != nil {
 		t.Errorf("plugin did not stop cleanly: %v", err)
 	}
@@ -65,13 +66,13 @@ func binaryAtV10(t *testing.T, bin, format string) {
 	if !strings.Contains(log, "Mapped share") || !strings.Contains(log, "Logging in to target") {
 		t.Fatalf("the plugin's stderr lacks its -v=10 lines: the check would prove nothing:\n%s", log)
 	}
-	checkNoLeak(t, "plugin stderr at --v=10", log)
+	leakcheck.CheckNoLeak(t, "plugin stderr at --v=10", log)
 	for _, m := range msgs {
-		checkNoLeak(t, "message", m)
+		leakcheck.CheckNoLeak(t, "message", m)
 	}
-	files += checkFiles(t, base)
+	files += leakcheck.CheckFiles(t, base)
 	t.Logf("binary, %s logs: %d steps, %d bytes of --v=10 log, %d bytes of /metrics, %d messages, %d file reads, %d diagnose reports checked",
-		format, len(steps), len(log), len(metrics), len(msgs), files, reports)
+		format, len(leakcheck.Steps), len(log), len(metrics), len(msgs), files, reports)
 }
 
 // diagnose runs csi-windows-node diagnose on the node under base and
@@ -89,7 +90,7 @@ func diagnose(t *testing.T, bin, base string, args ...string) string {
 	return string(out)
 }
 
-// client adapts a csi.NodeClient to nodeAPI.
+// client adapts a csi.NodeClient to leakcheck.NodeAPI.
 type client struct{ c csi.NodeClient }
 
 func (c client) NodeStageVolume(ctx context.Context, r *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {

@@ -1,4 +1,11 @@
-package secrets
+// Package leakcheck is what the secrets suites share
+// (test/system/secrets in the test process, test/binary/secrets against
+// the binary): the secret values they send (quotes, backslashes, colons
+// and format verbs in them), the simulated storage that takes or refuses
+// them, the success and failure paths each goes through (Steps, RunSteps)
+// and the checker that finds a value in any text however it was printed
+// (Leaks, CheckNoLeak, CheckFiles).
+package leakcheck
 
 import (
 	"context"
@@ -18,36 +25,36 @@ import (
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
-// secret is one secret value. Its marker is a plain alphanumeric part of
+// Secret is one secret value. Its marker is a plain alphanumeric part of
 // the value that no encoding (quoting, JSON, %q) changes and nothing else
 // contains, so finding the marker finds the value however it was printed.
-type secret struct {
-	marker, value string
+type Secret struct {
+	Marker, Value string
 }
 
 // The secrets the requests carry. CHAP secrets are 12 to 16 bytes.
 var (
-	smbPassword  = secret{"QmSMBpw", `QmSMBpw"'\:%v%s{}`}
-	smbWrong     = secret{"QmWRONG", `QmWRONG"\:%v-pw`}
-	chapSecret   = secret{"QmCHAP", `QmCHAP"\:%v12`}
-	chapWrong    = secret{"QmBADCH", `QmBADCH"\:%v9`}
-	mutualSecret = secret{"QmMUTU", `QmMUTU'\:%s34`}
-	discSecret   = secret{"QmDISC", `QmDISC"\:%d56`}
-	discWrong    = secret{"QmBADDI", `QmBADDI'\:%x7`}
-	allSecrets   = []secret{smbPassword, smbWrong, chapSecret, chapWrong, mutualSecret, discSecret, discWrong}
+	SMBPassword     = Secret{"QmSMBpw", `QmSMBpw"'\:%v%s{}`}
+	SMBWrong        = Secret{"QmWRONG", `QmWRONG"\:%v-pw`}
+	CHAPSecret      = Secret{"QmCHAP", `QmCHAP"\:%v12`}
+	CHAPWrong       = Secret{"QmBADCH", `QmBADCH"\:%v9`}
+	MutualSecret    = Secret{"QmMUTU", `QmMUTU'\:%s34`}
+	DiscoverySecret = Secret{"QmDISC", `QmDISC"\:%d56`}
+	DiscoveryWrong  = Secret{"QmBADDI", `QmBADDI'\:%x7`}
+	All             = []Secret{SMBPassword, SMBWrong, CHAPSecret, CHAPWrong, MutualSecret, DiscoverySecret, DiscoveryWrong}
 )
 
-// leaks returns the markers of the secrets found in text, in any encoding
+// Leaks returns the markers of the secrets found in text, in any encoding
 // (the marker), and the raw, %q and JSON forms of each value for the
 // message.
-func leaks(text string) []string {
+func Leaks(text string) []string {
 	var out []string
-	for _, s := range allSecrets {
-		q := strconv.Quote(s.value)
-		j, _ := json.Marshal(s.value) // a string always marshals
-		for _, form := range []string{s.marker, s.value, q[1 : len(q)-1], string(j[1 : len(j)-1])} {
+	for _, s := range All {
+		q := strconv.Quote(s.Value)
+		j, _ := json.Marshal(s.Value) // a string always marshals
+		for _, form := range []string{s.Marker, s.Value, q[1 : len(q)-1], string(j[1 : len(j)-1])} {
 			if strings.Contains(text, form) {
-				out = append(out, s.marker)
+				out = append(out, s.Marker)
 				break
 			}
 		}
@@ -55,18 +62,18 @@ func leaks(text string) []string {
 	return out
 }
 
-// checkNoLeak fails the test when text holds a secret.
-func checkNoLeak(t *testing.T, where, text string) {
+// CheckNoLeak fails the test when text holds a secret.
+func CheckNoLeak(t *testing.T, where, text string) {
 	t.Helper()
-	if found := leaks(text); len(found) > 0 {
+	if found := Leaks(text); len(found) > 0 {
 		i := strings.Index(text, found[0])
 		lo, hi := max(0, i-200), min(len(text), i+200)
 		t.Errorf("%s holds secret(s) %v: ...%s...", where, found, text[lo:hi])
 	}
 }
 
-// checkFiles scans every regular file below dir.
-func checkFiles(t *testing.T, dir string) int {
+// CheckFiles scans every regular file below dir and returns how many it read.
+func CheckFiles(t *testing.T, dir string) int {
 	t.Helper()
 	n := 0
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -78,7 +85,7 @@ func checkFiles(t *testing.T, dir string) int {
 			return err
 		}
 		n++
-		checkNoLeak(t, "file "+p, string(b))
+		CheckNoLeak(t, "file "+p, string(b))
 		return nil
 	})
 	if err != nil {
@@ -87,32 +94,13 @@ func checkFiles(t *testing.T, dir string) int {
 	return n
 }
 
-// TestLeakCheckerFindsEveryForm: the checker finds a secret printed raw,
-// quoted, JSON-escaped or partly (a test that cannot fail proves nothing).
-func TestLeakCheckerFindsEveryForm(t *testing.T) {
-	for _, s := range allSecrets {
-		for _, text := range []string{"x " + s.value, strconv.Quote(s.value), "{\"p\":" + mustJSON(s.value) + "}", "prefix " + s.marker + " suffix"} {
-			if len(leaks(text)) == 0 {
-				t.Errorf("leak of %s not found in %q", s.marker, text)
-			}
-		}
-	}
-	if found := leaks("user alice, password [redacted], " + host.Redacted); len(found) != 0 {
-		t.Errorf("false positive: %v", found)
-	}
-}
-
-func mustJSON(s string) string {
-	b, _ := json.Marshal(s) // a string always marshals
-	return string(b)
-}
-
-// The simulated storage.
+// The simulated storage; CHAPUser and DiscoveryUser are the CHAP user
+// names the steps send.
 const (
-	iqnOK   = "iqn.2024-01.io.wincsi.sim:secrets"
-	iqnDown = "iqn.2024-01.io.wincsi.sim:down"
-	chapUsr = "node1"
-	discUsr = "disc1"
+	iqnOK         = "iqn.2024-01.io.wincsi.sim:secrets"
+	iqnDown       = "iqn.2024-01.io.wincsi.sim:down"
+	CHAPUser      = "node1"
+	DiscoveryUser = "disc1"
 )
 
 var (
@@ -120,25 +108,25 @@ var (
 	portalDown = host.Portal{Address: "10.0.0.9", Port: 3260}
 )
 
-// setupHost creates \\srv\data (alice, smbPassword) with directory v1, an
+// SetupHost creates \\srv\data (alice, SMBPassword) with directory v1, an
 // unreachable server \\down\data, target iqnOK (session CHAP, mutual CHAP
 // and discovery CHAP) and target iqnDown behind an unreachable portal.
-func setupHost(s *sim.Sim) error {
-	if err := s.AddShare(sim.ShareSpec{Server: "srv", Share: "data", Users: map[string]string{"alice": smbPassword.value}}); err != nil {
+func SetupHost(s *sim.Sim) error {
+	if err := s.AddShare(sim.ShareSpec{Server: "srv", Share: "data", Users: map[string]string{"alice": SMBPassword.Value}}); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(s.Dir(), "smb", "srv", "data", "v1"), 0o750); err != nil {
 		return err
 	}
-	if err := s.AddShare(sim.ShareSpec{Server: "down", Share: "data", Users: map[string]string{"alice": smbPassword.value}}); err != nil {
+	if err := s.AddShare(sim.ShareSpec{Server: "down", Share: "data", Users: map[string]string{"alice": SMBPassword.Value}}); err != nil {
 		return err
 	}
 	if err := s.SetServerReachable("down", false); err != nil {
 		return err
 	}
 	if err := s.AddTarget(sim.TargetSpec{IQN: iqnOK, Portals: []host.Portal{portalOK}, LUNs: []sim.LUNSpec{{LUN: 1}},
-		CHAP: &host.CHAP{User: chapUsr, Secret: host.NewSecret(chapSecret.value)}, MutualSecret: mutualSecret.value,
-		DiscoveryCHAP: &host.CHAP{User: discUsr, Secret: host.NewSecret(discSecret.value)}}); err != nil {
+		CHAP: &host.CHAP{User: CHAPUser, Secret: host.NewSecret(CHAPSecret.Value)}, MutualSecret: MutualSecret.Value,
+		DiscoveryCHAP: &host.CHAP{User: DiscoveryUser, Secret: host.NewSecret(DiscoverySecret.Value)}}); err != nil {
 		return err
 	}
 	if err := s.AddTarget(sim.TargetSpec{IQN: iqnDown, Portals: []host.Portal{portalDown}, LUNs: []sim.LUNSpec{{LUN: 1}}}); err != nil {
@@ -147,17 +135,17 @@ func setupHost(s *sim.Sim) error {
 	return s.SetPortalReachable(portalDown, false)
 }
 
-// nodeAPI is the part of the node service the steps call: the in-process
+// NodeAPI is the part of the node service the steps call: the in-process
 // server or a client of the binary.
-type nodeAPI interface {
+type NodeAPI interface {
 	NodeStageVolume(context.Context, *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error)
 	NodeUnstageVolume(context.Context, *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error)
 	NodeGetVolumeHealth(context.Context, *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error)
 	NodeGetVolumeStats(context.Context, *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error)
 }
 
-// step is one RPC with the code it must get.
-type step struct {
+// Step is one RPC with the code it must get.
+type Step struct {
 	name string
 	vol  string
 	kind string // stage, unstage, health, stats
@@ -170,8 +158,8 @@ func smbCtx(server string) map[string]string {
 	return map[string]string{"source": `\\` + server + `\data`, "subDir": "v1"}
 }
 
-func smbSec(pw secret) map[string]string {
-	return map[string]string{"username": "alice", "password": pw.value}
+func smbSec(pw Secret) map[string]string {
+	return map[string]string{"username": "alice", "password": pw.Value}
 }
 
 func iscsiCtx(iqn string, portal host.Portal, discovery bool) map[string]string {
@@ -182,49 +170,49 @@ func iscsiCtx(iqn string, portal host.Portal, discovery bool) map[string]string 
 	return m
 }
 
-func iscsiSec(session, mutual, disc secret) map[string]string {
-	m := map[string]string{"node.session.auth.username": chapUsr, "node.session.auth.password": session.value}
-	if mutual.value != "" {
-		m["node.session.auth.password_in"] = mutual.value
+func iscsiSec(session, mutual, disc Secret) map[string]string {
+	m := map[string]string{"node.session.auth.username": CHAPUser, "node.session.auth.password": session.Value}
+	if mutual.Value != "" {
+		m["node.session.auth.password_in"] = mutual.Value
 	}
-	if disc.value != "" {
-		m["node.sendtargets.auth.username"] = discUsr
-		m["node.sendtargets.auth.password"] = disc.value
+	if disc.Value != "" {
+		m["node.sendtargets.auth.username"] = DiscoveryUser
+		m["node.sendtargets.auth.password"] = disc.Value
 	}
 	return m
 }
 
-// steps are the success and failure paths every secret goes through.
-var steps = []step{
-	{name: "smb wrong password", vol: "smb-1", kind: "stage", vctx: smbCtx("srv"), sec: smbSec(smbWrong), want: codes.Unauthenticated},
-	{name: "smb unreachable", vol: "smb-2", kind: "stage", vctx: smbCtx("down"), sec: smbSec(smbPassword), want: codes.Unavailable},
-	{name: "smb stage", vol: "smb-1", kind: "stage", vctx: smbCtx("srv"), sec: smbSec(smbPassword), want: codes.OK},
-	{name: "smb restage", vol: "smb-1", kind: "stage", vctx: smbCtx("srv"), sec: smbSec(smbPassword), want: codes.OK},
+// Steps are the success and failure paths every secret goes through.
+var Steps = []Step{
+	{name: "smb wrong password", vol: "smb-1", kind: "stage", vctx: smbCtx("srv"), sec: smbSec(SMBWrong), want: codes.Unauthenticated},
+	{name: "smb unreachable", vol: "smb-2", kind: "stage", vctx: smbCtx("down"), sec: smbSec(SMBPassword), want: codes.Unavailable},
+	{name: "smb stage", vol: "smb-1", kind: "stage", vctx: smbCtx("srv"), sec: smbSec(SMBPassword), want: codes.OK},
+	{name: "smb restage", vol: "smb-1", kind: "stage", vctx: smbCtx("srv"), sec: smbSec(SMBPassword), want: codes.OK},
 	{name: "smb health", vol: "smb-1", kind: "health", want: codes.OK},
 	{name: "smb stats", vol: "smb-1", kind: "stats", want: codes.OK},
 	{name: "smb unstage", vol: "smb-1", kind: "unstage", want: codes.OK},
 	{name: "iscsi wrong discovery secret", vol: "isc-1", kind: "stage", vctx: iscsiCtx(iqnOK, portalOK, true),
-		sec: iscsiSec(chapSecret, mutualSecret, discWrong), want: codes.Unauthenticated},
+		sec: iscsiSec(CHAPSecret, MutualSecret, DiscoveryWrong), want: codes.Unauthenticated},
 	{name: "iscsi wrong chap secret", vol: "isc-1", kind: "stage", vctx: iscsiCtx(iqnOK, portalOK, true),
-		sec: iscsiSec(chapWrong, secret{}, discSecret), want: codes.Unauthenticated},
+		sec: iscsiSec(CHAPWrong, Secret{}, DiscoverySecret), want: codes.Unauthenticated},
 	{name: "iscsi wrong mutual secret", vol: "isc-1", kind: "stage", vctx: iscsiCtx(iqnOK, portalOK, true),
-		sec: iscsiSec(chapSecret, discWrong, discSecret), want: codes.Unauthenticated}, // the target expects mutualSecret
+		sec: iscsiSec(CHAPSecret, DiscoveryWrong, DiscoverySecret), want: codes.Unauthenticated}, // the target expects MutualSecret
 	{name: "iscsi unreachable portal", vol: "isc-2", kind: "stage", vctx: iscsiCtx(iqnDown, portalDown, false),
-		sec: iscsiSec(chapSecret, secret{}, secret{}), want: codes.Unavailable},
+		sec: iscsiSec(CHAPSecret, Secret{}, Secret{}), want: codes.Unavailable},
 	{name: "iscsi stage", vol: "isc-1", kind: "stage", vctx: iscsiCtx(iqnOK, portalOK, true),
-		sec: iscsiSec(chapSecret, mutualSecret, discSecret), want: codes.OK},
+		sec: iscsiSec(CHAPSecret, MutualSecret, DiscoverySecret), want: codes.OK},
 	{name: "iscsi health", vol: "isc-1", kind: "health", want: codes.OK},
 	{name: "iscsi unstage", vol: "isc-1", kind: "unstage", want: codes.OK},
 }
 
-// runSteps sends every step to ns; staging paths are below kubelet. It
+// RunSteps sends every step to ns; staging paths are below kubelet. It
 // checks each code and every error message, calls after with each step's
 // name once it is done (to scan the files the step wrote: journal entries
 // and notes live only while a volume is staged), and returns the messages.
-func runSteps(t *testing.T, ns nodeAPI, kubelet string, after func(step string)) []string {
+func RunSteps(t *testing.T, ns NodeAPI, kubelet string, after func(step string)) []string {
 	t.Helper()
 	var msgs []string
-	for _, s := range steps {
+	for _, s := range Steps {
 		staging := filepath.Join(kubelet, "plugins", "secrets", s.vol, "globalmount")
 		if err := os.MkdirAll(staging, 0o750); err != nil {
 			t.Fatal(err)
@@ -251,7 +239,7 @@ func runSteps(t *testing.T, ns nodeAPI, kubelet string, after func(step string))
 		}
 		if err != nil {
 			msgs = append(msgs, err.Error())
-			checkNoLeak(t, "error of "+s.name, err.Error())
+			CheckNoLeak(t, "error of "+s.name, err.Error())
 		}
 		after(s.name)
 	}

@@ -1,9 +1,9 @@
 // Package docs holds tests that keep docs/metrics.md in step with the code
 // (every metric the plugin registers and every key it logs is documented,
-// and nothing documented is missing from the code) and the examples of
-// docs/sim-config.md and docs/sim-config.yaml valid: they parse, and the
-// volumes the page lists stage on a simulated host started with them. The flags reference is
-// checked next to the flags, in pkg/config.
+// and nothing documented is missing from the code), reading the source
+// only. The flags reference is checked next to the flags, in pkg/config;
+// the examples of docs/sim-config.md in test/system/simconfig; the keys the
+// binary logs in both formats in test/binary/logformats.
 //
 // It also keeps the repository standing alone (references_test.go): no
 // tracked text file may cite a research note kept outside the repository,

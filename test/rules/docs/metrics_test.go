@@ -6,17 +6,17 @@ import (
 	"go/token"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/wincsi/csi-windows-node/test/harness/doctable"
 )
 
 const (
-	repoRoot   = "../.."
+	repoRoot   = "../../.."
 	metricsDoc = repoRoot + "/docs/metrics.md"
 )
 
@@ -228,44 +228,6 @@ func registeredMetrics(t *testing.T, files []goFile) map[string]string {
 	return out
 }
 
-// firstColumn returns the backticked first cells of the tables in doc
-// whose header starts with header.
-func firstColumn(t *testing.T, doc, header string) map[string]int {
-	t.Helper()
-	out := map[string]int{}
-	lines := strings.Split(doc, "\n")
-	cell := regexp.MustCompile("^\\|\\s*`([^`]+)`\\s*\\|")
-	for i := 0; i+1 < len(lines); i++ {
-		if !strings.HasPrefix(strings.ReplaceAll(lines[i], " ", ""), "|"+header+"|") {
-			continue
-		}
-		for i += 2; i < len(lines) && strings.HasPrefix(lines[i], "|"); i++ {
-			m := cell.FindStringSubmatch(lines[i])
-			if m == nil {
-				t.Errorf("%s:%d: first cell is not a backticked name", metricsDoc, i+1)
-				continue
-			}
-			if _, dup := out[m[1]]; dup {
-				t.Errorf("%s:%d: %s listed twice", metricsDoc, i+1, m[1])
-			}
-			out[m[1]] = i + 1
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s: no table with header | %s |", metricsDoc, header)
-	}
-	return out
-}
-
-func readDoc(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(metricsDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // TestMetricsDocumented: docs/metrics.md lists exactly the metrics the
 // code and csi-lib-utils register.
 func TestMetricsDocumented(t *testing.T) {
@@ -274,7 +236,7 @@ func TestMetricsDocumented(t *testing.T) {
 	for _, m := range libraryMetrics {
 		want[m] = "csi-lib-utils"
 	}
-	documented := firstColumn(t, readDoc(t), "metric")
+	documented := doctable.FirstColumn(t, metricsDoc, "metric")
 	for _, m := range slices.Sorted(maps.Keys(want)) {
 		if _, ok := documented[m]; !ok {
 			t.Errorf("metric %s (%s) is not in the metrics table of %s", m, want[m], metricsDoc)
@@ -295,7 +257,7 @@ func TestLogKeysDocumented(t *testing.T) {
 	if len(logged) < 10 {
 		t.Fatalf("found only %d log keys; the scan is broken", len(logged))
 	}
-	documented := firstColumn(t, readDoc(t), "key")
+	documented := doctable.FirstColumn(t, metricsDoc, "key")
 	for _, k := range slices.Sorted(maps.Keys(logged)) {
 		if _, ok := documented[k]; !ok {
 			t.Errorf("log key %q (%s) is not in the log key table of %s", k, logged[k], metricsDoc)

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-const repoRoot = "../.."
+const repoRoot = "../../.."
 
 // workflowSelection is how the workflow's unit step picks the packages it
 // tests on Windows: every package outside test/. The check below walks the

@@ -96,7 +96,7 @@ func scan(root string) ([]string, int, error) {
 }
 
 func TestOnlyPluginWires(t *testing.T) {
-	found, files, err := scan("../..")
+	found, files, err := scan("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

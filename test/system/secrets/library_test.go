@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/wincsi/csi-windows-node/test/harness/leakcheck"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
@@ -34,11 +35,11 @@ func TestLibraryModeAtV10(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := setupHost(n.Sim); err != nil {
+	if err := leakcheck.SetupHost(n.Sim); err != nil {
 		t.Fatal(err)
 	}
 	files := 0
-	msgs := runSteps(t, n.Server, n.Kubelet, func(string) { files += checkFiles(t, base) })
+	msgs := leakcheck.RunSteps(t, n.Server, n.Kubelet, func(string) { files += leakcheck.CheckFiles(t, base) })
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +48,10 @@ func TestLibraryModeAtV10(t *testing.T) {
 	if len(log) == 0 || !bytes.Contains([]byte(log), []byte("Mapped share")) {
 		t.Fatalf("the klog buffer did not capture the plugin's -v=10 log (%d bytes): the check below would prove nothing", len(log))
 	}
-	checkNoLeak(t, "klog output at -v=10", log)
+	leakcheck.CheckNoLeak(t, "klog output at -v=10", log)
 	for _, m := range msgs {
-		checkNoLeak(t, "message", m)
+		leakcheck.CheckNoLeak(t, "message", m)
 	}
-	files += checkFiles(t, base)
-	t.Logf("library mode: %d steps, %d bytes of -v=10 log, %d messages, %d file reads checked", len(steps), len(log), len(msgs), files)
+	files += leakcheck.CheckFiles(t, base)
+	t.Logf("library mode: %d steps, %d bytes of -v=10 log, %d messages, %d file reads checked", len(leakcheck.Steps), len(log), len(msgs), files)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/winhost"
 	"github.com/wincsi/csi-windows-node/pkg/winhost/scripted"
 	"github.com/wincsi/csi-windows-node/pkg/winhost/wql"
+	"github.com/wincsi/csi-windows-node/test/harness/leakcheck"
 )
 
 // recordTB stands in for testing.TB in a scripted executor whose script
@@ -71,38 +72,38 @@ func portalQuery(address string) string {
 var sensitiveCalls = []sensitiveCall{
 	{
 		name: "smb map", ns: winhost.NamespaceSMB, class: "MSFT_SmbGlobalMapping", method: "Create", param: "Credential",
-		want: `CORP\\al\:ice:` + smbPassword.value,
+		want: `CORP\\al\:ice:` + leakcheck.SMBPassword.Value,
 		run: func(ctx context.Context, h host.Host) error {
-			return h.SMB.Map(ctx, `\\srv\data`, host.Credential{User: `CORP\al:ice`, Password: host.NewSecret(smbPassword.value)}, true)
+			return h.SMB.Map(ctx, `\\srv\data`, host.Credential{User: `CORP\al:ice`, Password: host.NewSecret(leakcheck.SMBPassword.Value)}, true)
 		},
 		failure: &winhost.COMError{Op: "ExecMethod MSFT_SmbGlobalMapping.Create", HResult: 0x8007052E}, sentinel: host.ErrLogonFailure,
 	},
 	{
 		name: "iscsi add portal with discovery chap", ns: winhost.NamespaceStorage, class: "MSFT_iSCSITargetPortal", method: "New",
-		param: "ChapSecret", want: discSecret.value,
+		param: "ChapSecret", want: leakcheck.DiscoverySecret.Value,
 		before: func(e *scripted.Executor) {
 			e.ExpectQuery(winhost.NamespaceStorage, portalQuery(winPortal.Address), scripted.Reply{})
 		},
 		run: func(ctx context.Context, h host.Host) error {
-			return h.ISCSI.AddPortal(ctx, winPortal, "", &host.CHAP{User: discUsr, Secret: host.NewSecret(discSecret.value)})
+			return h.ISCSI.AddPortal(ctx, winPortal, "", &host.CHAP{User: leakcheck.DiscoveryUser, Secret: host.NewSecret(leakcheck.DiscoverySecret.Value)})
 		},
 		failure: &winhost.COMError{Op: "ExecMethod MSFT_iSCSITargetPortal.New", HResult: 0xEFFF0009}, sentinel: host.ErrLogonFailure,
 	},
 	{
 		name: "iscsi connect with chap", ns: winhost.NamespaceStorage, class: "MSFT_iSCSITarget", method: "Connect",
-		param: "ChapSecret", want: chapSecret.value,
+		param: "ChapSecret", want: leakcheck.CHAPSecret.Value,
 		run: func(ctx context.Context, h host.Host) error {
 			_, err := h.ISCSI.Connect(ctx, host.ConnectRequest{TargetIQN: iqnWin, Portal: winPortal, Auth: host.AuthMutual,
-				CHAP: host.CHAP{User: chapUsr, Secret: host.NewSecret(chapSecret.value)}, Persistent: true})
+				CHAP: host.CHAP{User: leakcheck.CHAPUser, Secret: host.NewSecret(leakcheck.CHAPSecret.Value)}, Persistent: true})
 			return err
 		},
 		failure: &winhost.COMError{Op: "ExecMethod MSFT_iSCSITarget.Connect", HResult: 0xEFFF0009}, sentinel: host.ErrLogonFailure,
 	},
 	{
 		name: "iscsi set initiator secret", ns: winhost.NamespaceStorage, class: "MSFT_iSCSISession", method: "SetCHAPSecret",
-		param: "ChapSecret", want: mutualSecret.value,
+		param: "ChapSecret", want: leakcheck.MutualSecret.Value,
 		run: func(ctx context.Context, h host.Host) error {
-			return h.ISCSI.SetInitiatorSecret(ctx, host.NewSecret(mutualSecret.value))
+			return h.ISCSI.SetInitiatorSecret(ctx, host.NewSecret(leakcheck.MutualSecret.Value))
 		},
 		failure: &winhost.COMError{Op: "ExecMethod MSFT_iSCSISession.SetCHAPSecret", HResult: 0xEFFF004C}, sentinel: host.ErrInvalid,
 	},
@@ -156,7 +157,7 @@ func TestWindowsHostKeepsSecretsOutOfDescriptionsAndErrors(t *testing.T) {
 			if !errors.Is(err, sc.sentinel) {
 				t.Fatalf("%s refused: %v, want %v", sc.name, err, sc.sentinel)
 			}
-			checkNoLeak(t, "error of the refused call", err.Error())
+			leakcheck.CheckNoLeak(t, "error of the refused call", err.Error())
 		})
 		t.Run(sc.name+"/described", func(t *testing.T) {
 			rec := &recordTB{t: t}
@@ -172,12 +173,12 @@ func TestWindowsHostKeepsSecretsOutOfDescriptionsAndErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("the mismatching script was accepted")
 			}
-			checkNoLeak(t, "error of a rejected call", err.Error())
+			leakcheck.CheckNoLeak(t, "error of a rejected call", err.Error())
 			desc := rec.String()
 			if !strings.Contains(desc, sc.param+"=[sensitive]") || !strings.Contains(desc, sc.method) {
 				t.Fatalf("the executor's description lacks the call: %q", desc)
 			}
-			checkNoLeak(t, "executor description", desc)
+			leakcheck.CheckNoLeak(t, "executor description", desc)
 		})
 	}
 }

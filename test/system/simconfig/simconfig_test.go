@@ -1,4 +1,4 @@
-package docs
+package simconfig
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 )
 
 const (
+	repoRoot         = "../../.."
 	simConfigDoc     = repoRoot + "/docs/sim-config.md"
 	simConfigExample = repoRoot + "/docs/sim-config.yaml"
 )

@@ -3,7 +3,7 @@
 // Linux only: the volumes are staged on the simulated host, which runs
 // only on Linux.
 
-package docs
+package simconfig
 
 import (
 	"context"
