@@ -10,7 +10,7 @@
 // grows the simulated disk first, the stand-in for ControllerExpandVolume
 // (sim.WithExpansion). Every node spec csi-sanity runs must pass.
 //
-// Skipped here, as in test/sanity/binary: the controller specs (the
+// Skipped here, as in test/binary/sanity: the controller specs (the
 // controller is not ours), and the specs that need the node endpoint to
 // advertise CONTROLLER_SERVICE, which a node plugin must not do.
 package foreign

@@ -8,12 +8,12 @@
 // controller cannot grow disks either: NodeExpandVolume to csi-sanity's
 // expansion size (the 10 GiB test size plus 1 GiB) works because the
 // simulated host grows the disk first, its stand-in for the controller's
-// expansion (sim.WithExpansion). test/sanity/foreign runs the same with a
+// expansion (sim.WithExpansion). test/binary/foreign runs the same with a
 // controller that is not ours.
 //
 // Skipped here and why: "should work" and "should be idempotent" need the
 // node endpoint to advertise CONTROLLER_SERVICE, which a node plugin must
-// not do; they run in library mode (test/sanity/disk). NodeGetStorageHealth
+// not do; they run in library mode (test/system/sanity/disk). NodeGetStorageHealth
 // is not offered (GET_STORAGE_HEALTH is not advertised).
 package sanity
 

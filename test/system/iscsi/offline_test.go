@@ -18,7 +18,7 @@ import (
 // volume but failed (or crashed) before taking its disk offline leaves the
 // disk online; the retry, whose staging path holds nothing, must still take
 // it offline when another volume keeps the target's session (found by the
-// crash matrix, test/crash: iscsi/unstage-nonlast, crash after
+// crash matrix, test/binary/crash: iscsi/unstage-nonlast, crash after
 // volumes.Unmount).
 func TestUnstageRetryTakesLUNDiskOffline(t *testing.T) {
 	e := newEnv(t, false)
@@ -49,7 +49,7 @@ func TestUnstageRetryTakesLUNDiskOffline(t *testing.T) {
 // unstage is between removing its mount point and taking its disk offline,
 // the unstage of the target's other volume must not log out of the target
 // (which would take the first disk away, or let another disk take its
-// number, under the offline). Found by the soak (test/soak): "take disk N
+// number, under the offline). Found by the soak (test/system/soak): "take disk N
 // offline: not found". The other unstage does not wait either: it finishes
 // and leaves the logout to the first, which is then the last volume out.
 func TestUnstageHoldsTargetAcrossUnmountAndOffline(t *testing.T) {

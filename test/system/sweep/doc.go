@@ -17,6 +17,6 @@
 // Each checks that report mode makes no host call that changes anything,
 // that clean mode removes exactly the orphans, that what an administrator
 // made is left alone, and that staged volumes keep what they use. The
-// crash matrix (test/crash) crashes the binary at the host calls of a
+// crash matrix (test/binary/crash) crashes the binary at the host calls of a
 // clean round.
 package sweep
