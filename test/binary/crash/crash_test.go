@@ -107,33 +107,37 @@ func TestCrashMatrix(t *testing.T) {
 		mode = "default"
 	}
 	bin := testbin.BuildNoRace(t) // crash safety, not races: the soak runs under -race
-	total, steps := 0, 0
+	var total, steps atomic.Int64
 	start := time.Now()
+	t.Cleanup(func() {
+		t.Logf("crash matrix (%s): %d scenarios, %d host steps, %d crash cases, %d converged on the first retry, "+
+			"%d crash points of concurrent scenarios not reached in their run's interleaving, %s",
+			mode, len(scenarios), steps.Load(), total.Load(), firstRetry.Load(), notReached.Load(), time.Since(start).Round(time.Second))
+	})
 	for _, sc := range scenarios {
-		seq := sequence(t, sc)
-		cs := cases(seq, mode == "full" || (mode == "default" && !sc.concurrent()))
-		total += len(cs)
-		steps += len(seq)
 		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			tmpl := newTemplate(t, func(base string) map[string]string { return prepare(t, base, sc) })
+			seq := sequence(t, sc, tmpl)
+			cs := cases(seq, mode == "full" || (mode == "default" && !sc.concurrent()))
+			total.Add(int64(len(cs)))
+			steps.Add(int64(len(seq)))
 			t.Logf("host calls of %s: %s", sc.name, strings.Join(seq, " "))
 			if !sc.concurrent() {
 				// A concurrent scenario's calls depend on the interleaving.
 				t.Run("binary-matches-library", func(t *testing.T) {
 					t.Parallel()
-					checkBinaryCalls(t, bin, sc, seq)
+					checkBinaryCalls(t, bin, sc, seq, tmpl)
 				})
 			}
 			for _, c := range cs {
 				t.Run(c.String(), func(t *testing.T) {
 					t.Parallel()
-					runCase(t, bin, sc, c)
+					runCase(t, bin, sc, c, tmpl)
 				})
 			}
 		})
 	}
-	t.Logf("crash matrix (%s): %d scenarios, %d host steps, %d crash cases, %d converged on the first retry, "+
-		"%d crash points of concurrent scenarios not reached in their run's interleaving, %s",
-		mode, len(scenarios), steps, total, firstRetry.Load(), notReached.Load(), time.Since(start).Round(time.Second))
 }
 
 // firstRetry counts the cases whose first retry succeeded; notReached the
@@ -142,9 +146,9 @@ func TestCrashMatrix(t *testing.T) {
 var firstRetry, notReached atomic.Int64
 
 // runCase runs one crash case: prepare, crash, restart, retry, check.
-func runCase(t *testing.T, bin string, sc scenario, c crashCase) {
+func runCase(t *testing.T, bin string, sc scenario, c crashCase, tmpl template) {
 	base := shortTempDir(t)
-	files := prepare(t, base, sc)
+	files := tmpl.copyTo(t, base)
 	prepareRPC(t, base, sc)
 	kubelet, simDir, _ := simnode.Dirs(base)
 	if err := sim.WriteFaultsFile(simDir, c.rule()); err != nil {
@@ -445,9 +449,9 @@ func dataPartitions(d sim.DiskState) int {
 // checkBinaryCalls asserts that the plugin binary makes the host calls the
 // in-process sequence lists, by running the RPC once on the binary and
 // reading its host-call counters from /metrics.
-func checkBinaryCalls(t *testing.T, bin string, sc scenario, seq []string) {
+func checkBinaryCalls(t *testing.T, bin string, sc scenario, seq []string, tmpl template) {
 	base := shortTempDir(t)
-	prepare(t, base, sc)
+	tmpl.copyTo(t, base)
 	prepareRPC(t, base, sc)
 	kubelet, _, _ := simnode.Dirs(base)
 	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: true, Args: rpcArgs})

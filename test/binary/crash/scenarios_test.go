@@ -251,7 +251,8 @@ func (sc scenario) rpc(ctx context.Context, ns stager, kubelet string, reached f
 	return errors.Join(err1, err2)
 }
 
-// prepare builds the scenario's starting point under base in library mode:
+// prepare builds the scenario's starting point under base in library mode
+// (once per scenario, into its template):
 // the host's storage, then each volume of sc.staged staged, published,
 // written through the publication and unpublished, as a pod would. It
 // returns where each volume's file lives on the simulated host.
@@ -321,11 +322,11 @@ func fileContent(v volume) string { return "written before the crash by " + v.id
 // the crash points are the union of what the runs called.
 const learnRuns = 3
 
-// sequence runs the scenario once in library mode on a prepared base and
-// returns its host calls in order. For a concurrent scenario it runs it
-// learnRuns times and returns the longest run's calls followed by the
-// calls another run made more often.
-func sequence(t testing.TB, sc scenario) []string {
+// sequence runs the scenario once in library mode on a copy of its
+// prepared template and returns its host calls in order. For a concurrent
+// scenario it runs it learnRuns times and returns the longest run's calls
+// followed by the calls another run made more often.
+func sequence(t testing.TB, sc scenario, tmpl template) []string {
 	t.Helper()
 	runs := 1
 	if sc.concurrent() {
@@ -334,7 +335,7 @@ func sequence(t testing.TB, sc scenario) []string {
 	var seq []string
 	counts := map[string]int{}
 	for range runs {
-		ops := sequenceOnce(t, sc)
+		ops := sequenceOnce(t, sc, tmpl)
 		if len(ops) > len(seq) {
 			seq = ops
 		}
@@ -356,10 +357,10 @@ func sequence(t testing.TB, sc scenario) []string {
 	return seq
 }
 
-func sequenceOnce(t testing.TB, sc scenario) []string {
+func sequenceOnce(t testing.TB, sc scenario, tmpl template) []string {
 	t.Helper()
 	base := t.TempDir()
-	prepare(t, base, sc)
+	tmpl.copyTo(t, base)
 	prepareRPC(t, base, sc)
 	n, err := simnode.Open(simnode.Options{Base: base})
 	if err != nil {

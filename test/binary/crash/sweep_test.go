@@ -136,11 +136,11 @@ func sweepState(t testing.TB, base string) []string {
 	return out
 }
 
-// sweepSequence runs a clean round in process on a prepared node and
-// returns its host calls and the state it leaves.
-func sweepSequence(t *testing.T) ([]string, []string) {
+// sweepSequence runs a clean round in process on a copy of the prepared
+// node and returns its host calls and the state it leaves.
+func sweepSequence(t *testing.T, tmpl template) ([]string, []string) {
 	base := shortTempDir(t)
-	prepareSweep(t, base)
+	tmpl.copyTo(t, base)
 	n, err := simnode.Open(simnode.Options{Base: base, Args: []string{"--orphan-sweep=clean"}})
 	if err != nil {
 		t.Fatal(err)
@@ -216,14 +216,15 @@ func sweepCases(seq []string, full bool) []crashCase {
 // CSI_CRASH_MATRIX=full crashes before and after every step.
 func TestSweepCrashMatrix(t *testing.T) {
 	bin := testbin.BuildNoRace(t)
-	seq, want := sweepSequence(t)
+	tmpl := newTemplate(t, func(base string) map[string]string { prepareSweep(t, base); return nil })
+	seq, want := sweepSequence(t, tmpl)
 	t.Logf("host calls of a clean round (%d): %s", len(seq), strings.Join(seq, " "))
 	cs := sweepCases(seq, os.Getenv(matrixEnv) == "full")
 	t.Logf("%d crash cases", len(cs))
 	t.Run("binary-matches-library", func(t *testing.T) {
 		t.Parallel()
 		base := shortTempDir(t)
-		prepareSweep(t, base)
+		tmpl.copyTo(t, base)
 		p := startSwept(t, bin, base)
 		got := p.HostUsage(t).Calls
 		if err := p.Stop(exitTimeout); err != nil {
@@ -251,7 +252,7 @@ func TestSweepCrashMatrix(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			base := shortTempDir(t)
-			prepareSweep(t, base)
+			tmpl.copyTo(t, base)
 			_, simDir, _ := simnode.Dirs(base)
 			if err := sim.WriteFaultsFile(simDir, c.rule()); err != nil {
 				t.Fatal(err)
