@@ -56,6 +56,8 @@ func (tm template) copyTo(t testing.TB, base string) map[string]string {
 			}
 			if strings.HasPrefix(target, from) {
 				target = to + strings.TrimPrefix(target, from)
+			} else if strings.Contains(target, tm.base) {
+				return fmt.Errorf("%s links to %s, in a form the copy cannot move", p, target)
 			}
 			return os.Symlink(target, dst)
 		case d.Type().IsRegular():
@@ -63,7 +65,11 @@ func (tm template) copyTo(t testing.TB, base string) map[string]string {
 			if err != nil {
 				return err
 			}
-			return os.WriteFile(dst, bytes.ReplaceAll(b, []byte(from), []byte(to)), info.Mode().Perm())
+			b = bytes.ReplaceAll(b, []byte(from), []byte(to))
+			if bytes.Contains(b, []byte(tm.base)) {
+				return fmt.Errorf("%s names the template's directory in a form the copy cannot move", p)
+			}
+			return os.WriteFile(dst, b, info.Mode().Perm())
 		default:
 			return fmt.Errorf("%s: a %s, which a template cannot hold", p, d.Type())
 		}
