@@ -41,6 +41,26 @@ func TestWorkflowSelection(t *testing.T) {
 	}
 }
 
+// TestUnitTestsAreTheWorkflows: make test-unit, the inner loop, runs the
+// packages the Windows workflow runs, so that a unit test is one that runs
+// on both systems.
+func TestUnitTestsAreTheWorkflows(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recipe, ok := strings.Cut(string(b), "\ntest-unit:")
+	if !ok {
+		t.Fatal("the Makefile has no test-unit target")
+	}
+	if end := strings.Index(recipe, "\n\n"); end >= 0 {
+		recipe = recipe[:end]
+	}
+	if !strings.Contains(recipe, workflowSelection) {
+		t.Errorf("make test-unit no longer selects its packages with %q, as windows.yml does:%s", workflowSelection, recipe)
+	}
+}
+
 // TestSimTestsLimitedToLinux: every test file the Windows workflow would
 // run that needs the simulated host carries a build constraint excluding
 // Windows and a comment stating why ("Linux only: ..."). Files that use
