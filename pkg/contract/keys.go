@@ -11,6 +11,7 @@ const (
 	keyCSIFsType          = "csi.storage.k8s.io/fstype"
 	keyFsLabel            = "fsLabel"
 	keyAllocationUnitSize = "allocationUnitSize"
+	keyVolumeRootAccess   = "volumeRootAccess"
 	keyEphemeral          = "csi.storage.k8s.io/ephemeral"
 	keyPVName             = "csi.storage.k8s.io/pv/name"
 	keyPVCName            = "csi.storage.k8s.io/pvc/name"
@@ -100,6 +101,7 @@ var keyTable = []KeyDoc{
 	{Name: keyPVCNamespace, Source: SourceContext},
 	{Name: keyFsLabel, Source: SourceContext, Backends: blockFS},
 	{Name: keyAllocationUnitSize, Source: SourceContext, Backends: blockFS},
+	{Name: keyVolumeRootAccess, Source: SourceContext, Backends: blockFS},
 
 	{Name: keyDiskSerial, Source: SourceContext, Backends: onlyDisk},
 	{Name: keyDiskPage83, Source: SourceContext, Backends: onlyDisk},

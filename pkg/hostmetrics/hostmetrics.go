@@ -24,11 +24,12 @@ const (
 
 // Areas: the host.Host fields in lower case.
 const (
-	AreaDisks   = "disks"
-	AreaVolumes = "volumes"
-	AreaFiles   = "files"
-	AreaSMB     = "smb"
-	AreaISCSI   = "iscsi"
+	AreaDisks    = "disks"
+	AreaVolumes  = "volumes"
+	AreaFiles    = "files"
+	AreaSMB      = "smb"
+	AreaISCSI    = "iscsi"
+	AreaSecurity = "security"
 )
 
 // ResultOK is the result label of a call that returned no error.
@@ -97,7 +98,7 @@ func New(reg metrics.KubeRegistry) (*Metrics, error) {
 		calls: metrics.NewCounterVec(&metrics.CounterOpts{
 			Namespace:      Namespace,
 			Name:           Name,
-			Help:           "Host calls made by the plugin, by area (disks, volumes, files, smb, iscsi), operation (method) and result (ok or the error class).",
+			Help:           "Host calls made by the plugin, by area (disks, volumes, files, smb, iscsi, security), operation (method) and result (ok or the error class).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{LabelArea, LabelOperation, LabelResult}),
 		durations: metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -124,10 +125,11 @@ func (m *Metrics) observe(area, operation string, start time.Time, err error) {
 // Wrap returns a host whose calls are counted and then passed to h.
 func (m *Metrics) Wrap(h host.Host) host.Host {
 	return host.Host{
-		Disks:   disks{next: h.Disks, m: m},
-		Volumes: volumes{next: h.Volumes, m: m},
-		Files:   files{next: h.Files, m: m},
-		SMB:     smb{next: h.SMB, m: m},
-		ISCSI:   iscsi{next: h.ISCSI, m: m},
+		Disks:    disks{next: h.Disks, m: m},
+		Volumes:  volumes{next: h.Volumes, m: m},
+		Files:    files{next: h.Files, m: m},
+		SMB:      smb{next: h.SMB, m: m},
+		ISCSI:    iscsi{next: h.ISCSI, m: m},
+		Security: security{next: h.Security, m: m},
 	}
 }

@@ -335,3 +335,31 @@ func (i iscsi) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32,
 	i.m.observe(AreaISCSI, "SessionDisks", start, err)
 	return r, err
 }
+
+type security struct {
+	next host.Security
+	m    *Metrics
+}
+
+var _ host.Security = security{}
+
+func (s security) RootDACL(ctx context.Context, guidPath string) (host.DACL, error) {
+	start := time.Now()
+	v, err := s.next.RootDACL(ctx, guidPath)
+	s.m.observe(AreaSecurity, "RootDACL", start, err)
+	return v, err
+}
+
+func (s security) AddRootAllowEntries(ctx context.Context, guidPath string, entries []host.ACE) ([]host.ACE, error) {
+	start := time.Now()
+	v, err := s.next.AddRootAllowEntries(ctx, guidPath, entries)
+	s.m.observe(AreaSecurity, "AddRootAllowEntries", start, err)
+	return v, err
+}
+
+func (s security) LookupAccountName(ctx context.Context, name string) (string, error) {
+	start := time.Now()
+	v, err := s.next.LookupAccountName(ctx, name)
+	s.m.observe(AreaSecurity, "LookupAccountName", start, err)
+	return v, err
+}

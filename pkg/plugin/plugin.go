@@ -89,12 +89,13 @@ func FromConfig(c *config.Options, goos string) (Options, error) {
 		PathStyle:         winpath.POSIX,
 		StateDir:          c.StateDir,
 		Contract: contract.Options{
-			DefaultKind:    contract.Kind(c.DefaultBackend),
-			Aliases:        c.ContextAliases,
-			Presets:        c.DiskPresets,
-			VolumeIDDisk:   c.VolumeIDDisk,
-			RequirePrivacy: c.SMBRequirePriv,
-			DefaultDomain:  c.SMBDefaultDomain,
+			DefaultKind:       contract.Kind(c.DefaultBackend),
+			Aliases:           c.ContextAliases,
+			Presets:           c.DiskPresets,
+			VolumeIDDisk:      c.VolumeIDDisk,
+			RequirePrivacy:    c.SMBRequirePriv,
+			DefaultDomain:     c.SMBDefaultDomain,
+			DefaultRootAccess: c.VolumeRootAccess,
 		},
 		OfflineDiskOnUnstage: c.OfflineDiskOnUnstage,
 		SMBKeepMappings:      c.SMBKeepMappings,
@@ -112,7 +113,7 @@ func FromConfig(c *config.Options, goos string) (Options, error) {
 		return Options{}, fmt.Errorf("--kubelet-dir: %w", err)
 	}
 	if err := o.Contract.Validate(); err != nil {
-		return Options{}, fmt.Errorf("parameter contract flags (--context-alias, --disk-preset, --default-backend, --volume-id-disk): %w", err)
+		return Options{}, fmt.Errorf("parameter contract flags (--context-alias, --disk-preset, --default-backend, --volume-id-disk, --volume-root-access): %w", err)
 	}
 	return o, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/winacl"
 )
 
 // Setup is a simulated host and network a user declares (the plugin's
@@ -27,6 +28,12 @@ type Setup struct {
 	Disks   []SetupDisk
 	Shares  []ShareSpec
 	Targets []TargetSpec
+	// Accounts are account names the host resolves besides the built-in
+	// ones (for volumeRootAccess entries that name one).
+	Accounts []AccountState
+	// VolumeRootACL is the DACL Format gives a volume's root from now on:
+	// RootACLServer or RootACLClient; "" keeps the host's.
+	VolumeRootACL string
 }
 
 // SetupDisk is a disk attached to the simulated host, as a cloud attaches
@@ -92,6 +99,16 @@ func ParseSetup(data []byte) (*Setup, error) {
 		},
 		"targets": func(n *yaml.Node, at string) {
 			p.list(n, at, func(n *yaml.Node, at string) { s.Targets = append(s.Targets, p.target(n, at)) })
+		},
+		"accounts": func(n *yaml.Node, at string) {
+			p.list(n, at, func(n *yaml.Node, at string) { s.Accounts = append(s.Accounts, p.account(n, at)) })
+		},
+		"volumeRootACL": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			if v != "" && !ValidRootACL(v) {
+				p.fail(n, at, "%q: want %s or %s", v, RootACLServer, RootACLClient)
+			}
+			s.VolumeRootACL = v
 		},
 	})
 	if p.err == nil {
@@ -296,6 +313,30 @@ func (p *setupParser) disk(n *yaml.Node, at string) SetupDisk {
 	return d
 }
 
+func (p *setupParser) account(n *yaml.Node, at string) AccountState {
+	var a AccountState
+	p.object(n, at, fields{
+		"name": func(n *yaml.Node, at string) {
+			a.Name = p.str(n, at, false)
+			if strings.ContainsAny(a.Name, `"/[]:;|=,+*?<>`) {
+				p.fail(n, at, "%q: account names cannot contain any of \"/[]:;|=,+*?<>", a.Name)
+			}
+		},
+		"sid": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			if v == "" {
+				return
+			}
+			sid, err := winacl.CanonicalSID(v)
+			if err != nil {
+				p.fail(n, at, "%q is not a SID (S-1-5-21-...)", v)
+			}
+			a.SID = sid
+		},
+	}, "name", "sid")
+	return a
+}
+
 func (p *setupParser) share(n *yaml.Node, at string) ShareSpec {
 	sh := ShareSpec{Users: map[string]string{}}
 	encrypted := true
@@ -458,6 +499,9 @@ func (p *setupParser) duplicates(s *Setup) {
 	for i, t := range s.Targets {
 		claim("iqn", t.IQN, fmt.Sprintf("targets[%d] (%s)", i, t.IQN))
 	}
+	for i, a := range s.Accounts {
+		claim("account name", strings.ToLower(a.Name), fmt.Sprintf("accounts[%d] (%s)", i, a.Name))
+	}
 }
 
 // reason is the reason of a contract error, without its volume parameter
@@ -508,6 +552,20 @@ func (s *Sim) applySetup(st *State, setup *Setup) ([]string, error) {
 			return nil, fmt.Errorf("targets[%d] (%s): %w", i, t.IQN, err)
 		}
 		plan = append(plan, step)
+	}
+	for i, a := range setup.Accounts {
+		step, err := st.planAccount(a)
+		if err != nil {
+			return nil, fmt.Errorf("accounts[%d] (%s): %w", i, a.Name, err)
+		}
+		plan = append(plan, step)
+	}
+	if setup.VolumeRootACL != "" {
+		acl := setup.VolumeRootACL
+		plan = append(plan, func() string {
+			st.RootACL = acl
+			return "volume root ACL: " + acl + " (volumes formatted from now on)"
+		})
 	}
 	done := make([]string, 0, len(plan))
 	for _, step := range plan {
@@ -709,6 +767,22 @@ func (st *State) planTarget(spec TargetSpec) (func() string, error) {
 			line += fmt.Sprintf(", LUN %d added", l.LUN)
 		}
 		return line
+	}, nil
+}
+
+// planAccount checks a declared account against st and returns the step
+// that adds it. A name the host resolves already, to the same SID, is
+// kept; to another (a built-in name, or one declared before), it conflicts.
+func (st *State) planAccount(a AccountState) (func() string, error) {
+	if sid, ok := st.lookupAccount(a.Name); ok {
+		if sid != a.SID {
+			return nil, conflictf("the simulated host resolves %s to %s, not %s", a.Name, sid, a.SID)
+		}
+		return func() string { return fmt.Sprintf("account %s: kept (%s)", a.Name, a.SID) }, nil
+	}
+	return func() string {
+		st.Accounts = append(st.Accounts, a)
+		return fmt.Sprintf("account %s: added (%s)", a.Name, a.SID)
 	}, nil
 }
 

@@ -66,6 +66,10 @@ const (
 	OpISCSIRegister           = "iscsi.Register"
 	OpISCSISetInitiatorSecret = "iscsi.SetInitiatorSecret"
 	OpISCSISessionDisks       = "iscsi.SessionDisks"
+
+	OpSecurityRootDACL            = "security.RootDACL"
+	OpSecurityAddRootAllowEntries = "security.AddRootAllowEntries"
+	OpSecurityLookupAccountName   = "security.LookupAccountName"
 )
 
 // AllOps lists every op name, in interface order.
@@ -80,6 +84,7 @@ var AllOps = []string{
 	OpISCSIPortals, OpISCSIAddPortal, OpISCSIRefreshPortal, OpISCSIRemovePortal,
 	OpISCSITargets, OpISCSIConnect, OpISCSISessions, OpISCSIDisconnect, OpISCSIUnregister, OpISCSIRegister,
 	OpISCSISetInitiatorSecret, OpISCSISessionDisks,
+	OpSecurityRootDACL, OpSecurityAddRootAllowEntries, OpSecurityLookupAccountName,
 }
 
 // DefaultAutoAttachSize is the size of an auto-attached disk when
@@ -243,14 +248,15 @@ func New(cfg Config) (*Sim, error) {
 	return s, nil
 }
 
-// Host returns the five host interfaces backed by the simulation.
+// Host returns the host interfaces backed by the simulation.
 func (s *Sim) Host() host.Host {
 	return host.Host{
-		Disks:   disks{s},
-		Volumes: volumes{s},
-		Files:   files{s},
-		SMB:     smbHost{s},
-		ISCSI:   iscsiHost{s},
+		Disks:    disks{s},
+		Volumes:  volumes{s},
+		Files:    files{s},
+		SMB:      smbHost{s},
+		ISCSI:    iscsiHost{s},
+		Security: security{s},
 	}
 }
 

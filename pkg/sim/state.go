@@ -63,6 +63,13 @@ type State struct {
 	UnreachablePortals []string       `json:"unreachablePortals"`
 	// InitiatorSecretSHA256 is the hash of the initiator's mutual-CHAP secret.
 	InitiatorSecretSHA256 string `json:"initiatorSecretSHA256,omitempty"`
+
+	// RootACL names the DACL Format gives a volume's root: RootACLServer
+	// ("" too) or RootACLClient (--sim-config volumeRootACL).
+	RootACL string `json:"rootACL,omitempty"`
+	// Accounts are the account names LookupAccountName resolves besides
+	// the built-in ones (--sim-config accounts).
+	Accounts []AccountState `json:"accounts,omitempty"`
 }
 
 // DiskState is one disk.
@@ -109,6 +116,10 @@ type VolumeState struct {
 	Size           uint64            `json:"size"`
 	AllocationUnit uint32            `json:"allocationUnit"`
 	Health         host.HealthStatus `json:"health"`
+	// Root is the DACL of the root directory of the volume's file system,
+	// set by Format; nil for a volume formatted before the simulated host
+	// kept one, which reads as the default (State.RootACL).
+	Root *DACLState `json:"root,omitempty"`
 }
 
 // MountState is one volume mount point.
