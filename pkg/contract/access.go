@@ -255,8 +255,8 @@ func (a RootAccess) Resolved(sids map[string]string) (RootAccess, error) {
 		var e *Error
 		for _, have := range out.Grants {
 			if have.SID == g.SID && have.Right != g.Right {
-				e = errorf(a.key(), "entry %q: %s is %s, which entry %q grants %s; give each principal one right",
-					g.String(), g.Principal, g.SID, have.String(), have.Right)
+				e = errorf(a.key(), "entry %q: it names the same account (%s) as entry %q, with another right; give each principal one right",
+					g.String(), g.SID, have.String())
 			}
 		}
 		if e != nil {

@@ -11,7 +11,7 @@ const (
 	keyCSIFsType          = "csi.storage.k8s.io/fstype"
 	keyFsLabel            = "fsLabel"
 	keyAllocationUnitSize = "allocationUnitSize"
-	keyVolumeRootAccess   = "volumeRootAccess"
+	keyVolumeRootAccess   = KeyVolumeRootAccess
 	keyEphemeral          = "csi.storage.k8s.io/ephemeral"
 	keyPVName             = "csi.storage.k8s.io/pv/name"
 	keyPVCName            = "csi.storage.k8s.io/pvc/name"
@@ -56,6 +56,10 @@ const (
 	keyAzureLUN    = "LUN"
 	keyVSphereUUID = "diskUUID"
 )
+
+// KeyVolumeRootAccess is the parameter that grants access on the root of a
+// disk or iSCSI volume's file system (access.go).
+const KeyVolumeRootAccess = "volumeRootAccess"
 
 // Disk presets (Options.Presets).
 const (

@@ -197,6 +197,9 @@ func New(o Options, h Host) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the stage journal: %w", err)
 	}
+	if err := registerRefused(mm.GetRegistry(), jr); err != nil {
+		return nil, err
+	}
 
 	disks, backends := newBackends(hh, jr, o)
 	// The backends whose volumes share host resources answer
