@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -77,22 +76,6 @@ func (nodeDriverRegistrar) notifyResponse() *registerapi.RegistrationStatusRespo
 	return &registerapi.RegistrationStatusResponse{}
 }
 
-// shortDir is a temporary directory with a short path: a unix socket's
-// path must stay under 108 bytes, and t.TempDir's holds the test's name.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "csi-reg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := os.RemoveAll(dir); err != nil {
-			t.Error(err)
-		}
-	})
-	return dir
-}
-
 // regSocket is where the plugin serves its registration.
 func regSocket(p *testbin.Plugin) string {
 	return filepath.Join(p.Kubelet, "plugins_registry", driver+"-reg.sock")
@@ -135,24 +118,9 @@ func kubelet(t *testing.T, p *testbin.Plugin, socket string) registerapi.Registr
 	return registerapi.NewRegistrationClient(testbin.Dial(t, "unix://"+socket))
 }
 
-// healthz returns the status and body of the plugin's /healthz.
-func healthz(t *testing.T, p *testbin.Plugin) (int, string) {
-	t.Helper()
-	resp, err := http.Get("http://" + p.HTTPAddr + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, strings.TrimSpace(string(b))
-}
-
 func wantHealthz(t *testing.T, p *testbin.Plugin, code int, body string) {
 	t.Helper()
-	if c, b := healthz(t, p); c != code || !strings.Contains(b, body) {
+	if c, b := p.Fetch(t, "/healthz"); c != code || !strings.Contains(b, body) {
 		t.Errorf("/healthz = %d %q, want %d with %q", c, b, code, body)
 	}
 }
@@ -173,7 +141,7 @@ func wantRegisteredMetric(t *testing.T, p *testbin.Plugin, want string) {
 // sockets go at SIGTERM.
 func TestKubeletPluginWatcher(t *testing.T) {
 	bin := testbin.Build(t)
-	p := start(t, bin, shortDir(t))
+	p := start(t, bin, testbin.ShortDir(t))
 	ctx := testbin.Context(t, 60*time.Second)
 
 	// The registrar of the default deployment: its registration directory
@@ -258,7 +226,7 @@ func TestKubeletPluginWatcher(t *testing.T) {
 // given, as the registrar answers its flag of the same name.
 func TestRegistrationPathAsGiven(t *testing.T) {
 	bin := testbin.Build(t)
-	dir := shortDir(t)
+	dir := testbin.ShortDir(t)
 	// A path kubelet would reach the socket by, other than the plugin's.
 	given := filepath.Join(dir, "host-view", "csi.sock")
 	p := start(t, bin, dir, "--kubelet-registration-path="+given)
@@ -276,7 +244,7 @@ func TestRegistrationPathAsGiven(t *testing.T) {
 // call, the plugin stops cleanly first: both sockets are gone.
 func TestRefusedRegistration(t *testing.T) {
 	bin := testbin.Build(t)
-	p := start(t, bin, shortDir(t))
+	p := start(t, bin, testbin.ShortDir(t))
 	ctx := testbin.Context(t, 60*time.Second)
 	rc := kubelet(t, p, regSocket(p))
 	if _, err := rc.GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
@@ -336,7 +304,7 @@ func TestStaleRegistrationSocket(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := shortDir(t)
+			dir := testbin.ShortDir(t)
 			reg := filepath.Join(dir, "kubelet", "plugins_registry", driver+"-reg.sock")
 			if err := os.MkdirAll(filepath.Dir(reg), 0o750); err != nil {
 				t.Fatal(err)
@@ -355,7 +323,7 @@ func TestStaleRegistrationSocket(t *testing.T) {
 
 	// A plugin killed (no clean stop) leaves its socket; the next one
 	// replaces it and registers again.
-	dir := shortDir(t)
+	dir := testbin.ShortDir(t)
 	p := start(t, bin, dir)
 	p.Kill()
 	if _, err := os.Lstat(regSocket(p)); err != nil {
@@ -374,7 +342,7 @@ func TestStaleRegistrationSocket(t *testing.T) {
 // for its owner.
 func TestSecondPluginLoses(t *testing.T) {
 	bin := testbin.Build(t)
-	dir := shortDir(t)
+	dir := testbin.ShortDir(t)
 	first := start(t, bin, dir)
 	ctx := testbin.Context(t, 60*time.Second)
 	out, err := runToExit(ctx, bin, testbin.Options{Dir: dir, DriverName: driver, Args: []string{"--kubelet-registration",
@@ -390,7 +358,7 @@ func TestSecondPluginLoses(t *testing.T) {
 	}
 
 	// node-driver-registrar (without the plugin's lock) serves the socket.
-	dir = shortDir(t)
+	dir = testbin.ShortDir(t)
 	reg := filepath.Join(dir, "kubelet", "plugins_registry", driver+"-reg.sock")
 	if err := os.MkdirAll(filepath.Dir(reg), 0o750); err != nil {
 		t.Fatal(err)
