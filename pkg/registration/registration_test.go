@@ -55,15 +55,23 @@ func TestPaths(t *testing.T) {
 }
 
 // service starts the service on a socket in a temporary directory and
-// returns a client of it, as kubelet's plugin watcher dials it.
+// returns a client of it, as kubelet's plugin watcher dials it, and the
+// file the service knows as its socket: a stand-in beside the one it
+// listens on, so that the test can remove it on any OS (Windows may not
+// let a socket that is listened on go).
 func service(t *testing.T, reg metrics.KubeRegistry) (*Service, registerapi.RegistrationClient, string) {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "drv-reg.sock")
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "drv-reg.sock")
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s, err := New(Config{DriverName: "disk.csi.example.com", Endpoint: `C:\var\lib\kubelet\plugins\disk.csi.example.com\csi.sock`, Socket: sock, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("unix", sock)
+	listen := filepath.Join(dir, "l.sock")
+	l, err := net.Listen("unix", listen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +83,12 @@ func service(t *testing.T, reg metrics.KubeRegistry) (*Service, registerapi.Regi
 			t.Error(err)
 		}
 	})
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// Dialled the way kubelet dials it (operation_generator.go, dial): the
+	// socket's path through a context dialer, on Windows too.
+	conn, err := grpc.NewClient("passthrough:///registration", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", listen)
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
