@@ -5,7 +5,8 @@
 //
 // What belongs here: small ctx-first interfaces named after Windows storage
 // concepts (disks, partitions, volumes, mount points and links, SMB global
-// mappings, iSCSI portals, targets and sessions), the value types they
+// mappings, iSCSI portals, targets and sessions, the DACL of a volume's
+// root and the accounts it names), the value types they
 // exchange, the sentinel errors every implementation wraps, and the
 // bookkeeping of outstanding host calls (calls.go).
 //

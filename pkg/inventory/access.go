@@ -95,4 +95,3 @@ func renderDACL(d host.DACL) string {
 	}
 	return sb.String()
 }
-

@@ -77,8 +77,8 @@ func TestAddRootAllowEntriesServerRoot(t *testing.T) {
 // nothing.
 func TestAddRootAllowEntriesPresent(t *testing.T) {
 	for name, want := range map[string]host.ACE{
-		"the same entry": containerUserModify,
-		"fewer rights":   {Type: host.ACEAccessAllowed, Flags: host.ACEInheritedBelow, Mask: winacl.ReadExecute, SID: "S-1-5-93-2-2"},
+		"the same entry":                       containerUserModify,
+		"fewer rights":                         {Type: host.ACEAccessAllowed, Flags: host.ACEInheritedBelow, Mask: winacl.ReadExecute, SID: "S-1-5-93-2-2"},
 		"SID in lower case with leading zeros": {Type: host.ACEAccessAllowed, Flags: host.ACEInheritedBelow, Mask: winacl.Modify, SID: "s-1-5-093-2-2"},
 	} {
 		t.Run(name, func(t *testing.T) {
