@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -128,7 +129,7 @@ func (a RootAccess) String() string {
 
 // Errorf is a contract error naming the parameter and the entry.
 func (a RootAccess) Errorf(g RootGrant, format string, args ...any) error {
-	return errorf(a.key(), "entry %q: %s", g.String(), fmt.Sprintf(format, args...))
+	return errorf(a.key(), "entry %s: %s", show(g.String()), fmt.Sprintf(format, args...))
 }
 
 func (a RootAccess) key() string {
@@ -176,8 +177,8 @@ func parseRootAccess(key, value string) (RootAccess, *Error) {
 		case i < 0:
 			a.Grants, written = append(a.Grants, g), append(written, entry)
 		case a.Grants[i].Right != g.Right:
-			return RootAccess{}, errorf(a.key(), "entry %q: %s is also granted %s by entry %q; give each principal one right",
-				entry, g.Principal, a.Grants[i].Right, written[i])
+			return RootAccess{}, errorf(a.key(), "entry %s: %s is also granted %s by entry %s; give each principal one right",
+				show(entry), g.Principal, a.Grants[i].Right, show(written[i]))
 		}
 	}
 	return a, nil
@@ -186,7 +187,7 @@ func parseRootAccess(key, value string) (RootAccess, *Error) {
 // parseGrant parses one entry.
 func parseGrant(key, entry string) (RootGrant, *Error) {
 	bad := func(format string, args ...any) *Error {
-		return errorf(key, "entry %q: %s", entry, fmt.Sprintf(format, args...))
+		return errorf(key, "entry %s: %s", show(entry), fmt.Sprintf(format, args...))
 	}
 	i := strings.LastIndexByte(entry, ':')
 	if i < 0 {
@@ -205,7 +206,7 @@ func parseGrant(key, entry string) (RootGrant, *Error) {
 	case len(principal) > 2 && strings.EqualFold(principal[:2], "S-") && isDigits(principal[2:3]):
 		sid, err := winacl.CanonicalSID(principal)
 		if err != nil {
-			return RootGrant{}, bad("%q is not a valid SID (S-1-<authority>-<subauthority>..., for example S-1-5-93-2-2)", principal)
+			return RootGrant{}, bad("%s is not a valid SID (S-1-<authority>-<subauthority>..., for example S-1-5-93-2-2)", show(principal))
 		}
 		g.Principal, g.SID = sid, sid
 	default:
@@ -249,14 +250,14 @@ func (a RootAccess) Resolved(sids map[string]string) (RootAccess, error) {
 		if g.SID == "" {
 			g.SID = sids[g.Principal]
 			if g.SID == "" {
-				return RootAccess{}, a.Errorf(g, "account %q was not resolved", g.Principal)
+				return RootAccess{}, a.Errorf(g, "account %s was not resolved", show(g.Principal))
 			}
 		}
 		var e *Error
 		for _, have := range out.Grants {
 			if have.SID == g.SID && have.Right != g.Right {
-				e = errorf(a.key(), "entry %q: it names the same account (%s) as entry %q, with another right; give each principal one right",
-					g.String(), g.SID, have.String())
+				e = errorf(a.key(), "entry %s: it names the same account (%s) as entry %s, with another right; give each principal one right",
+					show(g.String()), g.SID, show(have.String()))
 			}
 		}
 		if e != nil {
@@ -288,4 +289,14 @@ func parseVolumeRootAccess(p params, o Options) (RootAccess, *Error) {
 		return RootAccess{}, nil
 	}
 	return parseRootAccess(NodeRootAccessFlag, o.DefaultRootAccess)
+}
+
+// show quotes a value for an error: in plain double quotes, so that a
+// Windows name keeps its single backslashes, unless it holds a control
+// character.
+func show(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return strconv.Quote(s)
+	}
+	return quote(s)
 }

@@ -81,7 +81,7 @@ func TestParseRootAccessBad(t *testing.T) {
 		{";Users:read", "empty entry"},
 		{"Users:read;users:modify", `"users:modify"`},
 		{"ContainerUser:read;S-1-5-93-2-2:full", `"S-1-5-93-2-2:full"`},
-		{`CONTOSO\a:read;contoso\A:modify`, `"contoso\\A:modify"`},
+		{`CONTOSO\a:read;contoso\A:modify`, `"contoso\A:modify"`},
 		{"a|b:read", `"a|b:read"`},
 		{"a\x01b:read", `"a\x01b:read"`},
 		{"a:b:read", `"a:b:read"`},

@@ -34,11 +34,11 @@ func (b *Backend) ResolveRootAccess(ctx context.Context, a contract.RootAccess, 
 		sid, err := b.h.Security.LookupAccountName(ctx, g.Principal)
 		switch {
 		case errors.Is(err, host.ErrNotFound):
-			return contract.RootAccess{}, a.Errorf(g, "Windows cannot resolve the account name %q on this node (%v)", g.Principal, err)
+			return contract.RootAccess{}, a.Errorf(g, "Windows cannot resolve the account name on this node; use its SID, or a name the node knows")
 		case errors.Is(err, host.ErrInvalid):
 			return contract.RootAccess{}, a.Errorf(g, "%v", err)
 		case err != nil:
-			return contract.RootAccess{}, fmt.Errorf("resolve account %q of %s: %w", g.Principal, a.Key, err)
+			return contract.RootAccess{}, fmt.Errorf("resolve account \"%s\" of %s: %w", g.Principal, a.Key, err)
 		}
 		sids[g.Principal] = sid
 	}

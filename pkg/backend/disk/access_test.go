@@ -157,11 +157,11 @@ func TestStageReadOnlyLeavesTheRoot(t *testing.T) {
 // the key and the entry, with nothing changed on the host.
 func TestStageRootAccessBadNames(t *testing.T) {
 	for _, c := range []struct{ value, entry string }{
-		{`CONTOSO\nobody:modify`, `CONTOSO\\nobody:modify`},
+		{`CONTOSO\nobody:modify`, `"CONTOSO\nobody:modify"`},
 		// ContainerUser by name on the host: the contract maps it, but a
 		// qualified form it does not know goes to Windows, which does not
 		// resolve container accounts.
-		{`WORKGROUP\ContainerUser:modify`, `WORKGROUP\\ContainerUser:modify`},
+		{`WORKGROUP\ContainerUser:modify`, `"WORKGROUP\ContainerUser:modify"`},
 		// BUILTIN\Backup Operators is S-1-5-32-551 on the simulated host.
 		{`Backup Operators:read;S-1-5-32-551:full`, `Backup Operators:read`},
 	} {
