@@ -198,3 +198,25 @@ func TestSMBRootAccessMessage(t *testing.T) {
 		t.Fatalf("Parse = %v", err)
 	}
 }
+
+// FuzzParseRootAccess: any value either fails with a contract error or
+// parses into grants whose canonical form reads back the same.
+func FuzzParseRootAccess(f *testing.F) {
+	for _, s := range []string{"ContainerUser:modify", "S-1-5-93-2-2:read;Users:full", `CONTOSO\a:read`, "none", ";", "a:b:c", "S-1-0x00FFFFFFFFF0-1:full"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := ParseRootAccess("volumeRootAccess", s)
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Key != "volumeRootAccess" {
+				t.Fatalf("%q: %v is not a contract error naming the key", s, err)
+			}
+			return
+		}
+		again, err := ParseRootAccess("volumeRootAccess", orNone(a.String()))
+		if err != nil || !reflect.DeepEqual(again.Grants, a.Grants) {
+			t.Fatalf("%q: %q reads back as %+v, %v", s, a.String(), again.Grants, err)
+		}
+	})
+}
