@@ -71,7 +71,7 @@ func (osFileSecurity) read(path string) ([]byte, string, error) {
 		return nil, "", &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	f := os.NewFile(uintptr(h), path)
-	defer f.Close() //nolint:errcheck // read-only handle: nothing to flush
+	defer f.Close() // a read-only handle: nothing to flush, no error worth reporting
 	sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION)
 	if err != nil {
 		return nil, "", fmt.Errorf("owner of %s: GetSecurityInfo: %w", path, err)

@@ -125,8 +125,6 @@ func TestAddRootAllowEntries(t *testing.T) {
 	}
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 func TestLookupAccountName(t *testing.T) {
 	s, err := applied(t, filepath.Join(t.TempDir(), "sim"), &Setup{Accounts: []AccountState{{Name: `CONTOSO\app`, SID: "S-1-5-21-1-2-3-1107"}}})
 	if err != nil {

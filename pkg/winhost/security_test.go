@@ -244,7 +244,7 @@ func TestAddRootAllowEntriesRefused(t *testing.T) {
 				t.Fatalf("AddRootAllowEntries = %v, %v; want %v", added, err, c.want)
 			}
 			for _, call := range e.Calls() {
-				if call.Kind == "SetFileSecurity" && c.want != host.ErrReadOnly {
+				if call.Kind == "SetFileSecurity" && !errors.Is(c.want, host.ErrReadOnly) {
 					t.Fatal("a descriptor was written")
 				}
 			}
