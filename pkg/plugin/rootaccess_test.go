@@ -7,59 +7,18 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
-	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
-	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
 const rootAccessIQN = "iqn.2026-01.io.wincsi:rootaccess"
 
-// rootAccessNode is the plugin on a simulated host with an iSCSI target
-// and auto-attached disks, restartable on the same directories.
-type rootAccessNode struct {
-	t                         *testing.T
-	kubelet, simDir, stateDir string
-	sim                       *sim.Sim
-	p                         *plugin.Plugin
-}
-
-func (n *rootAccessNode) start() {
-	n.t.Helper()
-	s, err := sim.New(sim.Config{Dir: n.simDir, AutoAttach: true, Setup: &sim.Setup{Targets: []sim.TargetSpec{{
-		IQN: rootAccessIQN, Portals: []host.Portal{{Address: "10.0.0.1", Port: 3260}}, LUNs: []sim.LUNSpec{{LUN: 1}},
-	}}}})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	p, err := plugin.New(plugin.Options{
-		DriverName: "sim.csi.wincsi.io", NodeID: "node-1",
-		KubeletDir: n.kubelet, PathStyle: winpath.POSIX, StateDir: n.stateDir,
-		Contract: contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial},
-		Backoff:  backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Attempts: 20},
-	}, plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume})
-	if err != nil {
-		_ = s.Close()
-		n.t.Fatal(err)
-	}
-	n.sim, n.p = s, p
-}
-
-func (n *rootAccessNode) stop() {
-	n.t.Helper()
-	if err := n.sim.Close(); err != nil {
-		n.t.Fatal(err)
-	}
-}
-
 // root returns the DACL of the root of the volume mounted at staging.
-func (n *rootAccessNode) root(staging string) sim.DACLState {
+func (n *upgradeNode) root(staging string) sim.DACLState {
 	n.t.Helper()
 	st := n.sim.Snapshot()
 	for _, m := range st.Mounts {
@@ -86,7 +45,10 @@ func (n *rootAccessNode) root(staging string) sim.DACLState {
 // a restart of the plugin; the journal records the grant.
 func TestRootAccessContainerUser(t *testing.T) {
 	base := t.TempDir()
-	n := &rootAccessNode{t: t, kubelet: filepath.Join(base, "kubelet"), simDir: filepath.Join(base, "sim"), stateDir: filepath.Join(base, "state")}
+	n := &upgradeNode{t: t, kubelet: filepath.Join(base, "kubelet"), simDir: filepath.Join(base, "sim"), stateDir: filepath.Join(base, "state"),
+		simConfig: sim.Config{AutoAttach: true, Setup: &sim.Setup{Targets: []sim.TargetSpec{{
+			IQN: rootAccessIQN, Portals: []host.Portal{{Address: "10.0.0.1", Port: 3260}}, LUNs: []sim.LUNSpec{{LUN: 1}},
+		}}}}}
 	n.start()
 	defer func() { n.stop() }()
 	ctx := context.Background()

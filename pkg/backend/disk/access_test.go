@@ -56,6 +56,20 @@ func withAccess(req backend.StageRequest, a contract.RootAccess) backend.StageRe
 	return req
 }
 
+// stagedDisk is a rig with disk SER-1 staged as vol-1 without grants, and
+// its request.
+func stagedDisk(t *testing.T) (*rig, string, backend.StageRequest) {
+	t.Helper()
+	r := newRig(t, disk.Options{})
+	r.attach(sim.DiskSpec{Serial: "SER-1", Adapter: 1, LUN: 1})
+	staging := r.staging("vol-1", true)
+	req := stageRequest("vol-1", staging, contract.DiskSelector{Serial: "SER-1"}, contract.FileSystem{Type: "NTFS"}, false)
+	if err := r.b.Stage(r.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	return r, staging, req
+}
+
 // mutating are the simulated host's ops that change something.
 func mutating(ops []string) []string {
 	var out []string
@@ -104,13 +118,7 @@ func TestStageGrantsRootAccess(t *testing.T) {
 // TestStageGrantsOnALaterStage: a volume staged before it asked for a
 // grant gets it at its next stage.
 func TestStageGrantsOnALaterStage(t *testing.T) {
-	r := newRig(t, disk.Options{})
-	r.attach(sim.DiskSpec{Serial: "SER-1", Adapter: 1, LUN: 1})
-	staging := r.staging("vol-1", true)
-	req := stageRequest("vol-1", staging, contract.DiskSelector{Serial: "SER-1"}, contract.FileSystem{Type: "NTFS"}, false)
-	if err := r.b.Stage(r.ctx, req); err != nil {
-		t.Fatal(err)
-	}
+	r, staging, req := stagedDisk(t)
 	if n := r.sim.Count(sim.OpSecurityAddRootAllowEntries); n != 0 {
 		t.Fatalf("a stage without grants made %d grant calls", n)
 	}
@@ -129,13 +137,7 @@ func TestStageGrantsOnALaterStage(t *testing.T) {
 
 // TestStageReadOnlyLeavesTheRoot: a read-only stage makes no security call.
 func TestStageReadOnlyLeavesTheRoot(t *testing.T) {
-	r := newRig(t, disk.Options{})
-	r.attach(sim.DiskSpec{Serial: "SER-1", Adapter: 1, LUN: 1})
-	staging := r.staging("vol-1", true)
-	req := stageRequest("vol-1", staging, contract.DiskSelector{Serial: "SER-1"}, contract.FileSystem{Type: "NTFS"}, false)
-	if err := r.b.Stage(r.ctx, req); err != nil {
-		t.Fatal(err)
-	}
+	r, staging, req := stagedDisk(t)
 	if err := r.b.Unstage(r.ctx, backend.UnstageRequest{VolumeID: "vol-1", StagingPath: staging}); err != nil {
 		t.Fatal(err)
 	}
@@ -188,13 +190,7 @@ func TestStageRootAccessBadNames(t *testing.T) {
 // TestStageRootAccessNullDACL: a root whose DACL is NULL (everyone has full
 // access) is refused rather than narrowed.
 func TestStageRootAccessNullDACL(t *testing.T) {
-	r := newRig(t, disk.Options{})
-	r.attach(sim.DiskSpec{Serial: "SER-1", Adapter: 1, LUN: 1})
-	staging := r.staging("vol-1", true)
-	req := stageRequest("vol-1", staging, contract.DiskSelector{Serial: "SER-1"}, contract.FileSystem{Type: "NTFS"}, false)
-	if err := r.b.Stage(r.ctx, req); err != nil {
-		t.Fatal(err)
-	}
+	r, staging, req := stagedDisk(t)
 	if err := r.sim.SetRootDACL(`\\?\Volume{`+r.mountedAt(staging)+`}\`, sim.DACLState{Null: true}); err != nil {
 		t.Fatal(err)
 	}
