@@ -1,5 +1,7 @@
 //go:build linux
 
+// Linux only: the simulated host runs only on Linux.
+
 package inventory_test
 
 import (
