@@ -76,14 +76,20 @@ func (osFileSecurity) read(path string) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("owner of %s: GetSecurityInfo: %w", path, err)
 	}
-	owner := ""
-	if sid, _, err := sd.Owner(); err == nil && sid != nil {
-		owner, _, err = winacl.FormatSID(unsafe.Slice((*byte)(unsafe.Pointer(sid)), sid.Len()))
-		if err != nil {
-			return nil, "", fmt.Errorf("owner of %s: %w", path, err)
-		}
+	// A file without an owner cannot be trusted, nor told apart from a
+	// planted one: it fails the read (and Open, as an unreadable entry).
+	sid, _, err := sd.Owner()
+	if err != nil {
+		return nil, "", fmt.Errorf("owner of %s: %w", path, err)
 	}
+	if sid == nil {
+		return nil, "", fmt.Errorf("%s has no owner", path)
+	}
+	owner, _, err := winacl.FormatSID(unsafe.Slice((*byte)(unsafe.Pointer(sid)), sid.Len()))
 	runtime.KeepAlive(sd)
+	if err != nil {
+		return nil, "", fmt.Errorf("owner of %s: %w", path, err)
+	}
 	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, "", err
