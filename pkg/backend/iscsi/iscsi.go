@@ -44,7 +44,7 @@ type Backend struct {
 	// IQN): logging in (with the portals it needs) and logging out are
 	// its transitions; finding, preparing and mounting a LUN's disk run
 	// beside them.
-	targets *shared.Set
+	targets *shared.Set[loggedIn]
 	// locks holds "portal:<address:port>" (adding a portal and logging in
 	// through it, against removing it) and "initiator" (the node-wide
 	// mutual-CHAP secret); they are taken inside a target's transitions.
@@ -63,7 +63,7 @@ func New(h host.Host, disks *disk.Backend, store backend.Store, o Options) *Back
 	if o.Backoff == (backend.Backoff{}) {
 		o.Backoff = backend.DefaultBackoff
 	}
-	return &Backend{h: h, disks: disks, store: store, opts: o, targets: shared.NewSet("target", store), locks: inflight.NewKeyMutex()}
+	return &Backend{h: h, disks: disks, store: store, opts: o, targets: shared.NewSet[loggedIn]("target", store), locks: inflight.NewKeyMutex()}
 }
 
 // Stage logs in to the volume's target and mounts the LUN's volume at the
@@ -93,29 +93,20 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	ctx, use := b.targets.Stage(ctx, resourceKey(spec.IQN), r.VolumeID)
 	var created []host.ISCSISession
 	var added []host.Portal
+	// While a host call of a failed stage (a login hung past the
+	// deadline) still runs, it may yet create a session through the
+	// portals this stage added; End leaves them to the retry or the
+	// unstage rather than race it (and wait on its portal locks).
 	defer func() {
-		if err == nil {
-			use.Staged()
-			return
-		}
-		deferred, running := use.Failed()
-		switch {
-		case running:
-			// A call hung past the deadline (a login) still runs and may
-			// yet create a session through the portals this stage added;
-			// removing them now would race it, and the portal locks it
-			// holds would keep the rollback waiting long past the
-			// deadline. The node keeps the volume's journal record (its
-			// check of the staging path fails on the ended context), so
-			// the retry reuses what is there and an unstage releases it.
-			log.Info("A host call of the failed stage is still running; leaving its sessions and portals to the retry or the unstage")
-		case len(created) > 0 || len(added) > 0 || deferred:
-			b.rollback(ctx, spec, created, added, deferred)
-		}
+		use.End(ctx, err, func(deferred bool) {
+			if len(created) > 0 || len(added) > 0 || deferred {
+				b.rollback(ctx, spec, created, added, deferred)
+			}
+		})
 	}()
 	_, err = use.Acquire(ctx,
-		func(ctx context.Context, fresh any) (bool, error) { return b.sessionsUsable(ctx, spec, fresh) },
-		func(ctx context.Context, t *shared.Transition) error {
+		func(ctx context.Context, fresh *loggedIn) (bool, error) { return b.sessionsUsable(ctx, spec, fresh) },
+		func(ctx context.Context, t *shared.Transition[loggedIn]) error {
 			c, a, now, err := b.ensureSessions(ctx, spec)
 			created, added = append(created, c...), append(added, a...)
 			if err == nil {
@@ -148,9 +139,11 @@ type loggedIn []host.ISCSISession
 // back after a reboot. A stage that waited for the transition that made
 // the target ready (fresh) checks the sessions it left instead of asking
 // the host. Anything else is left to ensureSessions, as a transition.
-func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, fresh any) (bool, error) {
-	existing, ok := fresh.(loggedIn)
-	if !ok {
+func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, fresh *loggedIn) (bool, error) {
+	var existing loggedIn
+	if fresh != nil {
+		existing = *fresh
+	} else {
 		var err error
 		if existing, err = b.h.ISCSI.Sessions(ctx, spec.IQN); err != nil {
 			return false, fmt.Errorf("list sessions of target %s: %w", spec.IQN, err)

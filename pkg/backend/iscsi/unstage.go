@@ -117,7 +117,7 @@ type release struct {
 // (shared.Set.Release: a volume still registered with the target takes
 // the decision over). It returns the target's state afterwards.
 func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, error) {
-	return b.targets.Release(ctx, resourceKey(r.iqn), r.volumeID, r.trustAbsent, func(ctx context.Context, t *shared.Transition) (shared.State, error) {
+	return b.targets.Release(ctx, resourceKey(r.iqn), r.volumeID, r.trustAbsent, func(ctx context.Context, t *shared.Transition[loggedIn]) (shared.State, error) {
 		log := klog.FromContext(ctx)
 		user, err := b.otherUser(ctx, t, r.iqn)
 		if err != nil {
@@ -174,7 +174,7 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 // listedPortals returns the portals the target's other journal entries
 // list: volumes that no longer use the target (the transition found none
 // that does), whose portals go with it when nothing else uses them.
-func (b *Backend) listedPortals(ctx context.Context, t *shared.Transition) []host.Portal {
+func (b *Backend) listedPortals(ctx context.Context, t *shared.Transition[loggedIn]) []host.Portal {
 	entries, err := b.store.ByResource(ctx, t.Key())
 	if err != nil {
 		return nil // the volume's own portals are still removed
@@ -196,7 +196,7 @@ func (b *Backend) listedPortals(ctx context.Context, t *shared.Transition) []hos
 // offline or gone, as after a reboot before the volume is staged again)
 // counts too: a session is never torn down under a volume that may still
 // use it.
-func (b *Backend) otherUser(ctx context.Context, t *shared.Transition, iqn string) (string, error) {
+func (b *Backend) otherUser(ctx context.Context, t *shared.Transition[loggedIn], iqn string) (string, error) {
 	inUse, check, err := t.Others(ctx)
 	if err != nil {
 		return "", err

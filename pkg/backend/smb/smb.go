@@ -47,14 +47,14 @@ type Backend struct {
 	// volumes using it (keyed by the journal's ResourceKey, "smb:" and
 	// the share root): mapping, repairing and unmapping a share are its
 	// transitions, the per-volume work runs beside them.
-	shares *shared.Set
+	shares *shared.Set[mapped]
 }
 
 // New returns an SMB backend over h. store is the stage journal: the
 // backend reads the records of the volumes of a share from it, to count the
 // share's users, and keeps a note per global mapping it made (notePrefix).
 func New(h host.Host, store backend.Store, o Options) *Backend {
-	return &Backend{h: h, store: store, opts: o, shares: shared.NewSet("share", store)}
+	return &Backend{h: h, store: store, opts: o, shares: shared.NewSet[mapped]("share", store)}
 }
 
 // stagingState is what a stage finds at the staging path.
@@ -93,25 +93,18 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	// removes it unless another volume uses it.
 	made := false
 	defer func() {
-		if err == nil {
-			use.Staged()
-			return
-		}
-		deferred, running := use.Failed()
-		if running {
-			log.V(2).Info("A host call of the failed stage is still running; leaving the global mapping to the retry or the unstage")
-			return
-		}
-		if made || deferred {
-			b.releaseAfterFailure(ctx, root)
-		}
+		use.End(ctx, err, func(deferred bool) {
+			if made || deferred {
+				b.releaseAfterFailure(ctx, root)
+			}
+		})
 	}()
-	connect := func(ctx context.Context, t *shared.Transition) error {
+	connect := func(ctx context.Context, t *shared.Transition[mapped]) error {
 		m, err := b.ensureMapping(ctx, t, spec)
 		made = made || (m && err == nil)
 		return err
 	}
-	connected, err := use.Acquire(ctx, func(ctx context.Context, fresh any) (bool, error) { return b.mappingUsable(ctx, spec, fresh) }, connect)
+	connected, err := use.Acquire(ctx, func(ctx context.Context, fresh *mapped) (bool, error) { return b.mappingUsable(ctx, spec, fresh) }, connect)
 	if err != nil {
 		return err
 	}
@@ -159,10 +152,10 @@ type mapped struct {
 // its word for the mapping and checks only what is its own. The share
 // answering through the mapping is checked by the stage's own directory
 // check.
-func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec, fresh any) (bool, error) {
+func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec, fresh *mapped) (bool, error) {
 	root := spec.MappingPath()
-	if m, ok := fresh.(mapped); ok {
-		if spec.RequirePrivacy && !m.requirePrivacy {
+	if fresh != nil {
+		if spec.RequirePrivacy && !fresh.requirePrivacy {
 			return false, nil
 		}
 	} else {
@@ -218,7 +211,7 @@ func (b *Backend) inspectStaging(ctx context.Context, staging, unc string) (stag
 // ensureMapping makes sure one healthy global mapping of the share root
 // exists, and reports whether it made one. It runs as a transition of the
 // share.
-func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition, spec *contract.SMBSpec) (bool, error) {
+func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition[mapped], spec *contract.SMBSpec) (bool, error) {
 	root := spec.MappingPath()
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 
@@ -293,7 +286,7 @@ func (b *Backend) checkMapping(ctx context.Context, spec *contract.SMBSpec) erro
 // the same user name and with encryption when the volume requires it. A
 // mapping that does not suit is remade only when no other staged volume
 // uses the share.
-func (b *Backend) reconcile(ctx context.Context, t *shared.Transition, spec *contract.SMBSpec, m host.SMBMapping) (bool, error) {
+func (b *Backend) reconcile(ctx context.Context, t *shared.Transition[mapped], spec *contract.SMBSpec, m host.SMBMapping) (bool, error) {
 	root, user := spec.MappingPath(), spec.Credential.User
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 
@@ -325,7 +318,7 @@ func (b *Backend) reconcile(ctx context.Context, t *shared.Transition, spec *con
 // keepMapping leaves the mapping a transition found usable or made (with
 // requirePrivacy) to the stages waiting for it, when err is nil, and
 // returns err.
-func keepMapping(t *shared.Transition, requirePrivacy bool, err error) error {
+func keepMapping(t *shared.Transition[mapped], requirePrivacy bool, err error) error {
 	if err == nil {
 		t.Keep(mapped{requirePrivacy: requirePrivacy})
 	}

@@ -30,7 +30,7 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	log := klog.FromContext(ctx).WithValues("stagingTargetPath", r.StagingPath)
 	rec, known := recordOf(r.Entry)
 	journalRoot := rec.Share
-	var use *shared.Use
+	var use *shared.Use[mapped]
 	if known {
 		var err error
 		ctx, use, err = b.shares.Unstage(ctx, resourceKey(journalRoot), r.VolumeID)
@@ -113,7 +113,7 @@ func (b *Backend) releaseShare(ctx context.Context, volumeID, root string, trust
 		log.V(4).Info("Keeping the global mapping (mappings are kept by configuration)")
 		return nil
 	}
-	_, err := b.shares.Release(ctx, resourceKey(root), volumeID, trustAbsent, func(ctx context.Context, t *shared.Transition) (shared.State, error) {
+	_, err := b.shares.Release(ctx, resourceKey(root), volumeID, trustAbsent, func(ctx context.Context, t *shared.Transition[mapped]) (shared.State, error) {
 		if other := b.otherUser(ctx, t, root); other != "" {
 			log.V(4).Info("Keeping the global mapping: other staged volumes use it", "volumes", []string{other})
 			return t.Prev(), nil
@@ -143,7 +143,7 @@ func (b *Backend) unmap(ctx context.Context, root string) (shared.State, error) 
 // journal says where to look, the host decides). A staging path that
 // cannot be inspected counts too: keeping a mapping nobody needs costs far
 // less than removing one in use.
-func (b *Backend) otherUser(ctx context.Context, t *shared.Transition, root string) string {
+func (b *Backend) otherUser(ctx context.Context, t *shared.Transition[mapped], root string) string {
 	log := klog.FromContext(ctx)
 	inUse, check, err := t.Others(ctx)
 	if err != nil {
