@@ -17,15 +17,20 @@ import (
 )
 
 // TestHostContract runs the host contract (pkg/host/hosttest) against the
-// simulated host.
+// simulated host, once with each answer it can give where Windows' own is
+// uncertain (sim.WindowsAnswers): the contract accepts every one.
 func TestHostContract(t *testing.T) {
-	hosttest.Run(t, simEnv{})
+	for _, offlineReadOnly := range []string{sim.OfflineReadOnlyAccept, sim.OfflineReadOnlyRefuse} {
+		t.Run("offlineReadOnly="+offlineReadOnly, func(t *testing.T) {
+			hosttest.Run(t, simEnv{windows: sim.WindowsAnswers{OfflineReadOnly: offlineReadOnly}})
+		})
+	}
 }
 
-type simEnv struct{}
+type simEnv struct{ windows sim.WindowsAnswers }
 
-func (simEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
-	s, err := sim.New(sim.Config{Dir: filepath.Join(t.TempDir(), "sim")})
+func (env simEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
+	s, err := sim.New(sim.Config{Dir: filepath.Join(t.TempDir(), "sim"), Windows: env.windows})
 	if err != nil {
 		t.Fatal(err)
 	}

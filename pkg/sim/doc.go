@@ -168,6 +168,12 @@
 //     disks in enumeration order and reuses freed numbers; "lowest free" is
 //     a simplification). A Disk handle (Ref) of a detached disk does not
 //     reach another disk that got its number.
+//   - Where Windows' answer is uncertain, Config.Windows (or the setup
+//     file's windows section) picks one of the documented answers, and the
+//     host contract accepts each: SetReadOnly on an offline disk changes
+//     the attribute (OfflineReadOnlyAccept, the default) or fails with
+//     ErrNotReady (OfflineReadOnlyRefuse; a clone whose signature collides
+//     is still accepted).
 //   - New disks on shared buses come up offline by SAN policy (wf SAN policy).
 //     Clones whose signature collides with an online disk are offline
 //     (reason Collision) and read-only; SetOnline fails with ErrConflict

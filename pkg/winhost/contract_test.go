@@ -74,14 +74,25 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		// nothing (WHERE Clause (WMI)).
 		e.ExpectQuery(ns, wqlDisk(99), scripted.Reply{})
 	case "disks/offline-set-read-only":
-		disk(diskSpec{Style: gpt, Offline: true, OfflineReason: host.OfflineReasonPolicy})
+		// Uncertain which answer Windows gives (the case accepts both);
+		// this script gives the refusal, the next case the success.
+		offline := diskSpec{Number: 1, Style: gpt, Offline: true, OfflineReason: host.OfflineReasonPolicy}
+		disk(offline)
 		// 41003 "the disk is offline" (msft-disk-setattributes).
 		e.ExpectCall(ns, setAttributes(1, true), rv(41003))
+		e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(offline)}})
 	case "disks/offline-blank-clear-read-only":
 		disk(diskSpec{ReadOnly: true, Offline: true, OfflineReason: host.OfflineReasonPolicy})
-		// 41000 "the disk has not been initialized" (msft-disk-setattributes
-		// lists it), the answer the review expected for a blank disk.
-		e.ExpectCall(ns, setAttributes(1, false), rv(41000))
+		// Success, the attribute cleared while the disk stays offline: what
+		// HPE's common-host-libs relies on (Set-Disk -IsReadOnly $false
+		// before -IsOffline $false, hpe-storage/common-host-libs
+		// chapi2/multipath/multipath_windows.go at 55e77af) and the VDS
+		// Online remarks describe. (41000 "the disk has not been
+		// initialized" and 41003 are the refusals, both ErrNotReady:
+		// disks_test.go.)
+		e.ExpectCall(ns, setAttributes(1, false), rv(0))
+		e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{
+			diskInst(diskSpec{Number: 1, Offline: true, OfflineReason: host.OfflineReasonPolicy})}})
 	case "disks/offline-initialize":
 		disk(diskSpec{ReadOnly: true, Offline: true, OfflineReason: host.OfflineReasonPolicy})
 		// 41003 "the disk is offline" (initialize-msft-disk).

@@ -122,7 +122,7 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 	// read until the disk is back online.
 	switch {
 	case readOnly && d.IsOffline:
-		if err := b.online(ctx, d); err != nil {
+		if err := b.readOnlyUp(ctx, d); err != nil {
 			return err
 		}
 	case !readOnly && (d.IsReadOnly || d.IsOffline):
@@ -221,19 +221,24 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 	return nil
 }
 
-// readOnlyUp brings a disk up for a read-only stage: it stays (or is made)
-// read-only on this node before it comes online where Windows allows it,
-// so nothing this node does writes to it, and NTFS mounts it read-only.
-// Where the provider refuses to change an offline disk's attributes
-// (MSFT_Disk 41003 "the disk is offline", host.ErrNotReady; the host
-// contract, pkg/host/hosttest), the disk comes online first and is made
-// read-only at once, before the plugin mounts anything of it.
+// readOnlyUp brings a disk up for a read-only stage: it is made read-only
+// before it comes online, so that no file system ever mounts it writable,
+// not even for a moment (a disk attached to several nodes, one of them
+// writing). Whether Windows changes the attribute of an offline disk is
+// uncertain (docs/windows.md; the host contract accepts both answers):
+// where it refuses (MSFT_Disk 41003 "the disk is offline",
+// host.ErrNotReady), the stage fails with a conflict naming the disk and
+// leaves it offline, rather than bring it online writable first.
 func (b *Backend) readOnlyUp(ctx context.Context, d host.Disk) error {
 	if !d.IsReadOnly {
 		klog.FromContext(ctx).V(4).Info("Setting disk read-only for a read-only volume", "diskNumber", d.Number)
-		var err error
-		if d, err = b.setReadOnly(ctx, d, true); err != nil {
-			return err
+		err := b.h.Disks.SetReadOnly(ctx, d, true)
+		if err != nil && d.IsOffline && errors.Is(err, host.ErrNotReady) {
+			return fmt.Errorf("disk %d is offline and Windows refuses to make it read-only before it comes online (%v); "+
+				"the disk of a read-only volume is never brought online writable, so it stays offline: %w", d.Number, err, host.ErrConflict)
+		}
+		if err != nil {
+			return fmt.Errorf("set read-only=true on disk %d: %w", d.Number, err)
 		}
 	}
 	if d.IsOffline {
@@ -317,12 +322,13 @@ func (b *Backend) BringUp(ctx context.Context, d host.Disk) error {
 	return nil
 }
 
-// setReadOnly sets or clears the disk's read-only attribute. When the
-// provider refuses to change an offline disk (MSFT_Disk 41003, or 41000 on
-// a blank one: host.ErrNotReady), the disk is brought online and the
-// attribute set then — except for a clone whose signature collides, which
-// only comes online once read-only is cleared. It returns the disk as it
-// is afterwards.
+// setReadOnly sets or clears the disk's read-only attribute for a
+// writable stage. When the provider refuses to change an offline disk
+// (MSFT_Disk 41003, or 41000 on a blank one: host.ErrNotReady), the disk is
+// brought online and the attribute set then — except for a clone whose
+// signature collides, which only comes online once read-only is cleared.
+// It returns the disk as it is afterwards. A read-only stage never comes
+// here (readOnlyUp).
 func (b *Backend) setReadOnly(ctx context.Context, d host.Disk, readOnly bool) (host.Disk, error) {
 	err := b.h.Disks.SetReadOnly(ctx, d, readOnly)
 	if err != nil && d.IsOffline && d.OfflineReason != host.OfflineReasonCollision && errors.Is(err, host.ErrNotReady) {
