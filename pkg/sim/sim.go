@@ -479,6 +479,9 @@ func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st 
 	}
 	if err != nil {
 		s.log.V(5).Info("host call failed", "method", op, "err", err)
+		// The callee names the operation (as every host does, so that
+		// callers need not: pkg/winhost errors.go states the rule).
+		err = fmt.Errorf("%s: %w", op, err)
 	}
 	return v, err
 }

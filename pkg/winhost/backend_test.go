@@ -589,7 +589,7 @@ func TestBackendReadOnlyStageOfAnOfflineDisk(t *testing.T) {
 		r := newRig(t)
 		prelude(r, 41003)
 		err := r.b.Stage(context.Background(), readOnly)
-		if !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), "disk 2 is offline") {
+		if !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), "disk 2") {
 			t.Fatalf("err = %v, want a conflict naming disk 2", err)
 		}
 		checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "MSFT_Disk.SetAttributes")

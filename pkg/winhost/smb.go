@@ -45,14 +45,13 @@ func NewSMB(e Executor) *SMB { return &SMB{e: e} }
 // fails and the backend reports a conflict naming Remove-SmbGlobalMapping.
 func (s *SMB) Mapping(ctx context.Context, remotePath string) (host.SMBMapping, error) {
 	in, err := s.find(ctx, remotePath)
-	if err != nil {
-		return host.SMBMapping{}, err
+	if err == nil {
+		var m host.SMBMapping
+		if m, err = mappingOf(in); err == nil {
+			return m, nil
+		}
 	}
-	m, err := mappingOf(in)
-	if err != nil {
-		return host.SMBMapping{}, fmt.Errorf("read global mapping of %s: %w", remotePath, err)
-	}
-	return m, nil
+	return host.SMBMapping{}, fmt.Errorf("read the global mapping of %s: %w", remotePath, err)
 }
 
 // Mappings returns every global mapping of the node:
@@ -64,17 +63,17 @@ func (s *SMB) Mapping(ctx context.Context, remotePath string) (host.SMBMapping, 
 func (s *SMB) Mappings(ctx context.Context) ([]host.SMBMapping, error) {
 	q, err := wql.Select(classSmbGlobalMapping, nil)
 	if err != nil {
-		return nil, fmt.Errorf("query global mappings: %w: %w", err, host.ErrInvalid)
+		return nil, fmt.Errorf("list global mappings: %w: %w", err, host.ErrInvalid)
 	}
 	insts, err := s.e.Query(ctx, NamespaceSMB, q)
 	if err != nil {
-		return nil, fmt.Errorf("query global mappings: %w", mapErr(classSmbGlobalMapping, err))
+		return nil, fmt.Errorf("list global mappings: %w", mapErr(classSmbGlobalMapping, err))
 	}
 	out := make([]host.SMBMapping, 0, len(insts))
 	for _, in := range insts {
 		m, err := mappingOf(in)
 		if err != nil {
-			return nil, fmt.Errorf("read global mapping %s: %w", in.Path, err)
+			return nil, fmt.Errorf("list global mappings: read %s: %w", in.Path, err)
 		}
 		out = append(out, m)
 	}
@@ -94,7 +93,7 @@ func mappingOf(in Instance) (host.SMBMapping, error) {
 }
 
 // find returns the MSFT_SmbGlobalMapping instance of remotePath, or an
-// error wrapping host.ErrNotFound.
+// error wrapping host.ErrNotFound. Its callers name the operation.
 func (s *SMB) find(ctx context.Context, remotePath string) (Instance, error) {
 	rp, err := remote(remotePath)
 	if err != nil {
@@ -102,11 +101,11 @@ func (s *SMB) find(ctx context.Context, remotePath string) (Instance, error) {
 	}
 	q, err := wql.Select(classSmbGlobalMapping, nil, wql.Eq("RemotePath", rp))
 	if err != nil {
-		return Instance{}, fmt.Errorf("query global mapping of %s: %w: %w", rp, err, host.ErrInvalid)
+		return Instance{}, fmt.Errorf("build the query: %w: %w", err, host.ErrInvalid)
 	}
 	insts, err := s.e.Query(ctx, NamespaceSMB, q)
 	if err != nil {
-		return Instance{}, fmt.Errorf("query global mapping of %s: %w", rp, mapErr(classSmbGlobalMapping, err))
+		return Instance{}, mapErr(classSmbGlobalMapping, err)
 	}
 	for _, in := range insts {
 		got, ok := in.Props["RemotePath"].(string)
@@ -114,7 +113,7 @@ func (s *SMB) find(ctx context.Context, remotePath string) (Instance, error) {
 			return in, nil
 		}
 	}
-	return Instance{}, fmt.Errorf("global mapping of %s: %w", rp, host.ErrNotFound)
+	return Instance{}, fmt.Errorf("no such mapping: %w", host.ErrNotFound)
 }
 
 // Map creates a global mapping with the static method
@@ -159,7 +158,7 @@ func (s *SMB) Map(ctx context.Context, remotePath string, cred host.Credential, 
 		if cred.User != "" {
 			as = " as user " + cred.User
 		}
-		return fmt.Errorf("create global mapping of %s%s: %w", rp, as, err)
+		return fmt.Errorf("create the global mapping of %s%s: %w", rp, as, err)
 	}
 	return nil
 }
@@ -183,12 +182,11 @@ func escapeUser(u string) string {
 // (Remove-SmbGlobalMapping -Force; as kubernetes-csi/csi-proxy@eeba470 pkg/wmi/smb.go does).
 func (s *SMB) Unmap(ctx context.Context, remotePath string) error {
 	in, err := s.find(ctx, remotePath)
-	if err != nil {
-		return err
+	if err == nil {
+		err = s.call(ctx, Method{Class: classSmbGlobalMapping, Path: in.Path, Name: "Remove", In: []Param{{Name: "Force", Value: true}}}, remotePath)
 	}
-	m := Method{Class: classSmbGlobalMapping, Path: in.Path, Name: "Remove", In: []Param{{Name: "Force", Value: true}}}
-	if err := s.call(ctx, m, remotePath); err != nil {
-		return fmt.Errorf("remove global mapping of %s: %w", remotePath, err)
+	if err != nil {
+		return fmt.Errorf("remove the global mapping of %s: %w", remotePath, err)
 	}
 	return nil
 }

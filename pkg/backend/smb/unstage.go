@@ -41,7 +41,7 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	}
 	info, err := b.h.Files.Stat(ctx, r.StagingPath)
 	if err != nil {
-		return fmt.Errorf("inspect staging path %s: %w", r.StagingPath, err)
+		return fmt.Errorf("staging path: %w", err)
 	}
 
 	var roots []string
@@ -61,13 +61,13 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 		}
 		log.V(4).Info("Removing staging link", "remotePath", info.Target)
 		if err := b.h.Files.Remove(ctx, r.StagingPath); err != nil && !errors.Is(err, host.ErrNotFound) {
-			return fmt.Errorf("remove staging link %s: %w", r.StagingPath, err)
+			return fmt.Errorf("staging path: %w", err)
 		}
 		if use != nil {
 			use.Gone()
 		}
 		if err := b.h.Files.MakeDir(ctx, r.StagingPath); err != nil {
-			return fmt.Errorf("recreate staging directory %s: %w", r.StagingPath, err)
+			return fmt.Errorf("recreate the staging directory: %w", err)
 		}
 	case host.PathDir, host.PathMissing:
 		// Not staged (any more). From the spec: reply 0 OK; but first
@@ -129,7 +129,7 @@ func (b *Backend) unmap(ctx context.Context, root string) (shared.State, error) 
 	log.V(2).Info("Removing the global mapping: no staged volume uses the share any more")
 	if err := b.h.SMB.Unmap(ctx, root); err != nil {
 		if !errors.Is(err, host.ErrNotFound) {
-			return shared.Unknown, fmt.Errorf("remove the global mapping of %s: %w", root, err)
+			return shared.Unknown, err
 		}
 		log.V(4).Info("Global mapping already gone")
 	}
