@@ -202,7 +202,10 @@
 //     volume GUID path, links to shares in \\server\share\dir\ form (the
 //     trailing '\', as winpath.UNCLinkTarget explains). Remove refuses a mount point (ErrInUse). Symlinks may
 //     dangle, as on Windows.
-//   - SMB global mappings: one user name per server (error 1219);
+//   - SMB global mappings: one user name per server (error 1219); a
+//     server that is unknown or down is unreachable (ERROR_BAD_NETPATH)
+//     and a share it lacks not found (ERROR_BAD_NET_NAME), for Map and
+//     Check alike;
 //     RequirePrivacy against a server without encryption is "network
 //     access is denied" (csi-driver-smb #655); after a server password
 //     change a mapping keeps status OK but access fails with

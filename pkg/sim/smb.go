@@ -246,12 +246,15 @@ func (h smbHost) Check(ctx context.Context, uncPath string) error {
 		if err != nil {
 			return struct{}{}, err
 		}
+		// A server that does not answer (or is unknown) is
+		// ERROR_BAD_NETPATH, a share it lacks ERROR_BAD_NET_NAME, with or
+		// without a mapping.
+		if known, reachable := st.serverState(server); !known || !reachable {
+			return struct{}{}, fmt.Errorf("path %s: server %s: the network path was not found: %w", uncPath, server, host.ErrUnreachable)
+		}
 		sh := st.share(server, share)
 		if sh == nil {
-			if st.covering(server, share, rest) == nil {
-				return struct{}{}, fmt.Errorf("path %s: no global mapping: %w", uncPath, host.ErrAccessDenied)
-			}
-			return struct{}{}, fmt.Errorf("path %s: the network path was not found: %w", uncPath, host.ErrUnreachable)
+			return struct{}{}, fmt.Errorf("path %s: the network name cannot be found: %w", uncPath, host.ErrNotFound)
 		}
 		if err := st.shareAccess(sh, rest); err != nil {
 			return struct{}{}, fmt.Errorf("path %s: %w", uncPath, err)

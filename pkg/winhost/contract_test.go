@@ -51,7 +51,7 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		MissingDisk:   99,
 		MissingVolume: guidB,
 		MissingShare:  `\\nosuchserver\share`,
-		MissingPortal: iscPortal1,
+		MissingPortal: ctNoPortal,
 		MissingTarget: "iqn.2000-01.invalid:none",
 	}
 	// The disk a case is about: number 1, as diskInst reports it.
@@ -215,15 +215,6 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		e.ExpectWin32("DirectoryEntries", []any{lcDir}, scripted.Reply{Strings: []string{"target", "link"}})
 		e.ExpectWin32("GetFileAttributes", []any{link}, scripted.Reply{Uint32: attrDir | attrReparse})
 		e.ExpectWin32("GetFileAttributes", []any{long(cPath("missing"))}, notFound)
-	case "smb/missing-mapping":
-		e.ExpectQuery(nsSMB, wqlMapping(`\\nosuchserver\share`), scripted.Reply{})
-		e.ExpectQuery(nsSMB, wqlMapping(`\\nosuchserver\share`), scripted.Reply{})
-		e.ExpectQuery(nsSMB, wqlMappings, scripted.Reply{Instances: []winhost.Instance{
-			mappingInstance(`\\srv\data`, 0, true)}})
-	case "iscsi/missing":
-		e.ExpectQuery(iscNS, wqlPortal1, scripted.Reply{})
-		e.ExpectQuery(iscNS, wqlSessions, scripted.Reply{Instances: []winhost.Instance{
-			iscSessionInst(iscSessionPath, iscSessionID, iscIQN, false)}})
 	case "context/ended":
 		// The executor answers an ended context with ctx.Err() (the
 		// scripted executor does so once the call matches).
@@ -235,7 +226,9 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		e.ExpectQuery(nsSMB, wqlMappings, scripted.Reply{})
 		e.ExpectQuery(iscNS, wqlPortalList, scripted.Reply{})
 	default:
-		t.Fatalf("no script for case %s", c.Name)
+		if !prepareNet(t, c, e, &f) {
+			t.Fatalf("no script for case %s", c.Name)
+		}
 	}
 	return f
 }
