@@ -115,8 +115,9 @@ func TestMessages(t *testing.T) {
 			r.ReadOnly = true
 			return disk.New(winhost.New(e), jr(t), disk.Options{Backoff: fast}).Stage(context.Background(), r)
 		},
-		want: "Windows refuses to make the offline disk read-only, and the disk of a read-only volume is never brought online writable, " +
-			"so it stays offline: set read-only=true on disk 2: MSFT_Disk.SetAttributes returned 41003 (the disk is offline): not ready: conflict",
+		want: "the offline disk cannot be made read-only (Windows refuses while it is offline), and the disk of a read-only volume " +
+			"is never brought online writable, so it stays offline: " +
+			"set read-only=true on disk 2: MSFT_Disk.SetAttributes returned 41003 (the disk is offline): not ready: conflict",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -234,8 +234,8 @@ func (b *Backend) readOnlyUp(ctx context.Context, d host.Disk) error {
 		klog.FromContext(ctx).V(4).Info("Setting disk read-only for a read-only volume", "diskNumber", d.Number)
 		err := b.h.Disks.SetReadOnly(ctx, d, true)
 		if err != nil && d.IsOffline && errors.Is(err, host.ErrNotReady) {
-			return fmt.Errorf("Windows refuses to make the offline disk read-only, and the disk of a read-only volume "+
-				"is never brought online writable, so it stays offline: %w: %w", err, host.ErrConflict)
+			return fmt.Errorf("the offline disk cannot be made read-only (Windows refuses while it is offline), "+
+				"and the disk of a read-only volume is never brought online writable, so it stays offline: %w: %w", err, host.ErrConflict)
 		}
 		if err != nil {
 			return err
