@@ -10,7 +10,8 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/winacl"
 )
 
-// Default DACLs of a freshly formatted volume's root (State.RootACL).
+// Default DACLs of a freshly formatted volume's root
+// (WindowsAnswers.VolumeRootACL).
 // Microsoft does not document what MSFT_Volume.Format (which takes no
 // security descriptor) gives the root, and the public dumps of real
 // machines disagree, so the simulated host offers both and the plugin must
@@ -134,18 +135,18 @@ func (st *State) lookupAccount(name string) (string, bool) {
 
 // root returns the DACL of a volume's root, materialising the default for
 // a volume formatted before the simulated host kept one.
-func (st *State) root(v *VolumeState) *DACLState {
+func (s *Sim) root(v *VolumeState) *DACLState {
 	if v.Root == nil {
-		d := st.defaultRoot()
+		d := s.defaultRoot()
 		v.Root = &d
 	}
 	return v.Root
 }
 
 // defaultRoot is a copy of the DACL Format gives a root.
-func (st *State) defaultRoot() DACLState {
+func (s *Sim) defaultRoot() DACLState {
 	d := rootACLs[RootACLServer]
-	if x, ok := rootACLs[st.RootACL]; ok {
+	if x, ok := rootACLs[s.cfg.Windows.VolumeRootACL]; ok {
 		d = x
 	}
 	d.Entries = slices.Clone(d.Entries)
@@ -184,7 +185,7 @@ func (h security) RootDACL(ctx context.Context, guidPath string) (host.DACL, err
 			return host.DACL{}, err
 		}
 		if v.Root == nil {
-			d := st.defaultRoot()
+			d := h.s.defaultRoot()
 			return d.host(), nil
 		}
 		return v.Root.host(), nil
@@ -208,7 +209,7 @@ func (h security) AddRootAllowEntries(ctx context.Context, guidPath string, entr
 		if d.ReadOnly {
 			return nil, fmt.Errorf("root of volume %s: disk %d is read-only: %w", guidPath, d.Number, host.ErrReadOnly)
 		}
-		root := st.root(v)
+		root := h.s.root(v)
 		if root.Null {
 			return nil, fmt.Errorf("the root of volume %s has a NULL DACL: %w", guidPath, host.ErrConflict)
 		}

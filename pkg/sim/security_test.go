@@ -50,7 +50,7 @@ func formatted(t *testing.T, s *Sim) host.Volume {
 func TestRootDACLDefaults(t *testing.T) {
 	for _, acl := range []string{"", RootACLServer, RootACLClient} {
 		t.Run("default "+acl, func(t *testing.T) {
-			s, err := applied(t, filepath.Join(t.TempDir(), "sim"), &Setup{VolumeRootACL: acl})
+			s, err := applied(t, filepath.Join(t.TempDir(), "sim"), &Setup{Windows: WindowsAnswers{VolumeRootACL: acl}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,9 +31,10 @@ type Setup struct {
 	// Accounts are account names the host resolves besides the built-in
 	// ones (for volumeRootAccess entries that name one).
 	Accounts []AccountState
-	// VolumeRootACL is the DACL Format gives a volume's root from now on:
-	// RootACLServer or RootACLClient; "" keeps the host's.
-	VolumeRootACL string
+	// Windows picks the simulated Windows' answers where Windows' own are
+	// uncertain (Config.Windows, which wins when set). It is not state:
+	// it applies while the sim is open.
+	Windows WindowsAnswers
 }
 
 // SetupDisk is a disk attached to the simulated host, as a cloud attaches
@@ -103,13 +104,7 @@ func ParseSetup(data []byte) (*Setup, error) {
 		"accounts": func(n *yaml.Node, at string) {
 			p.list(n, at, func(n *yaml.Node, at string) { s.Accounts = append(s.Accounts, p.account(n, at)) })
 		},
-		"volumeRootACL": func(n *yaml.Node, at string) {
-			v := p.str(n, at, false)
-			if v != "" && !ValidRootACL(v) {
-				p.fail(n, at, "%q: want %s or %s", v, RootACLServer, RootACLClient)
-			}
-			s.VolumeRootACL = v
-		},
+		"windows": func(n *yaml.Node, at string) { s.Windows = p.windows(n, at) },
 	})
 	if p.err == nil {
 		p.duplicates(s)
@@ -297,6 +292,28 @@ func (p *setupParser) page83(n *yaml.Node, at string) string {
 		p.fail(n, at, "%q: want an even number (16 or more) of hex digits", v)
 	}
 	return h
+}
+
+// windows decodes the answers of the simulated Windows (WindowsAnswers).
+func (p *setupParser) windows(n *yaml.Node, at string) WindowsAnswers {
+	var w WindowsAnswers
+	p.object(n, at, fields{
+		"offlineReadOnly": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			w.OfflineReadOnly = v
+			if v != "" && checkWindowsAnswers(w) != nil {
+				p.fail(n, at, "%q: want %s or %s", v, OfflineReadOnlyAccept, OfflineReadOnlyRefuse)
+			}
+		},
+		"volumeRootACL": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			if v != "" && !ValidRootACL(v) {
+				p.fail(n, at, "%q: want %s or %s", v, RootACLServer, RootACLClient)
+			}
+			w.VolumeRootACL = v
+		},
+	})
+	return w
 }
 
 func (p *setupParser) disk(n *yaml.Node, at string) SetupDisk {
@@ -559,13 +576,6 @@ func (s *Sim) applySetup(st *State, setup *Setup) ([]string, error) {
 			return nil, fmt.Errorf("accounts[%d] (%s): %w", i, a.Name, err)
 		}
 		plan = append(plan, step)
-	}
-	if setup.VolumeRootACL != "" {
-		acl := setup.VolumeRootACL
-		plan = append(plan, func() string {
-			st.RootACL = acl
-			return "volume root ACL: " + acl + " (volumes formatted from now on)"
-		})
 	}
 	done := make([]string, 0, len(plan))
 	for _, step := range plan {

@@ -58,7 +58,6 @@ targets:
 accounts:
   - name: CONTOSO\app-writers
     sid: s-1-5-21-1-2-3-1107
-volumeRootACL: client
 `
 
 func mustParse(t *testing.T, yaml string) *Setup {
@@ -99,8 +98,15 @@ func TestParseSetup(t *testing.T) {
 		tg.MutualSecret != "mutual-secret-1" || tg.DiscoveryCHAP == nil || tg.DiscoveryCHAP.User != "disc" {
 		t.Errorf("target credentials = %+v", tg)
 	}
-	if len(s.Accounts) != 1 || s.Accounts[0] != (AccountState{Name: `CONTOSO\app-writers`, SID: "S-1-5-21-1-2-3-1107"}) || s.VolumeRootACL != RootACLClient {
-		t.Errorf("accounts %+v, volume root ACL %q", s.Accounts, s.VolumeRootACL)
+	if len(s.Accounts) != 1 || s.Accounts[0] != (AccountState{Name: `CONTOSO\app-writers`, SID: "S-1-5-21-1-2-3-1107"}) {
+		t.Errorf("accounts %+v", s.Accounts)
+	}
+	if s.Windows.OfflineReadOnly != "" {
+		t.Errorf("windows = %+v, want the defaults", s.Windows)
+	}
+	if s := mustParse(t, "windows:\n  offlineReadOnly: refuse\n  volumeRootACL: client\n"); s.Windows.OfflineReadOnly != OfflineReadOnlyRefuse ||
+		s.Windows.VolumeRootACL != RootACLClient {
+		t.Errorf("windows = %+v", s.Windows)
 	}
 	for _, empty := range []string{"", "# nothing yet\n", "disks: []\nshares:\n"} {
 		if s := mustParse(t, empty); len(s.Disks)+len(s.Shares)+len(s.Targets) != 0 {
@@ -150,10 +156,12 @@ func TestParseSetupErrors(t *testing.T) {
 		{"account SID alias", "accounts:\n  - name: a\n    sid: BA\n", 3, "accounts[0].sid"},
 		{"account name with a colon", "accounts:\n  - name: 'a:b'\n    sid: S-1-5-21-1\n", 2, "accounts[0].name"},
 		{"account declared twice", "accounts:\n  - {name: a, sid: S-1-5-21-1}\n  - {name: A, sid: S-1-5-21-2}\n", 0, "accounts[1] (A)"},
-		{"unknown volume root ACL", "volumeRootACL: desktop\n", 1, "volumeRootACL"},
+		{"unknown volume root ACL", "windows:\n  volumeRootACL: desktop\n", 2, "windows.volumeRootACL"},
 		{"not YAML", "disks: [\n", 0, ""},
 		{"two documents", "disks: []\n---\nshares: []\n", 3, ""},
 		{"a broken second document", "disks: []\n---\nshares: [\n", 0, ""},
+		{"unknown Windows answer", "windows:\n  offlineReadOnly: maybe\n", 2, "windows.offlineReadOnly"},
+		{"unknown windows key", "windows:\n  offlineReadonly: accept\n", 2, "windows"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,6 +191,43 @@ func applied(t *testing.T, dir string, setup *Setup) (*Sim, error) {
 		t.Cleanup(func() { _ = s.Close() })
 	}
 	return s, err
+}
+
+// TestSetupWindowsAnswers: the setup's answers apply where Config leaves
+// them unset, Config's win, and an unknown answer stops New.
+func TestSetupWindowsAnswers(t *testing.T) {
+	ctx := context.Background()
+	refuse := &Setup{Windows: WindowsAnswers{OfflineReadOnly: OfflineReadOnlyRefuse}}
+	for _, tt := range []struct {
+		name   string
+		config WindowsAnswers
+		setup  *Setup
+		want   error // SetReadOnly on an offline disk
+	}{
+		{"default", WindowsAnswers{}, nil, nil},
+		{"from the setup", WindowsAnswers{}, refuse, host.ErrNotReady},
+		{"Config wins", WindowsAnswers{OfflineReadOnly: OfflineReadOnlyAccept}, refuse, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(Config{Dir: t.TempDir(), Setup: tt.setup, Windows: tt.config})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			n, err := s.AttachDisk(DiskSpec{Serial: "d", Adapter: 1, Offline: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := s.Host().Disks.Get(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantErr(t, "SetReadOnly while offline", s.Host().Disks.SetReadOnly(ctx, d, true), tt.want)
+		})
+	}
+	if _, err := New(Config{Dir: t.TempDir(), Windows: WindowsAnswers{OfflineReadOnly: "maybe"}}); err == nil {
+		t.Fatal("New accepted an unknown answer")
+	}
 }
 
 func TestSetupApplied(t *testing.T) {

@@ -64,9 +64,6 @@ type State struct {
 	// InitiatorSecretSHA256 is the hash of the initiator's mutual-CHAP secret.
 	InitiatorSecretSHA256 string `json:"initiatorSecretSHA256,omitempty"`
 
-	// RootACL names the DACL Format gives a volume's root: RootACLServer
-	// ("" too) or RootACLClient (--sim-config volumeRootACL).
-	RootACL string `json:"rootACL,omitempty"`
 	// Accounts are the account names LookupAccountName resolves besides
 	// the built-in ones (--sim-config accounts).
 	Accounts []AccountState `json:"accounts,omitempty"`
@@ -118,7 +115,7 @@ type VolumeState struct {
 	Health         host.HealthStatus `json:"health"`
 	// Root is the DACL of the root directory of the volume's file system,
 	// set by Format; nil for a volume formatted before the simulated host
-	// kept one, which reads as the default (State.RootACL).
+	// kept one, which reads as the default (WindowsAnswers.VolumeRootACL).
 	Root *DACLState `json:"root,omitempty"`
 }
 
