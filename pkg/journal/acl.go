@@ -96,18 +96,27 @@ func protectDir(sec fileSecurity, dir string) error {
 		return nil
 	}
 	want := stateDirDescriptor()
-	owner, err := winacl.ParseSID(want.Owner)
-	if err != nil {
-		return err
-	}
 	acl, err := want.DACL.Bytes()
 	if err != nil {
 		return err
 	}
-	if err := sec.protect(dir, owner, acl); err != nil {
-		return fmt.Errorf("set the owner and a protected DACL on %s (%s): %w", dir, want, err)
+	// Administrators as owner needs that group in the token as an owner
+	// (or SeRestorePrivilege: SetNamedSecurityInfoW, psidOwner); should
+	// the plugin's token not allow it, SYSTEM, the HostProcess user, is
+	// the other owner the journal trusts.
+	var errs []error
+	for _, o := range []string{want.Owner, winacl.SIDLocalSystem} {
+		owner, err := winacl.ParseSID(o)
+		if err != nil {
+			return err
+		}
+		err = sec.protect(dir, owner, acl)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("owner %s: %w", o, err))
 	}
-	return nil
+	return fmt.Errorf("set the owner and a protected DACL on %s (%s): %w", dir, want, errors.Join(errs...))
 }
 
 // Refused is a journal file the journal did not load because its owner is

@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,6 +17,7 @@ import (
 // owner per file, the calls made.
 type fakeSecurity struct {
 	dirSD    []byte            // what descriptor returns for the directory
+	refuse   map[string]bool   // owners protect refuses (by SID)
 	owners   map[string]string // by file name; the rest are owned by Administrators
 	token    string
 	protects [][2][]byte // owner and DACL of each protect call
@@ -29,6 +31,9 @@ func (f *fakeSecurity) protect(_ string, owner, dacl []byte) error {
 	var err error
 	if d.Owner, _, err = winacl.FormatSID(owner); err != nil {
 		return err
+	}
+	if f.refuse[d.Owner] {
+		return errors.New("ERROR_INVALID_OWNER")
 	}
 	acl, err := winacl.ParseACL(dacl)
 	if err != nil {
@@ -122,6 +127,25 @@ func TestOpenProtectsTheStateDirectory(t *testing.T) {
 				t.Fatalf("Security = %q, %v", s, err)
 			}
 		})
+	}
+}
+
+// TestOpenProtectsWithSystemAsOwner: a token that may not make
+// Administrators the owner makes SYSTEM the owner; when neither is
+// possible Open fails, naming both.
+func TestOpenProtectsWithSystemAsOwner(t *testing.T) {
+	sec := &fakeSecurity{dirSD: kubeletInherited(t, "S-1-5-21-1-2-3-1001"), refuse: map[string]bool{winacl.SIDAdministrators: true}}
+	j, err := open(t.TempDir(), sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := j.Security(); len(sec.protects) != 2 || !strings.HasPrefix(s, "O:S-1-5-18D:P(") {
+		t.Fatalf("%d protect calls, directory %s", len(sec.protects), s)
+	}
+	sec = &fakeSecurity{dirSD: kubeletInherited(t, "S-1-5-21-1-2-3-1001"),
+		refuse: map[string]bool{winacl.SIDAdministrators: true, winacl.SIDLocalSystem: true}}
+	if _, err := open(t.TempDir(), sec); err == nil || !strings.Contains(err.Error(), "owner S-1-5-32-544") || !strings.Contains(err.Error(), "owner S-1-5-18") {
+		t.Fatalf("open = %v, want both owners named", err)
 	}
 }
 
