@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wincsi/csi-windows-node/internal/bytesize"
 )
 
 // Host kinds.
@@ -409,34 +411,18 @@ func ValidateTopology(k, v string) error {
 	return nil
 }
 
-// Size is a byte count flag accepting binary suffixes (Ki, Mi, Gi, Ti).
+// Size is a byte count flag: a number of bytes or a number with a binary
+// suffix (Ki, Mi, Gi, Ti), as internal/bytesize parses it.
 type Size uint64
 
 func (s Size) String() string { return strconv.FormatUint(uint64(s), 10) }
 
 // Set parses "1073741824", "512Mi" or "16Gi".
 func (s *Size) Set(v string) error {
-	n, err := ParseSize(v)
+	n, err := bytesize.Parse(v)
 	if err != nil {
 		return err
 	}
 	*s = Size(n)
 	return nil
-}
-
-// ParseSize parses a positive byte count: "1073741824", or a number with a
-// binary suffix, "512Mi", "16Gi" (Ki, Mi, Gi, Ti).
-func ParseSize(v string) (uint64, error) {
-	mult := uint64(1)
-	for suffix, m := range map[string]uint64{"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40} {
-		if strings.HasSuffix(v, suffix) {
-			v, mult = strings.TrimSuffix(v, suffix), m
-			break
-		}
-	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || n == 0 || n > (1<<63)/mult {
-		return 0, fmt.Errorf("want a positive byte count such as 1073741824 or 16Gi")
-	}
-	return n * mult, nil
 }
