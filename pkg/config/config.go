@@ -169,7 +169,7 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.StringVar(&o.DefaultBackend, "default-backend", "", "backend when volume_context sets none and names no source or iqn: disk, smb or iscsi")
 	fs.Var(mapFlag{m: &o.ContextAliases, name: "context-alias"}, "context-alias", "VENDORKEY=ourKey: read a vendor's volume_context/publish_context key as one of ours (repeatable)")
 	fs.Var(listFlag{l: &o.DiskPresets}, "disk-preset", "cloud preset for finding disks: azure-disk, aws-ebs, gce-pd, vsphere (repeatable)")
-	fs.StringVar(&o.VolumeIDDisk, "volume-id-disk", "", "when a disk volume names no disk: \"serial\" selects the disk whose serial equals the volume ID. Default: serial with --host=sim, none otherwise")
+	fs.StringVar(&o.VolumeIDDisk, "volume-id-disk", "", "when a disk volume names no disk: \"serial\" selects the disk whose serial equals the volume ID; none turns this off")
 	fs.BoolVar(&o.SMBRequirePriv, "smb-require-privacy", true, "default of the requirePrivacy parameter (SMB 3 encryption) for SMB global mappings")
 	fs.StringVar(&o.SMBDefaultDomain, "smb-default-domain", "", "domain for SMB user names that carry none; empty means none is added")
 	fs.BoolVar(&o.SMBKeepMappings, "smb-keep-mappings", false, "keep an SMB global mapping when the last volume using its share is unstaged")
@@ -246,9 +246,6 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 		} else {
 			o.StateDir = join(sep, o.KubeletDir, "plugins", o.DriverName, "state")
 		}
-	}
-	if !o.set["volume-id-disk"] && o.Host == HostSim {
-		o.VolumeIDDisk = "serial"
 	}
 	switch o.VolumeIDDisk {
 	case "", "none":

@@ -30,7 +30,7 @@ func TestFinish(t *testing.T) {
 		volIDDsk string
 	}{
 		{name: "sim minimal", goos: "linux", args: []string{"--driver-name=disk.csi.example.com", "--host=sim", "--sim-dir=/tmp/s"},
-			endpoint: "unix:///var/lib/kubelet/plugins/disk.csi.example.com/csi.sock", stateDir: "/tmp/s/journal", volIDDsk: "serial"},
+			endpoint: "unix:///var/lib/kubelet/plugins/disk.csi.example.com/csi.sock", stateDir: "/tmp/s/journal"},
 		{name: "windows defaults", goos: "windows", args: []string{"--driver-name=disk.csi.example.com"},
 			endpoint: `unix://C:\var\lib\kubelet\plugins\disk.csi.example.com\csi.sock`,
 			stateDir: `C:\var\lib\kubelet\plugins\disk.csi.example.com\state`},
@@ -56,8 +56,10 @@ func TestFinish(t *testing.T) {
 		{name: "negative orphan sweep interval", goos: "windows", args: []string{"--driver-name=a.b", "--orphan-sweep-interval=-1m"}, wantErr: "--orphan-sweep-interval"},
 		{name: "orphan sweep clean", goos: "windows", args: []string{"--driver-name=a.b", "--orphan-sweep=clean", "--orphan-sweep-interval=1h"},
 			endpoint: `unix://C:\var\lib\kubelet\plugins\a.b\csi.sock`, stateDir: `C:\var\lib\kubelet\plugins\a.b\state`},
-		{name: "volume-id-disk none in sim", goos: "linux", args: []string{"--driver-name=a.b", "--host=sim", "--sim-dir=/s", "--volume-id-disk=none"},
-			endpoint: "unix:///var/lib/kubelet/plugins/a.b/csi.sock", stateDir: "/s/journal", volIDDsk: ""},
+		{name: "volume-id-disk serial in sim", goos: "linux", args: []string{"--driver-name=a.b", "--host=sim", "--sim-dir=/s", "--volume-id-disk=serial"},
+			endpoint: "unix:///var/lib/kubelet/plugins/a.b/csi.sock", stateDir: "/s/journal", volIDDsk: "serial"},
+		{name: "volume-id-disk none", goos: "windows", args: []string{"--driver-name=a.b", "--volume-id-disk=none"},
+			endpoint: `unix://C:\var\lib\kubelet\plugins\a.b\csi.sock`, stateDir: `C:\var\lib\kubelet\plugins\a.b\state`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -44,16 +44,6 @@ type Config struct {
 	// Publisher does the host work every backend shares: publishing,
 	// and looking at what is at a request's paths.
 	Publisher *backend.Publisher
-	// ForVolume, when set, annotates the context of the host calls made
-	// for one volume. The plugin's wiring sets it for hosts that need to
-	// know the volume (the simulated host's auto-attach, sim.WithVolume).
-	ForVolume func(ctx context.Context, volumeID string) context.Context
-	// ForExpand, when set, annotates the context of an expansion's host
-	// calls with the volume and the size NodeExpandVolume asks for. The
-	// plugin's wiring sets it for a host that stands in for the
-	// controller's expansion (the simulated host's sim.WithExpansion); on
-	// Windows it is nil and the node only grows what the controller grew.
-	ForExpand func(ctx context.Context, volumeID string, requiredBytes int64) context.Context
 	Backends  map[contract.Kind]Backend
 	Journal   *journal.Journal
 	Contract  contract.Options
@@ -119,17 +109,8 @@ func (s *Server) tryLockVolume(ctx context.Context, volumeID string) (context.Co
 	if !ok {
 		return ctx, nil, false
 	}
-	ctx, tracker := host.Track(s.forVolume(ctx, volumeID))
+	ctx, tracker := host.Track(ctx)
 	return ctx, func() { tracker.WhenIdle(release) }, true
-}
-
-// forVolume returns ctx annotated for the host calls of volumeID
-// (Config.ForVolume).
-func (s *Server) forVolume(ctx context.Context, volumeID string) context.Context {
-	if s.cfg.ForVolume == nil {
-		return ctx
-	}
-	return s.cfg.ForVolume(ctx, volumeID)
 }
 
 func (s *Server) backendFor(kind contract.Kind) (Backend, error) {

@@ -51,7 +51,6 @@ func (s *Server) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeS
 	if err != nil {
 		return nil, err
 	}
-	ctx = s.forVolume(ctx, e.VolumeID)
 	if err := s.checkVolumePath(ctx, e, path); err != nil {
 		return nil, err
 	}
@@ -118,9 +117,6 @@ func (s *Server) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if err := s.checkVolumePath(ctx, e, path); err != nil {
 		return nil, err
 	}
-	if s.cfg.ForExpand != nil {
-		ctx = s.cfg.ForExpand(ctx, volumeID, required)
-	}
 	capacity, err := b.Expand(ctx, backend.ExpandRequest{
 		VolumeID: volumeID, StagingPath: staging, RequiredBytes: required, LimitBytes: limit,
 	})
@@ -154,7 +150,6 @@ func (s *Server) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolume
 	if err != nil {
 		return nil, err
 	}
-	ctx = s.forVolume(ctx, volumeID)
 	if reqStaging != "" && !samePath(reqStaging, e.StagingPath) {
 		return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, e.StagingPath, reqStaging)
 	}

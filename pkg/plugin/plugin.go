@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-lib-utils/metrics"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
@@ -123,22 +124,24 @@ type Host struct {
 	// Healthy reports a host that can no longer serve (a wedged Windows
 	// executor); Probe turns not ready while it fails. Nil: always healthy.
 	Healthy func() error
-	// ForVolume annotates the context of the host calls made for one
-	// volume; nil for hosts that need nothing. The wiring of the
-	// simulated host sets sim.WithVolume, which its auto-attach reads.
-	ForVolume func(ctx context.Context, volumeID string) context.Context
-	// ForExpand annotates the context of an expansion's host calls with
-	// the volume and the size asked for; nil for hosts that need nothing.
-	// The wiring of the simulated host sets sim.WithExpansion, whose disk
-	// growth stands in for the controller's expansion.
-	ForExpand func(ctx context.Context, volumeID string, requiredBytes int64) context.Context
+	// Controller, when set, stands in for the controller side of the CSI
+	// driver on a host no controller serves: New calls it with the node
+	// service and the contract options that service parses volumes with,
+	// and serves what it returns in the node service's place. Only the
+	// wiring of the simulated host sets it (pkg/sim/controller: attaching
+	// and growing a disk volume's disk before the node sees the request);
+	// on Windows the vendor's controller does that work and it is nil.
+	Controller func(node csi.NodeServer, c contract.Options) csi.NodeServer
 }
 
 // Plugin is a wired plugin: what the gRPC server serves, and the parts
 // tests and tools look at.
 type Plugin struct {
 	Identity *identity.Server
-	Node     *node.Server
+	// Node is the node service as Serve serves it: the node, behind the
+	// host's stand-in for the controller when there is one
+	// (Host.Controller).
+	Node csi.NodeServer
 	// Journal is the stage journal every backend keeps its records in.
 	Journal *journal.Journal
 	// Metrics holds the CSI operation metrics and the host-call metrics
@@ -152,6 +155,8 @@ type Plugin struct {
 	// releasers are the backends whose volumes share host resources
 	// (ReleaseUnused).
 	releasers []backend.Releaser
+	// node is the node service itself, for ReleaseGone.
+	node *node.Server
 	// disks and backends are the backends New built, for TakeStock.
 	disks    *disk.Backend
 	backends map[contract.Kind]node.Backend
@@ -222,14 +227,16 @@ func New(o Options, h Host) (*Plugin, error) {
 		Root:       root,
 		FS:         o.FS,
 		Publisher:  backend.NewPublisher(hh),
-		ForVolume:  h.ForVolume,
-		ForExpand:  h.ForExpand,
 		Backends:   backends,
 		Journal:    jr,
 		Contract:   o.Contract,
 	})
-	p := &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root,
-		releasers: releasers, disks: disks, backends: backends, opts: o}
+	var served csi.NodeServer = ns
+	if h.Controller != nil {
+		served = h.Controller(ns, o.Contract)
+	}
+	p := &Plugin{Identity: ids, Node: served, Journal: jr, Metrics: mm, Host: hh, Root: root,
+		node: ns, releasers: releasers, disks: disks, backends: backends, opts: o}
 	mode := o.OrphanSweep
 	if mode == "" {
 		mode = sweep.Off
@@ -252,7 +259,7 @@ func (p *Plugin) Sweep(ctx context.Context) (sweep.Round, error) {
 // path may be gone, and with remove finishes the volume as
 // NodeUnstageVolume would, under the volume's lock (node.Server.ReleaseGone).
 func (p *Plugin) ReleaseGone(ctx context.Context, volumeID string, remove bool) (bool, error) {
-	return p.Node.ReleaseGone(ctx, volumeID, remove)
+	return p.node.ReleaseGone(ctx, volumeID, remove)
 }
 
 // ReleaseUnused asks the backend that owns key (smb.ShareKey,

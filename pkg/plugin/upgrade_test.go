@@ -82,7 +82,7 @@ func (n *upgradeNode) start() {
 		Contract:             contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true},
 		OfflineDiskOnUnstage: true,
 		Backoff:              backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Attempts: 20},
-	}, plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume})
+	}, plugin.Host{Host: s.Host()})
 	if err != nil {
 		_ = s.Close()
 		n.t.Fatal(err)

@@ -562,7 +562,7 @@ func newLUN(iqn string, l LUNSpec) LUNState {
 	ls := LUNState{LUN: l.LUN, Size: l.Size, Serial: l.Serial, Page83: l.Page83, AppearAfterRescans: l.AppearAfterRescans}
 	name := fmt.Sprintf("%s/lun/%d", strings.ToLower(iqn), l.LUN)
 	if ls.Size == 0 {
-		ls.Size = DefaultAutoAttachSize
+		ls.Size = DefaultDiskSize
 	}
 	if ls.Serial == "" {
 		ls.Serial = page83For(name)[:20]

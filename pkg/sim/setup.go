@@ -30,11 +30,11 @@ type Setup struct {
 
 // SetupDisk is a disk attached to the simulated host, as a cloud attaches
 // one: blank (RAW), offline by SAN policy, on SCSI adapter 1, the adapter
-// of auto-attached disks.
+// of volume disks (AttachVolumeDisk).
 type SetupDisk struct {
 	Serial string
 	Size   uint64  // 0: 1 GiB
-	Page83 string  // "": derived from the serial, as for auto-attached disks
+	Page83 string  // "": derived from the serial, as for volume disks
 	LUN    *uint32 // nil: the next LUN no disk on adapter 1 has
 }
 
@@ -510,7 +510,7 @@ func (s *Sim) applySetup(st *State, setup *Setup) ([]string, error) {
 func (st *State) planDisk(d SetupDisk) (func() string, error) {
 	size := d.Size
 	if size == 0 {
-		size = DefaultAutoAttachSize
+		size = DefaultDiskSize
 	}
 	agrees := func(have *DiskState, what string) error {
 		if have.Target != "" {
@@ -667,7 +667,7 @@ func (st *State) planTarget(spec TargetSpec) (func() string, error) {
 		}
 		want := l.Size
 		if want == 0 {
-			want = DefaultAutoAttachSize
+			want = DefaultDiskSize
 		}
 		switch {
 		case size < want:

@@ -18,7 +18,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
-	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -84,7 +83,7 @@ type env struct {
 
 	sim    *sim.Sim
 	jr     *journal.Journal
-	srv    *node.Server
+	srv    csi.NodeServer
 	plugin *plugin.Plugin
 }
 

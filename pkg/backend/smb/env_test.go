@@ -20,7 +20,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
-	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -52,7 +51,7 @@ type env struct {
 
 	sim    *sim.Sim
 	jr     *journal.Journal
-	ns     *node.Server
+	ns     csi.NodeServer
 	plugin *plugin.Plugin
 }
 
