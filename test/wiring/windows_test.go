@@ -1,6 +1,7 @@
 package wiring
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -18,7 +19,7 @@ func deps(t *testing.T, goos string) []string {
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = string(ee.Stderr)
 		}
 		t.Fatalf("go list -deps for GOOS=%s: %v\n%s", goos, err, stderr)
