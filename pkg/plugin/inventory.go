@@ -12,7 +12,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
-	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -67,7 +66,7 @@ func (p *Plugin) TakeStock(ctx context.Context) (*inventory.Report, error) {
 // takeStock sets the journal store against h with the backends' health
 // checks (pkg/inventory).
 func takeStock(ctx context.Context, o Options, h host.Host, store inventory.Journal, root *winpath.Root,
-	disks *disk.Backend, backends map[contract.Kind]node.Backend) (*inventory.Report, error) {
+	disks *disk.Backend, backends map[contract.Kind]backend.Backend) (*inventory.Report, error) {
 	health := make(map[string]inventory.HealthChecker, len(backends))
 	for k, b := range backends {
 		health[string(k)] = b

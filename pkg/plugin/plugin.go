@@ -159,7 +159,7 @@ type Plugin struct {
 	node *node.Server
 	// disks and backends are the backends New built, for TakeStock.
 	disks    *disk.Backend
-	backends map[contract.Kind]node.Backend
+	backends map[contract.Kind]backend.Backend
 	// sweeper is the orphan sweep (Sweep; Serve runs it).
 	sweeper *sweep.Sweeper
 
@@ -281,9 +281,9 @@ func (p *Plugin) ReleaseUnused(ctx context.Context, key string, remove bool) (bo
 // newBackends builds the disk, SMB and iSCSI backends over h and store, as
 // the plugin runs them; it returns the disk backend too, which the iSCSI
 // backend prepares its disks with.
-func newBackends(h host.Host, store backend.Store, o Options) (*disk.Backend, map[contract.Kind]node.Backend) {
+func newBackends(h host.Host, store backend.Store, o Options) (*disk.Backend, map[contract.Kind]backend.Backend) {
 	disks := disk.New(h, store, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff})
-	return disks, map[contract.Kind]node.Backend{
+	return disks, map[contract.Kind]backend.Backend{
 		contract.KindDisk:  disks,
 		contract.KindSMB:   smb.New(h, store, smb.Options{KeepMappings: o.SMBKeepMappings}),
 		contract.KindISCSI: iscsi.New(h, disks, store, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff}),
