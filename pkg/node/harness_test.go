@@ -18,6 +18,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/pkg/sim/controller"
@@ -94,7 +95,7 @@ func (e *env) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.sim, e.p, e.srv = s, p, p.Node
+	e.sim, e.p, e.srv = s, p, p.Node()
 }
 
 // host is the simulated host as the plugin takes it.
@@ -104,6 +105,17 @@ func (e *env) host(s *sim.Sim) plugin.Host {
 		h.Controller = controller.Wrap(s, controller.Options{Attach: true})
 	}
 	return h
+}
+
+// journal reads the stage journal as diagnose does (journal.OpenReadOnly):
+// a snapshot of what the plugin has written.
+func (e *env) journal() *journal.Journal {
+	e.t.Helper()
+	j, err := journal.OpenReadOnly(e.jdir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return j
 }
 
 // restart closes the sim and starts everything again on the same directories.

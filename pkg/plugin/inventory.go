@@ -60,7 +60,7 @@ func Inventory(ctx context.Context, o Options, h host.Host) (*inventory.Report, 
 // own journal, host and backends: for the orphan sweep, which runs in the
 // plugin (pkg/sweep). It only reads.
 func (p *Plugin) TakeStock(ctx context.Context) (*inventory.Report, error) {
-	return takeStock(ctx, p.opts, p.Host, p.Journal, p.Root, p.disks, p.backends)
+	return takeStock(ctx, p.opts, p.host, p.journal, p.root, p.disks, p.backends)
 }
 
 // takeStock sets the journal store against h with the backends' health

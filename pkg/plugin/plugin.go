@@ -134,29 +134,28 @@ type Host struct {
 	Controller func(node csi.NodeServer, c contract.Options) csi.NodeServer
 }
 
-// Plugin is a wired plugin: what the gRPC server serves, and the parts
-// tests and tools look at.
+// Plugin is a wired plugin: the services the gRPC server serves (Identity,
+// Node), its metrics, and what the orphan sweep asks of it (TakeStock,
+// ReleaseGone, ReleaseUnused, Sweep).
 type Plugin struct {
 	Identity *identity.Server
-	// Node is the node service as Serve serves it: the node, behind the
-	// host's stand-in for the controller when there is one
-	// (Host.Controller).
-	Node csi.NodeServer
-	// Journal is the stage journal every backend keeps its records in.
-	Journal *journal.Journal
 	// Metrics holds the CSI operation metrics and the host-call metrics
 	// (/metrics).
 	Metrics metrics.CSIMetricsManager
-	// Host is the host as the backends see it: counted and timed.
-	Host host.Host
-	// Root is the confinement root (the kubelet directory).
-	Root *winpath.Root
 
+	// served is the node service as Serve serves it (Node).
+	served csi.NodeServer
+	// node is the node service itself, for ReleaseGone.
+	node *node.Server
+	// journal is the stage journal every backend keeps its records in.
+	journal *journal.Journal
+	// host is the host as the backends see it: counted and timed.
+	host host.Host
+	// root is the confinement root (the kubelet directory).
+	root *winpath.Root
 	// releasers are the backends whose volumes share host resources
 	// (ReleaseUnused).
 	releasers []backend.Releaser
-	// node is the node service itself, for ReleaseGone.
-	node *node.Server
 	// disks and backends are the backends New built, for TakeStock.
 	disks    *disk.Backend
 	backends map[contract.Kind]backend.Backend
@@ -166,7 +165,8 @@ type Plugin struct {
 	opts Options
 }
 
-// New wires a plugin over h: it opens the stage journal in o.StateDir,
+// New wires a plugin over h: it opens the stage journal in o.StateDir
+// (upgrading what an earlier version wrote, upgrade.go),
 // wraps the host with host-call metrics, builds the three backends over
 // the host and the journal, and the node and identity services over them.
 // It is the only place that decides how these are put together: the binary
@@ -200,6 +200,9 @@ func New(o Options, h Host) (*Plugin, error) {
 	jr, err := journal.Open(o.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("open the stage journal: %w", err)
+	}
+	if err := upgradeJournal(context.Background(), jr); err != nil {
+		return nil, fmt.Errorf("upgrade the stage journal in %s: %w", o.StateDir, err)
 	}
 
 	disks, backends := newBackends(hh, jr, o)
@@ -235,8 +238,8 @@ func New(o Options, h Host) (*Plugin, error) {
 	if h.Controller != nil {
 		served = h.Controller(ns, o.Contract)
 	}
-	p := &Plugin{Identity: ids, Node: served, Journal: jr, Metrics: mm, Host: hh, Root: root,
-		node: ns, releasers: releasers, disks: disks, backends: backends, opts: o}
+	p := &Plugin{Identity: ids, Metrics: mm, served: served, node: ns, journal: jr, host: hh, root: root,
+		releasers: releasers, disks: disks, backends: backends, opts: o}
 	mode := o.OrphanSweep
 	if mode == "" {
 		mode = sweep.Off
@@ -246,6 +249,13 @@ func New(o Options, h Host) (*Plugin, error) {
 	}
 	return p, nil
 }
+
+// Node is the node service as Serve serves it, and as a CO calls it: the
+// node behind the host's stand-in for the controller when there is one
+// (Host.Controller). In-process callers (the test harnesses, benchmarks)
+// call it instead of a socket; what the node keeps (its journal, the
+// host) they read as diagnose does, from the state directory and the host.
+func (p *Plugin) Node() csi.NodeServer { return p.served }
 
 // Sweep runs one round of the orphan sweep in the configured mode
 // (pkg/sweep; nothing with --orphan-sweep=off). Serve runs rounds at start

@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/hosttest"
 	"github.com/wincsi/csi-windows-node/pkg/hostmetrics"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sweep"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -176,7 +179,7 @@ func TestNewWiresTheServices(t *testing.T) {
 	if err != nil || info.GetName() != "a.b" || info.GetVendorVersion() != "v9" {
 		t.Errorf("GetPluginInfo = %v, %v", info, err)
 	}
-	ni, err := p.Node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
+	ni, err := p.Node().NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
 	if err != nil || ni.GetNodeId() != "n1" || ni.GetAccessibleTopology().GetSegments()["zone"] != "z1" {
 		t.Errorf("NodeGetInfo = %v, %v", ni, err)
 	}
@@ -188,18 +191,22 @@ func TestNewWiresTheServices(t *testing.T) {
 	if p.Identity.Ready() {
 		t.Error("ready with a host whose health check fails")
 	}
-	if p.Journal.Dir() != o.StateDir || p.Root.Dir() != o.KubeletDir {
-		t.Errorf("journal in %s, root %s; want %s and %s", p.Journal.Dir(), p.Root.Dir(), o.StateDir, o.KubeletDir)
+	if j, err := journal.OpenReadOnly(o.StateDir); err != nil || len(j.List(ctx)) != 0 {
+		t.Errorf("no empty journal in the state directory %s: %v", o.StateDir, err)
+	}
+	_, err = p.Node().NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: "/elsewhere/globalmount"})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), o.KubeletDir) {
+		t.Errorf("a staging path outside the kubelet directory %s: %v, want InvalidArgument naming it", o.KubeletDir, err)
 	}
 
 	staging := filepath.Join(o.KubeletDir, "plugins", "x", "vol-1", "globalmount")
-	if _, err := p.Node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: staging}); err != nil {
+	if _, err := p.Node().NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: staging}); err != nil {
 		t.Fatalf("unstage of a volume that is not staged: %v", err)
 	}
 	if files.calls != 1 {
 		t.Fatalf("%d host calls of the RPC, want one", files.calls)
 	}
-	if ctl == nil || p.Node != ctl || ctl.unstages != 1 || !reflect.DeepEqual(ctlContract, o.Contract) {
+	if ctl == nil || p.Node() != ctl || ctl.unstages != 2 || !reflect.DeepEqual(ctlContract, o.Contract) {
 		t.Errorf("the node is not served behind the controller's stand-in (%v) given the contract options %+v (got %+v)", ctl, o.Contract, ctlContract)
 	}
 	mfs, err := p.Metrics.GetRegistry().Gather()

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/klog/v2"
@@ -75,14 +76,13 @@ type Options struct {
 
 // Node is the plugin on a simulated host.
 type Node struct {
-	Base    string
-	Kubelet string
-	SimDir  string
-	Sim     *sim.Sim
-	Plugin  *plugin.Plugin
-	Journal *journal.Journal // Plugin.Journal
-	Root    *winpath.Root    // Plugin.Root
-	Server  csi.NodeServer   // Plugin.Node
+	Base     string
+	Kubelet  string
+	SimDir   string
+	StateDir string // the stage journal's directory
+	Sim      *sim.Sim
+	Plugin   *plugin.Plugin
+	Server   csi.NodeServer // Plugin.Node(): the node service as a CO calls it
 }
 
 // Dirs returns the kubelet, sim and journal directories under base.
@@ -141,9 +141,21 @@ func Open(o Options) (*Node, error) {
 		return nil, err
 	}
 	return &Node{
-		Base: o.Base, Kubelet: kubelet, SimDir: simDir, Sim: s,
-		Plugin: p, Journal: p.Journal, Root: p.Root, Server: p.Node,
+		Base: o.Base, Kubelet: kubelet, SimDir: simDir, StateDir: cfg.StateDir, Sim: s,
+		Plugin: p, Server: p.Node(),
 	}, nil
+}
+
+// Journal reads the stage journal as diagnose does
+// (journal.OpenReadOnly): a snapshot of what the plugin has written so
+// far. It fails the test when the journal cannot be read.
+func (n *Node) Journal(t testing.TB) *journal.Journal {
+	t.Helper()
+	j, err := journal.OpenReadOnly(n.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }
 
 // Flags parses the binary's flags as cmd/csi-windows-node does on this
