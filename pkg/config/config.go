@@ -158,9 +158,9 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.StringVar(&o.Host, "host", defHost, "host backend: windows, or sim for the simulated Windows host (Linux only; no default outside Windows)")
 	fs.StringVar(&o.SimDir, "sim-dir", "", "directory of the simulated host's state and volume contents (required with --host=sim)")
 	fs.StringVar(&o.SimConfig, "sim-config", "", "with --host=sim: YAML file of disks, SMB shares and iSCSI targets to add to the simulated host (docs/sim-config.md)")
-	fs.BoolVar(&o.SimAutoAttach, "sim-auto-attach", true, "with --host=sim: attach a blank disk for a volume the simulated host has not seen")
+	fs.BoolVar(&o.SimAutoAttach, "sim-auto-attach", true, "with --host=sim: the stand-in for the controller attaches a blank disk for a disk volume the simulated host has not seen, and grows it on expansion")
 	o.SimDiskSize = 1 << 30
-	fs.Var(&o.SimDiskSize, "sim-disk-size", "with --host=sim: size of auto-attached disks (bytes, or with a Ki/Mi/Gi/Ti suffix)")
+	fs.Var(&o.SimDiskSize, "sim-disk-size", "with --host=sim: size of the disks the stand-in for the controller attaches (bytes, or with a Ki/Mi/Gi/Ti suffix)")
 	fs.DurationVar(&o.SimLatency, "sim-latency", 0, "with --host=sim: latency injected before every simulated host call")
 	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port serving /metrics and /healthz; empty disables it")
 	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "also serve the Go profiler on --http-endpoint under /debug/pprof/ (keep that endpoint on localhost)")
