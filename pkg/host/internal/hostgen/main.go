@@ -67,7 +67,9 @@ func emit(m *model, kind, out string, check bool) error {
 		if err != nil {
 			return err
 		}
-		if !bytes.Equal(have, src) {
+		// A checkout that turned line ends into CRLF (git's autocrlf on
+		// Windows) holds the same file.
+		if !bytes.Equal(bytes.ReplaceAll(have, []byte("\r\n"), []byte("\n")), src) {
 			return fmt.Errorf("%s is stale: the host interfaces changed; run go generate in its package", out)
 		}
 		return nil
