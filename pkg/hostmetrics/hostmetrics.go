@@ -1,5 +1,9 @@
 package hostmetrics
 
+// wrap.go, the decorator of every host method (Wrap) and the area labels,
+// is written by hostgen from the interfaces of pkg/host.
+//go:generate go run ../host/internal/hostgen -kind wrap -host ../host -o wrap.go
+
 import (
 	"context"
 	"errors"
@@ -20,16 +24,6 @@ const (
 	LabelArea      = "area"
 	LabelOperation = "operation"
 	LabelResult    = "result"
-)
-
-// Areas: the host.Host fields in lower case.
-const (
-	AreaDisks    = "disks"
-	AreaVolumes  = "volumes"
-	AreaFiles    = "files"
-	AreaSMB      = "smb"
-	AreaISCSI    = "iscsi"
-	AreaSecurity = "security"
 )
 
 // ResultOK is the result label of a call that returned no error.
@@ -98,7 +92,7 @@ func New(reg metrics.KubeRegistry) (*Metrics, error) {
 		calls: metrics.NewCounterVec(&metrics.CounterOpts{
 			Namespace:      Namespace,
 			Name:           Name,
-			Help:           "Host calls made by the plugin, by area (disks, volumes, files, smb, iscsi, security), operation (method) and result (ok or the error class).",
+			Help:           "Host calls made by the plugin, by area (disks, volumes, files, smb, iscsi), operation (method) and result (ok or the error class).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{LabelArea, LabelOperation, LabelResult}),
 		durations: metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -120,16 +114,4 @@ func New(reg metrics.KubeRegistry) (*Metrics, error) {
 func (m *Metrics) observe(area, operation string, start time.Time, err error) {
 	m.durations.WithLabelValues(area, operation).Observe(time.Since(start).Seconds())
 	m.calls.WithLabelValues(area, operation, Result(err)).Inc()
-}
-
-// Wrap returns a host whose calls are counted and then passed to h.
-func (m *Metrics) Wrap(h host.Host) host.Host {
-	return host.Host{
-		Disks:    disks{next: h.Disks, m: m},
-		Volumes:  volumes{next: h.Volumes, m: m},
-		Files:    files{next: h.Files, m: m},
-		SMB:      smb{next: h.SMB, m: m},
-		ISCSI:    iscsi{next: h.ISCSI, m: m},
-		Security: security{next: h.Security, m: m},
-	}
 }

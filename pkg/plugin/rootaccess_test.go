@@ -49,11 +49,16 @@ func (n *upgradeNode) root(staging string) sim.DACLState {
 func TestRootAccessContainerUser(t *testing.T) {
 	base := t.TempDir()
 	n := &upgradeNode{t: t, kubelet: filepath.Join(base, "kubelet"), simDir: filepath.Join(base, "sim"), stateDir: filepath.Join(base, "state"),
-		simConfig: sim.Config{AutoAttach: true, Setup: &sim.Setup{Targets: []sim.TargetSpec{{
+		simConfig: sim.Config{Setup: &sim.Setup{Targets: []sim.TargetSpec{{
 			IQN: rootAccessIQN, Portals: []host.Portal{{Address: "10.0.0.1", Port: 3260}}, LUNs: []sim.LUNSpec{{LUN: 1}},
 		}}}}}
 	n.start()
 	defer func() { n.stop() }()
+	// The disk the controller would attach, found by the volume ID as
+	// serial (contract.VolumeIDDiskSerial).
+	if _, err := n.sim.AttachDisk(sim.DiskSpec{Serial: "vol-disk", Adapter: 1, LUN: 1}); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	staging := func(id string) string {
 		return filepath.Join(n.kubelet, "plugins", "kubernetes.io", "csi", "sim.csi.wincsi.io", id, "globalmount")
@@ -72,7 +77,7 @@ func TestRootAccessContainerUser(t *testing.T) {
 		t.Helper()
 		got := map[string][]sim.ACEState{}
 		for _, r := range reqs {
-			if _, err := n.p.Node.NodeStageVolume(ctx, r); err != nil {
+			if _, err := n.p.Node().NodeStageVolume(ctx, r); err != nil {
 				t.Fatalf("%s: stage %s: %v", when, r.VolumeId, err)
 			}
 			root := n.root(r.StagingTargetPath)
@@ -86,7 +91,7 @@ func TestRootAccessContainerUser(t *testing.T) {
 				t.Fatalf("%s: %s: entries for ContainerUser %+v, want exactly %+v", when, r.VolumeId, grants, want)
 			}
 			got[r.VolumeId] = root.Entries
-			e, ok := n.p.Journal.Get(ctx, r.VolumeId)
+			e, ok := n.journal().Get(ctx, r.VolumeId)
 			if !ok || e.Attrs[backend.AttrRootAccess] != "ContainerUser:modify" {
 				t.Fatalf("%s: %s: journal entry %+v does not record the grant", when, r.VolumeId, e)
 			}
