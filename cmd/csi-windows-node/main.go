@@ -21,7 +21,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/server"
-	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/pkg/version"
 )
 
@@ -95,8 +94,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 // startup is what the flags give once checked.
 type startup struct {
 	plugin plugin.Options
-	socket string     // the path of --endpoint
-	setup  *sim.Setup // --sim-config, read
+	socket string   // the path of --endpoint
+	setup  simSetup // --sim-config, read
 }
 
 // prepare checks every flag that can be checked without touching the host
@@ -117,7 +116,7 @@ func prepare(fs *flag.FlagSet, opts *config.Options, hostname string) (startup, 
 		errs = append(errs, fmt.Errorf("--endpoint: %w", err))
 	}
 	if opts.SimConfig != "" {
-		if st.setup, err = sim.LoadSetup(opts.SimConfig); err != nil {
+		if st.setup, err = loadSimSetup(opts.SimConfig); err != nil {
 			errs = append(errs, fmt.Errorf("--sim-config %s: %w", opts.SimConfig, err))
 		}
 	}
@@ -125,8 +124,9 @@ func prepare(fs *flag.FlagSet, opts *config.Options, hostname string) (startup, 
 }
 
 // serve starts the plugin and serves it until ctx ends. The order makes a
-// failed start-up harmless: the socket is claimed first (a second plugin on
-// it stops here, before it touches anything), then the HTTP endpoint is
+// failed start-up harmless: the socket is claimed first, and with
+// --kubelet-registration the registration socket (a second plugin on
+// either stops here, before it touches anything), then the HTTP endpoint is
 // bound (a taken port stops the start-up before the socket exists, so no
 // sidecar reaches a plugin that then exits), then the host is started and
 // the plugin wired, and only then does the socket appear.
@@ -143,6 +143,14 @@ func serve(ctx context.Context, opts *config.Options, st startup) (err error) {
 	}
 	defer claim.Release() // a no-op once the socket's listener holds it
 	var ls plugin.Listeners
+	// With --kubelet-registration, the registration socket is claimed the
+	// same way, before anything else is touched.
+	if ls.Registration, err = plugin.ClaimRegistration(ctx, st.plugin); err != nil {
+		return err
+	}
+	if ls.Registration != nil {
+		defer ls.Registration.Release() // a no-op once Serve listens on it
+	}
 	if opts.HTTPEndpoint != "" {
 		if ls.HTTP, err = server.BindHTTP(opts.HTTPEndpoint); err != nil {
 			return err

@@ -2,12 +2,25 @@ package backend
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
+
+// Backend is a volume backend (pkg/backend/disk, smb, iscsi) as the node
+// service uses it.
+type Backend interface {
+	// Record returns the backend's record of a volume, which the node
+	// keeps in the volume's journal entry from the start of its stage.
+	Record(vol contract.Volume) (Record, error)
+	// DecodeRecord reads back the record of an entry of this backend.
+	DecodeRecord(e journal.Entry) (Record, error)
+	Stage(ctx context.Context, r StageRequest) error
+	Unstage(ctx context.Context, r UnstageRequest) error
+	Expand(ctx context.Context, r ExpandRequest) (int64, error)
+	Health(ctx context.Context, r HealthRequest) ([]Condition, error)
+}
 
 // StageRequest asks a backend to make the volume available at StagingPath.
 type StageRequest struct {
@@ -67,7 +80,7 @@ type Condition struct {
 func Stats(ctx context.Context, v host.Volumes, path string) (host.Space, error) {
 	sp, err := v.FreeSpace(ctx, path)
 	if err != nil {
-		return host.Space{}, fmt.Errorf("read free space of %s: %w", path, err)
+		return host.Space{}, err
 	}
 	return sp, nil
 }

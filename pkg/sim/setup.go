@@ -14,9 +14,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/wincsi/csi-windows-node/pkg/config"
-	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/internal/bytesize"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/winacl"
 )
 
 // Setup is a simulated host and network a user declares (the plugin's
@@ -27,15 +27,22 @@ type Setup struct {
 	Disks   []SetupDisk
 	Shares  []ShareSpec
 	Targets []TargetSpec
+	// Accounts are account names the host resolves besides the built-in
+	// ones (for volumeRootAccess entries that name one).
+	Accounts []AccountState
+	// Windows picks the simulated Windows' answers where Windows' own are
+	// uncertain (Config.Windows, which wins when set). It is not state:
+	// it applies while the sim is open.
+	Windows WindowsAnswers
 }
 
 // SetupDisk is a disk attached to the simulated host, as a cloud attaches
 // one: blank (RAW), offline by SAN policy, on SCSI adapter 1, the adapter
-// of auto-attached disks.
+// of volume disks (AttachVolumeDisk).
 type SetupDisk struct {
 	Serial string
 	Size   uint64  // 0: 1 GiB
-	Page83 string  // "": derived from the serial, as for auto-attached disks
+	Page83 string  // "": derived from the serial, as for volume disks
 	LUN    *uint32 // nil: the next LUN no disk on adapter 1 has
 }
 
@@ -93,6 +100,10 @@ func ParseSetup(data []byte) (*Setup, error) {
 		"targets": func(n *yaml.Node, at string) {
 			p.list(n, at, func(n *yaml.Node, at string) { s.Targets = append(s.Targets, p.target(n, at)) })
 		},
+		"accounts": func(n *yaml.Node, at string) {
+			p.list(n, at, func(n *yaml.Node, at string) { s.Accounts = append(s.Accounts, p.account(n, at)) })
+		},
+		"windows": func(n *yaml.Node, at string) { s.Windows = p.windows(n, at) },
 	})
 	if p.err == nil {
 		p.duplicates(s)
@@ -233,7 +244,7 @@ func (p *setupParser) size(n *yaml.Node, at string) uint64 {
 	if !ok {
 		return 0
 	}
-	s, err := config.ParseSize(v)
+	s, err := bytesize.Parse(v)
 	if err != nil {
 		p.fail(n, at, "%q: %v", v, err)
 		return 0
@@ -282,6 +293,28 @@ func (p *setupParser) page83(n *yaml.Node, at string) string {
 	return h
 }
 
+// windows decodes the answers of the simulated Windows (WindowsAnswers).
+func (p *setupParser) windows(n *yaml.Node, at string) WindowsAnswers {
+	var w WindowsAnswers
+	p.object(n, at, fields{
+		"offlineReadOnly": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			w.OfflineReadOnly = v
+			if v != "" && checkWindowsAnswers(w) != nil {
+				p.fail(n, at, "%q: want %s or %s", v, OfflineReadOnlyAccept, OfflineReadOnlyRefuse)
+			}
+		},
+		"volumeRootACL": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			if v != "" && !ValidRootACL(v) {
+				p.fail(n, at, "%q: want %s or %s", v, RootACLServer, RootACLClient)
+			}
+			w.VolumeRootACL = v
+		},
+	})
+	return w
+}
+
 func (p *setupParser) disk(n *yaml.Node, at string) SetupDisk {
 	var d SetupDisk
 	p.object(n, at, fields{
@@ -296,6 +329,30 @@ func (p *setupParser) disk(n *yaml.Node, at string) SetupDisk {
 	return d
 }
 
+func (p *setupParser) account(n *yaml.Node, at string) AccountState {
+	var a AccountState
+	p.object(n, at, fields{
+		"name": func(n *yaml.Node, at string) {
+			a.Name = p.str(n, at, false)
+			if strings.ContainsAny(a.Name, `"/[]:;|=,+*?<>`) {
+				p.fail(n, at, "%q: account names cannot contain any of \"/[]:;|=,+*?<>", a.Name)
+			}
+		},
+		"sid": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			if v == "" {
+				return
+			}
+			sid, err := winacl.CanonicalSID(v)
+			if err != nil {
+				p.fail(n, at, "%q is not a SID (S-1-5-21-...)", v)
+			}
+			a.SID = sid
+		},
+	}, "name", "sid")
+	return a
+}
+
 func (p *setupParser) share(n *yaml.Node, at string) ShareSpec {
 	sh := ShareSpec{Users: map[string]string{}}
 	encrypted := true
@@ -305,10 +362,10 @@ func (p *setupParser) share(n *yaml.Node, at string) ShareSpec {
 			if v == "" {
 				return
 			}
-			server, share, dir, err := contract.ParseSMBSource(v)
+			server, share, dir, err := host.ParseSharePath(v)
 			switch {
 			case err != nil:
-				p.fail(n, at, "%s", reason(err))
+				p.fail(n, at, "%v", err)
 			case dir != "":
 				p.fail(n, at, `%q names a directory of share \\%s\%s; want the share root`, v, server, share)
 			}
@@ -348,9 +405,9 @@ func (p *setupParser) target(n *yaml.Node, at string) TargetSpec {
 			if v == "" {
 				return
 			}
-			iqn, err := contract.ValidateIQN(v)
+			iqn, err := host.ValidateIQN(v)
 			if err != nil {
-				p.fail(n, at, "%s", reason(err))
+				p.fail(n, at, "%v", err)
 			}
 			t.IQN = iqn
 		},
@@ -360,9 +417,9 @@ func (p *setupParser) target(n *yaml.Node, at string) TargetSpec {
 				if v == "" {
 					return
 				}
-				pt, err := contract.ParsePortal(v)
+				pt, err := host.ParsePortal(v)
 				if err != nil {
-					p.fail(n, at, "%s", reason(err))
+					p.fail(n, at, "%v", err)
 					return
 				}
 				if slices.ContainsFunc(t.Portals, func(o host.Portal) bool { return portalKey(o) == portalKey(pt) }) {
@@ -422,12 +479,12 @@ func (p *setupParser) chap(n *yaml.Node, at string) *host.CHAP {
 	return &host.CHAP{User: user, Secret: host.NewSecret(secret)}
 }
 
-// chapSecretLength enforces the 12 to 16 bytes the Windows initiator
-// accepts (docs/parameters.md); a longer or shorter secret could never be
-// used to log in.
+// chapSecretLength enforces the lengths the Windows initiator accepts
+// (host.MinCHAPSecret to host.MaxCHAPSecret bytes); a longer or shorter
+// secret could never be used to log in.
 func (p *setupParser) chapSecretLength(n *yaml.Node, at, s string) {
-	if s != "" && (len(s) < minCHAPSecret || len(s) > maxCHAPSecret) {
-		p.fail(n, at, "the secret is %d bytes long; CHAP secrets are %d to %d bytes", len(s), minCHAPSecret, maxCHAPSecret)
+	if s != "" && (len(s) < host.MinCHAPSecret || len(s) > host.MaxCHAPSecret) {
+		p.fail(n, at, "the secret is %d bytes long; CHAP secrets are %d to %d bytes", len(s), host.MinCHAPSecret, host.MaxCHAPSecret)
 	}
 }
 
@@ -458,16 +515,9 @@ func (p *setupParser) duplicates(s *Setup) {
 	for i, t := range s.Targets {
 		claim("iqn", t.IQN, fmt.Sprintf("targets[%d] (%s)", i, t.IQN))
 	}
-}
-
-// reason is the reason of a contract error, without its volume parameter
-// name, which means nothing in a setup file.
-func reason(err error) string {
-	var ce *contract.Error
-	if errors.As(err, &ce) {
-		return ce.Reason
+	for i, a := range s.Accounts {
+		claim("account name", strings.ToLower(a.Name), fmt.Sprintf("accounts[%d] (%s)", i, a.Name))
 	}
-	return err.Error()
 }
 
 // applySetup adds what setup declares to st and returns one line per entry
@@ -509,6 +559,13 @@ func (s *Sim) applySetup(st *State, setup *Setup) ([]string, error) {
 		}
 		plan = append(plan, step)
 	}
+	for i, a := range setup.Accounts {
+		step, err := st.planAccount(a)
+		if err != nil {
+			return nil, fmt.Errorf("accounts[%d] (%s): %w", i, a.Name, err)
+		}
+		plan = append(plan, step)
+	}
 	done := make([]string, 0, len(plan))
 	for _, step := range plan {
 		done = append(done, step())
@@ -521,7 +578,7 @@ func (s *Sim) applySetup(st *State, setup *Setup) ([]string, error) {
 func (st *State) planDisk(d SetupDisk) (func() string, error) {
 	size := d.Size
 	if size == 0 {
-		size = DefaultAutoAttachSize
+		size = DefaultDiskSize
 	}
 	agrees := func(have *DiskState, what string) error {
 		if have.Target != "" {
@@ -678,7 +735,7 @@ func (st *State) planTarget(spec TargetSpec) (func() string, error) {
 		}
 		want := l.Size
 		if want == 0 {
-			want = DefaultAutoAttachSize
+			want = DefaultDiskSize
 		}
 		switch {
 		case size < want:
@@ -709,6 +766,22 @@ func (st *State) planTarget(spec TargetSpec) (func() string, error) {
 			line += fmt.Sprintf(", LUN %d added", l.LUN)
 		}
 		return line
+	}, nil
+}
+
+// planAccount checks a declared account against st and returns the step
+// that adds it. A name the host resolves already, to the same SID, is
+// kept; to another (a built-in name, or one declared before), it conflicts.
+func (st *State) planAccount(a AccountState) (func() string, error) {
+	if sid, ok := st.lookupAccount(a.Name); ok {
+		if sid != a.SID {
+			return nil, conflictf("the simulated host resolves %s to %s, not %s", a.Name, sid, a.SID)
+		}
+		return func() string { return fmt.Sprintf("account %s: kept (%s)", a.Name, a.SID) }, nil
+	}
+	return func() string {
+		st.Accounts = append(st.Accounts, a)
+		return fmt.Sprintf("account %s: added (%s)", a.Name, a.SID)
 	}, nil
 }
 

@@ -10,12 +10,19 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
 // secretNoteKey is the note holding the record of the initiator secret
-// (secretRecord as JSON).
-const secretNoteKey = "iscsi/initiator-chap-secret"
+// (secretRecord as JSON): "iscsi/initiator/chap-secret".
+var secretNoteKey = backend.NotePrefix(contract.KindISCSI, "initiator") + "chap-secret"
+
+// RenamedNotes are the spellings of the backend's note keys earlier
+// versions wrote (backend.NoteRename): "iscsi/initiator-chap-secret" until
+// the note keys were spelled one way.
+var RenamedNotes = []backend.NoteRename{{From: "iscsi/initiator-chap-secret", To: secretNoteKey}}
 
 // secretRecord says which mutual-CHAP initiator secret the backend last
 // set on the node, as a salted SHA-256 (never the secret), and which
@@ -46,7 +53,7 @@ func (b *Backend) setInitiatorSecret(ctx context.Context, iqn string, secret hos
 	}
 	sessions, err := b.h.ISCSI.Sessions(ctx, "")
 	if err != nil {
-		return fmt.Errorf("list iSCSI sessions: %w", err)
+		return err
 	}
 	loggedIn := func(t string) bool {
 		return slices.ContainsFunc(sessions, func(s host.ISCSISession) bool { return sameIQN(s.TargetNodeAddress, t) })
@@ -82,7 +89,7 @@ func (b *Backend) setInitiatorSecret(ctx context.Context, iqn string, secret hos
 	}
 	klog.FromContext(ctx).V(4).Info("Setting the initiator's mutual-CHAP secret")
 	if err := b.h.ISCSI.SetInitiatorSecret(ctx, secret); err != nil {
-		return fmt.Errorf("set the initiator CHAP secret for mutual CHAP with target %s: %w", iqn, err)
+		return fmt.Errorf("mutual CHAP with target %s: %w", iqn, err)
 	}
 	return nil
 }

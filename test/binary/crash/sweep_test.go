@@ -99,7 +99,7 @@ func sweepState(t testing.TB, base string) []string {
 	defer n.Close()
 	st := n.Sim.Snapshot()
 	var out []string
-	for _, e := range n.Journal.List(context.Background()) {
+	for _, e := range n.Journal(t).List(context.Background()) {
 		out = append(out, fmt.Sprintf("entry %s staged=%t", e.VolumeID, e.Staged))
 	}
 	for _, m := range st.Mounts {
@@ -139,7 +139,7 @@ func sweepState(t testing.TB, base string) []string {
 // sweepSequence runs a clean round in process on a copy of the prepared
 // node and returns its host calls and the state it leaves.
 func sweepSequence(t *testing.T, tmpl template) ([]string, []string) {
-	base := shortTempDir(t)
+	base := testbin.ShortDir(t)
 	tmpl.copyTo(t, base)
 	n, err := simnode.Open(simnode.Options{Base: base, Args: []string{"--orphan-sweep=clean"}})
 	if err != nil {
@@ -223,7 +223,7 @@ func TestSweepCrashMatrix(t *testing.T) {
 	t.Logf("%d crash cases", len(cs))
 	t.Run("binary-matches-library", func(t *testing.T) {
 		t.Parallel()
-		base := shortTempDir(t)
+		base := testbin.ShortDir(t)
 		tmpl.copyTo(t, base)
 		p := startSwept(t, bin, base)
 		got := p.HostUsage(t).Calls
@@ -251,7 +251,7 @@ func TestSweepCrashMatrix(t *testing.T) {
 	for _, c := range cs {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			base := shortTempDir(t)
+			base := testbin.ShortDir(t)
 			tmpl.copyTo(t, base)
 			_, simDir, _ := simnode.Dirs(base)
 			if err := sim.WriteFaultsFile(simDir, c.rule()); err != nil {
