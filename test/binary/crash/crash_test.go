@@ -3,11 +3,14 @@ package crash
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,8 +26,31 @@ import (
 	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
-// TestMain removes the plugin build when the tests are done.
-func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+// TestMain runs casesPerCPU crash cases at a time per CPU, unless
+// -parallel says how many, and removes the plugin build when the tests
+// are done.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		n := min(casesPerCPU*runtime.GOMAXPROCS(0), maxParallelCases)
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			panic(err) // an int is a valid -test.parallel
+		}
+	}
+	os.Exit(testbin.Main(m))
+}
+
+// A crash case mostly waits: for the plugin processes it starts to serve,
+// crash and stop, and for the files they and the case write to reach the
+// disk. Run go test's default of one case per CPU, the matrix leaves the
+// CPUs mostly idle; casesPerCPU keeps them busy, and maxParallelCases
+// bounds the processes and files of a run on a large machine.
+const (
+	casesPerCPU      = 3
+	maxParallelCases = 16
+)
 
 // matrixEnv set to "subset" runs only the crashes before every step and
 // after the steps with an effect (readOnlyOps), for quick local runs; set
