@@ -10,7 +10,9 @@
 // no mount point, SMB mapping, iSCSI session, persistent login or portal is
 // leaked or lost, disks are online exactly while staged, no disk is
 // partitioned or formatted twice, the journal matches, and files written
-// through a publication before the crash are intact.
+// through a publication before the crash are intact. A scenario's starting
+// point (its volumes staged and written to) is prepared once in library
+// mode and copied for each of its runs (template_test.go).
 //
 // Concurrent scenarios run two RPCs at once, the second starting where the
 // first has got to: two first stages of one share or target, and the stage
