@@ -200,6 +200,25 @@ func TestCheckLinksWindows(t *testing.T) {
 		{name: "UNC", fs: func(f *fakeFS) { f.symlink(k+"pods", `\\server\share\`) }, path: `pods\u\mount`, err: ErrLinkEscapes},
 		{name: "long UNC", fs: func(f *fakeFS) { f.symlink(k+"pods", `\\?\UNC\server\share\`) }, path: `pods\u\mount`, err: ErrLinkEscapes},
 		{name: "GLOBALROOT", fs: func(f *fakeFS) { f.symlink(k+"pods", `\\?\GLOBALROOT\Device\HarddiskVolume1\`) }, path: `pods\u\mount`, err: ErrLinkEscapes},
+		// The \\?\ prefix followed by anything but a drive, UNC or volume
+		// GUID path names an object in the device namespace (not a name in
+		// the link's directory): a directory of that name inside the root
+		// must not make it look followable.
+		{name: "device namespace volume", fs: func(f *fakeFS) {
+			f.dir(k+`HarddiskVolume1`, k+`HarddiskVolume1\x`).symlink(k+"pods", `\\?\HarddiskVolume1\x`)
+		}, path: `pods\u\mount`, err: ErrLinkEscapes},
+		{name: "device namespace physical drive", fs: func(f *fakeFS) {
+			f.dir(k+`PhysicalDrive0`).symlink(k+"pods", `\\?\PhysicalDrive0`)
+		}, path: `pods\u\mount`, err: ErrLinkEscapes},
+		{name: "NT form device namespace", fs: func(f *fakeFS) {
+			f.dir(k+`PhysicalDrive0`).symlink(k+"pods", `\??\PhysicalDrive0`)
+		}, path: `pods\u\mount`, err: ErrLinkEscapes},
+		{name: "device namespace too short for a drive", fs: func(f *fakeFS) {
+			f.dir(k+`C:`).symlink(k+"pods", `\\?\C:`)
+		}, path: `pods\u\mount`, err: ErrLinkEscapes},
+		{name: "alternate data stream of the link's directory", fs: func(f *fakeFS) {
+			f.dir(k+`:stream`).symlink(k+"pods", `:stream`)
+		}, path: `pods\u\mount`, err: ErrLinkEscapes},
 		{name: "trailing dot component", fs: func(f *fakeFS) { f.symlink(k+"pods", k+`data.\pods`) }, path: `pods\u\mount`, err: ErrLinkEscapes},
 		{name: "device name component", fs: func(f *fakeFS) { f.symlink(k+"pods", `con`) }, path: `pods\u\mount`, err: ErrLinkEscapes},
 		{name: "empty target", fs: func(f *fakeFS) { f.symlink(k+"pods", "") }, path: `pods\u\mount`, err: ErrLinkEscapes},

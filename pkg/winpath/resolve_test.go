@@ -98,6 +98,14 @@ func TestResolveWindows(t *testing.T) {
 		{name: "asterisk", in: winRootDir + `\a*b`, err: ErrInvalidChars},
 		{name: "alternate data stream", in: winRootDir + `\x:stream`, err: ErrInvalidChars},
 		{name: "default stream", in: winRootDir + `\x::$DATA`, err: ErrInvalidChars},
+		// A component starting with ':' names an alternate data stream of
+		// its parent directory (pods\:stream is a stream of pods).
+		{name: "stream of the parent directory", in: winRootDir + `\pods\:stream`, err: ErrInvalidChars},
+		{name: "stream of the parent directory, last", in: winRootDir + `\pods\:stream\x`, err: ErrInvalidChars},
+		// A forbidden character as the first character of a name.
+		{name: "leading less than", in: winRootDir + `\<a`, err: ErrInvalidChars},
+		{name: "leading asterisk", in: winRootDir + `\pods\*`, err: ErrInvalidChars},
+		{name: "leading question mark", in: winRootDir + `\?x`, err: ErrInvalidChars},
 		{name: "trailing dot in root component", in: `C:\var\lib\kubelet.\x`, err: ErrInvalidChars},
 		{name: "trailing dot below root", in: winRootDir + `\pods.\x`, err: ErrInvalidChars},
 		{name: "trailing space", in: winRootDir + `\x `, err: ErrInvalidChars},
@@ -135,6 +143,9 @@ func TestResolveWindows(t *testing.T) {
 		{name: "aux space extension", in: winRootDir + `\aux .log`, err: ErrDevicePath},
 		{name: "com1", in: winRootDir + `\com1`, err: ErrDevicePath},
 		{name: "COM9 extension", in: winRootDir + `\COM9.tar.gz`, err: ErrDevicePath},
+		// COM0 and LPT0 are rejected on purpose (isDOSDeviceName).
+		{name: "com0", in: winRootDir + `\COM0`, err: ErrDevicePath},
+		{name: "lpt0 extension", in: winRootDir + `\lpt0.log`, err: ErrDevicePath},
 		{name: "lpt5", in: winRootDir + `\LpT5`, err: ErrDevicePath},
 		{name: "com superscript", in: winRootDir + `\COM¹`, err: ErrDevicePath},
 		{name: "lpt superscript", in: winRootDir + `\lpt³.txt`, err: ErrDevicePath},
