@@ -130,11 +130,11 @@ func loadFiles(dir string, readOnly bool, use func(path, name string, data []byt
 			if readOnly {
 				continue
 			}
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := durable.Remove(dir, name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("remove leftover %s: %w", p, err)
 			}
 		case strings.HasSuffix(name, ".json"):
-			b, err := os.ReadFile(p)
+			b, err := durable.ReadFile(dir, name)
 			if readOnly && errors.Is(err, os.ErrNotExist) {
 				continue // deleted by the plugin since the listing
 			}
@@ -248,8 +248,7 @@ func (j *Journal) Delete(ctx context.Context, volumeID string) error {
 		return fmt.Errorf("remove journal entry of volume %q: %w", volumeID, err)
 	}
 	defer unlock()
-	p := filepath.Join(j.dir, fileName(volumeID))
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := durable.Remove(j.dir, fileName(volumeID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove journal entry of volume %q: %w", volumeID, err)
 	}
 	// The file is gone: the in-memory copy follows even if the directory
