@@ -2,6 +2,7 @@ package winpath
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -256,6 +257,30 @@ func TestCheckLinksWindows(t *testing.T) {
 		}, path: `pods\u\x\mount`},
 		{name: "invalid path", fs: func(f *fakeFS) {}, path: `pods\..\..\x`, err: ErrTraversal},
 	})
+}
+
+// TestCheckLinksBound: a chain of exactly maxLinks links inside the root is
+// followed; one more fails closed.
+func TestCheckLinksBound(t *testing.T) {
+	r := mustRoot(t, winRootDir, Windows)
+	k := winRootDir + `\`
+	chain := func(n int) *fakeFS {
+		f := newFakeFS(Windows).dir(k + "end")
+		for i := range n {
+			next := fmt.Sprintf("%sl%d", k, i+1)
+			if i == n-1 {
+				next = k + "end"
+			}
+			f.symlink(fmt.Sprintf("%sl%d", k, i), next)
+		}
+		return f
+	}
+	if err := r.CheckLinks(k+`l0\mount`, chain(maxLinks)); err != nil {
+		t.Fatalf("a chain of %d links: %v", maxLinks, err)
+	}
+	if err := r.CheckLinks(k+`l0\mount`, chain(maxLinks+1)); !errors.Is(err, ErrLinkEscapes) {
+		t.Fatalf("a chain of %d links: %v, want ErrLinkEscapes", maxLinks+1, err)
+	}
 }
 
 func TestCheckLinksPOSIX(t *testing.T) {
