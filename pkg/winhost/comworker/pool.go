@@ -117,8 +117,8 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 		cfg.Name = "host"
 	}
 	p := &Pool[T]{
-		cfg:   cfg,
-		log:   cfg.Logger.WithValues("pool", cfg.Name),
+		cfg:     cfg,
+		log:     cfg.Logger.WithValues("pool", cfg.Name),
 		queue:   make(chan *job[T], cfg.Queue),
 		bgQueue: make(chan *job[T], cfg.Queue),
 		quit:    make(chan struct{}),
