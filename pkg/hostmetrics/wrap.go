@@ -2,6 +2,7 @@ package hostmetrics
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -109,6 +110,13 @@ func (v volumes) Get(ctx context.Context, guidPath string) (host.Volume, error) 
 	start := time.Now()
 	r, err := v.next.Get(ctx, guidPath)
 	v.m.observe(AreaVolumes, "Get", start, err)
+	return r, err
+}
+
+func (v volumes) List(ctx context.Context) ([]host.ListedVolume, error) {
+	start := time.Now()
+	r, err := v.next.List(ctx)
+	v.m.observe(AreaVolumes, "List", start, err)
 	return r, err
 }
 
@@ -334,4 +342,32 @@ func (i iscsi) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32,
 	r, err := i.next.SessionDisks(ctx, s)
 	i.m.observe(AreaISCSI, "SessionDisks", start, err)
 	return r, err
+}
+
+func (i iscsi) ResolvePortal(ctx context.Context, p host.Portal) ([]netip.Addr, error) {
+	start := time.Now()
+	r, err := i.next.ResolvePortal(ctx, p)
+	i.m.observe(AreaISCSI, "ResolvePortal", start, err)
+	return r, err
+}
+
+func (i iscsi) DisksBySession(ctx context.Context) (map[string][]uint32, error) {
+	start := time.Now()
+	r, err := i.next.DisksBySession(ctx)
+	i.m.observe(AreaISCSI, "DisksBySession", start, err)
+	return r, err
+}
+
+func (i iscsi) PersistentLogins(ctx context.Context) ([]host.PersistentLogin, error) {
+	start := time.Now()
+	r, err := i.next.PersistentLogins(ctx)
+	i.m.observe(AreaISCSI, "PersistentLogins", start, err)
+	return r, err
+}
+
+func (i iscsi) RemovePersistentLogin(ctx context.Context, l host.PersistentLogin) error {
+	start := time.Now()
+	err := i.next.RemovePersistentLogin(ctx, l)
+	i.m.observe(AreaISCSI, "RemovePersistentLogin", start, err)
+	return err
 }

@@ -34,6 +34,7 @@ const (
 
 	OpVolumesOfPartition = "volumes.OfPartition"
 	OpVolumesGet         = "volumes.Get"
+	OpVolumesList        = "volumes.List"
 	OpVolumesFormat      = "volumes.Format"
 	OpVolumesMount       = "volumes.Mount"
 	OpVolumesUnmount     = "volumes.Unmount"
@@ -66,6 +67,10 @@ const (
 	OpISCSIRegister           = "iscsi.Register"
 	OpISCSISetInitiatorSecret = "iscsi.SetInitiatorSecret"
 	OpISCSISessionDisks       = "iscsi.SessionDisks"
+	OpISCSIResolvePortal      = "iscsi.ResolvePortal"
+	OpISCSIDisksBySession     = "iscsi.DisksBySession"
+	OpISCSIPersistentLogins   = "iscsi.PersistentLogins"
+	OpISCSIRemovePersistent   = "iscsi.RemovePersistentLogin"
 )
 
 // AllOps lists every op name, in interface order.
@@ -73,13 +78,14 @@ var AllOps = []string{
 	OpDisksList, OpDisksGet, OpDisksPage83, OpDisksRescan, OpDisksSetReadOnly,
 	OpDisksSetOnline, OpDisksInitialize, OpDisksPartitions, OpDisksCreatePartition,
 	OpDisksMaxPartitionSize, OpDisksResizePartition,
-	OpVolumesOfPartition, OpVolumesGet, OpVolumesFormat, OpVolumesMount, OpVolumesUnmount,
+	OpVolumesOfPartition, OpVolumesGet, OpVolumesList, OpVolumesFormat, OpVolumesMount, OpVolumesUnmount,
 	OpVolumesFlush, OpVolumesDiskNumber, OpVolumesFreeSpace,
 	OpFilesStat, OpFilesMakeDir, OpFilesRemove, OpFilesSymlink, OpFilesIsEmptyDir, OpFilesReadDir,
 	OpSMBMapping, OpSMBMappings, OpSMBMap, OpSMBUnmap, OpSMBCheck,
 	OpISCSIPortals, OpISCSIAddPortal, OpISCSIRefreshPortal, OpISCSIRemovePortal,
 	OpISCSITargets, OpISCSIConnect, OpISCSISessions, OpISCSIDisconnect, OpISCSIUnregister, OpISCSIRegister,
-	OpISCSISetInitiatorSecret, OpISCSISessionDisks,
+	OpISCSISetInitiatorSecret, OpISCSISessionDisks, OpISCSIResolvePortal, OpISCSIDisksBySession,
+	OpISCSIPersistentLogins, OpISCSIRemovePersistent,
 }
 
 // DefaultAutoAttachSize is the size of an auto-attached disk when

@@ -3,6 +3,7 @@ package hosttest
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
@@ -160,3 +161,19 @@ var (
 	_ host.SMB     = unimplementedSMB{}
 	_ host.ISCSI   = unimplementedISCSI{}
 )
+
+func (unimplementedVolumes) List(context.Context) ([]host.ListedVolume, error) {
+	return nil, notImpl("volumes.List")
+}
+func (unimplementedISCSI) ResolvePortal(context.Context, host.Portal) ([]netip.Addr, error) {
+	return nil, notImpl("iscsi.ResolvePortal")
+}
+func (unimplementedISCSI) DisksBySession(context.Context) (map[string][]uint32, error) {
+	return nil, notImpl("iscsi.DisksBySession")
+}
+func (unimplementedISCSI) PersistentLogins(context.Context) ([]host.PersistentLogin, error) {
+	return nil, notImpl("iscsi.PersistentLogins")
+}
+func (unimplementedISCSI) RemovePersistentLogin(context.Context, host.PersistentLogin) error {
+	return notImpl("iscsi.RemovePersistentLogin")
+}

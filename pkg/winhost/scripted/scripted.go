@@ -57,6 +57,7 @@ type Reply struct {
 	Bool      bool               // DirectoryHasEntries
 	Strings   []string           // DirectoryEntries
 	Space     [3]uint64          // GetDiskFreeSpaceEx: available, total, free
+	Count     uint32             // ReportIScsiPersistentLogins (with Bytes)
 	Err       error
 	// Block, when set, makes the call wait until ctx ends (a hung
 	// provider); it then returns ctx.Err().
@@ -385,4 +386,22 @@ func (e *Executor) DirectoryHasEntries(ctx context.Context, path string) (bool, 
 func (e *Executor) DirectoryEntries(ctx context.Context, path string) ([]string, error) {
 	r := e.win32(ctx, "DirectoryEntries", path)
 	return r.Strings, r.Err
+}
+
+// LookupHost implements winhost.Win32: the reply's Strings.
+func (e *Executor) LookupHost(ctx context.Context, name string) ([]string, error) {
+	r := e.win32(ctx, "LookupHost", name)
+	return r.Strings, r.Err
+}
+
+// ReportIScsiPersistentLogins implements winhost.Win32: the reply's Count
+// and Bytes.
+func (e *Executor) ReportIScsiPersistentLogins(ctx context.Context) (uint32, []byte, error) {
+	r := e.win32(ctx, "ReportIScsiPersistentLogins")
+	return r.Count, r.Bytes, r.Err
+}
+
+// RemoveIScsiPersistentTarget implements winhost.Win32.
+func (e *Executor) RemoveIScsiPersistentTarget(ctx context.Context, initiatorInstance string, initiatorPort uint32, targetName string, portal winhost.PortalW) error {
+	return e.win32(ctx, "RemoveIScsiPersistentTarget", initiatorInstance, initiatorPort, targetName, portal).Err
 }
