@@ -800,4 +800,3 @@ func (x *ISCSI) RemovePersistentLogin(ctx context.Context, l host.PersistentLogi
 	}
 	return fail(fmt.Errorf("not listed: %w", host.ErrNotFound))
 }
-
