@@ -54,9 +54,13 @@ func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backen
 		}
 	}
 	if len(missing) > 0 {
-		conds = append(conds, backend.Condition{Severity: backend.Degraded, Reason: "PathDown",
-			Message: fmt.Sprintf("%d of %d paths to target %s are connected; no connected session through %s",
-				len(rec.Portals)-len(missing), len(rec.Portals), iqn, strings.Join(missing, ", "))})
+		msg := fmt.Sprintf("%d of %d paths to target %s are connected; no connected session through %s",
+			len(rec.Portals)-len(missing), len(rec.Portals), iqn, strings.Join(missing, ", "))
+		if n := len(p.unknown(sessions)); n > 0 {
+			msg += fmt.Sprintf(" (%d session(s) of the target go through a portal this plugin cannot tell: "+
+				"not in its record, and their addresses are not what the portals' names resolve to)", n)
+		}
+		conds = append(conds, backend.Condition{Severity: backend.Degraded, Reason: "PathDown", Message: msg})
 	}
 	return conds, nil
 }
