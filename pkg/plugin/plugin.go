@@ -171,9 +171,6 @@ type Plugin struct {
 	// releasers are the backends whose volumes share host resources
 	// (ReleaseUnused).
 	releasers []backend.Releaser
-	// disks and backends are the backends New built, for TakeStock.
-	disks    *disk.Backend
-	backends map[contract.Kind]node.Backend
 	// sweeper is the orphan sweep (Sweep; Serve runs it).
 	sweeper *sweep.Sweeper
 
@@ -216,7 +213,7 @@ func New(o Options, h Host) (*Plugin, error) {
 		return nil, fmt.Errorf("open the stage journal: %w", err)
 	}
 
-	disks, backends := newBackends(hh, jr, o)
+	_, backends := newBackends(hh, jr, o)
 	// The backends whose volumes share host resources answer
 	// ReleaseUnused.
 	var releasers []backend.Releaser
@@ -248,7 +245,7 @@ func New(o Options, h Host) (*Plugin, error) {
 		Contract:   o.Contract,
 	})
 	p := &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root,
-		releasers: releasers, disks: disks, backends: backends, opts: o}
+		releasers: releasers, opts: o}
 	if p.Registration, err = newRegistration(o, mm.GetRegistry()); err != nil {
 		return nil, err
 	}

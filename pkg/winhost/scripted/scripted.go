@@ -78,6 +78,7 @@ type Executor struct {
 	script []expectation
 	next   int
 	log    []Call
+	serve  func(Call) (Reply, bool)
 }
 
 var _ winhost.Executor = (*Executor)(nil)
@@ -135,6 +136,20 @@ func (e *Executor) expect(c Call, r Reply, match func(Call) string) *Executor {
 	return e
 }
 
+// Serve answers the calls made once the script is used up, in any order
+// and any number of times, with what serve returns for them; a call serve
+// refuses (false) fails the test as an unexpected call does. It is for
+// tests whose calls follow the data rather than an order, such as a
+// stock-take of hundreds of volumes: serve stands for the host's state,
+// and what it answers is checked as scripted replies are (the schema check
+// records it). The script, if any, is still consumed first, in order.
+func (e *Executor) Serve(serve func(Call) (Reply, bool)) *Executor {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.serve = serve
+	return e
+}
+
 // Calls returns every call made so far.
 func (e *Executor) Calls() []Call {
 	e.mu.Lock()
@@ -165,6 +180,20 @@ func (e *Executor) Reset() {
 func (e *Executor) take(ctx context.Context, got Call) Reply {
 	e.mu.Lock()
 	e.log = append(e.log, got)
+	if e.next >= len(e.script) && e.serve != nil {
+		serve := e.serve
+		e.mu.Unlock()
+		if r, ok := serve(got); ok {
+			record(got, r)
+			if err := ctx.Err(); err != nil {
+				return Reply{Err: err}
+			}
+			return r
+		}
+		e.t.Helper()
+		e.t.Errorf("scripted executor: unexpected call %s", describe(got))
+		return Reply{Err: fmt.Errorf("scripted executor: unexpected call %s", got.Kind)}
+	}
 	if e.next >= len(e.script) {
 		e.mu.Unlock()
 		e.t.Helper()
