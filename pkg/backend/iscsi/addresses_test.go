@@ -12,7 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/inventory"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 )
 
@@ -170,5 +172,69 @@ func TestStageAsksOnlyForItsTarget(t *testing.T) {
 		if asked := q.take(); slices.Contains(asked, "") {
 			t.Fatalf("stage of %s listed every session of the node (Sessions(%q)): %q", v.id, "", asked)
 		}
+	}
+}
+
+// TestPersistentLoginWithoutSession: a persistent login whose target did
+// not answer at boot has no session (Get-IscsiSession does not show it).
+// The stock-take lists it all the same; the last unstage of the target
+// removes it, so that Windows does not log in again at the next boot; and
+// when only the plugin's record of the target's logins still names it (the
+// journal entry is gone), the orphan sweep's release removes it.
+func TestPersistentLoginWithoutSession(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, false)
+	v := vol("v", "10.0.0.1", iqnOpen, 0, "portals", "10.0.1.1", "persistent", "true")
+	down := func() {
+		t.Helper()
+		must(t, "portal 1 down", e.sim.SetPortalReachable(portal1, false))
+		must(t, "portal 2 down", e.sim.SetPortalReachable(portal2, false))
+		e.reboot()
+		if n := len(e.sessions(iqnOpen)); n != 0 || e.logins(iqnOpen) != 2 {
+			t.Fatalf("after a reboot with the target down: %d sessions and %d persistent logins, want 0 and 2", n, e.logins(iqnOpen))
+		}
+	}
+	must(t, "stage", e.stage(v))
+	down()
+	rep, err := e.plugin.TakeStock(ctx)
+	must(t, "take stock", err)
+	var listed []string
+	for _, r := range rep.Resources {
+		if r.Kind == inventory.KindISCSIPersistentLogin && r.Target == iqnOpen {
+			listed = append(listed, r.ID+" "+r.Status+" "+string(r.Owner))
+		}
+	}
+	want := []string{iqnOpen + "@10.0.0.1:3260 no session plugin", iqnOpen + "@10.0.1.1:3260 no session plugin"}
+	if !slices.Equal(listed, want) {
+		t.Fatalf("persistent logins in the stock-take: %q, want %q", listed, want)
+	}
+	must(t, "unstage", e.unstage(v))
+	if n := e.logins(iqnOpen); n != 0 {
+		t.Fatalf("%d persistent logins after the last unstage, want none", n)
+	}
+
+	// Only the record of the target's logins names it now.
+	must(t, "portal 1 up", e.sim.SetPortalReachable(portal1, true))
+	must(t, "portal 2 up", e.sim.SetPortalReachable(portal2, true))
+	must(t, "stage again", e.stage(v))
+	down()
+	must(t, "drop the journal entry", e.jr.Delete(ctx, v.id))
+	rep, err = e.plugin.TakeStock(ctx)
+	must(t, "take stock", err)
+	orphans := 0
+	for _, it := range rep.Unexplained {
+		if it.Kind == inventory.KindISCSIPersistentLogin {
+			orphans++
+		}
+	}
+	if orphans != 2 {
+		t.Fatalf("%d persistent logins reported as the plugin's orphans, want 2: %+v", orphans, rep.Unexplained)
+	}
+	unused, err := e.plugin.ReleaseUnused(ctx, iscsi.TargetKey(iqnOpen), true)
+	if err != nil || !unused {
+		t.Fatalf("ReleaseUnused = %t, %v; want the target's logins removed", unused, err)
+	}
+	if n := e.logins(iqnOpen); n != 0 {
+		t.Fatalf("%d persistent logins after the sweep's release, want none", n)
 	}
 }

@@ -126,7 +126,11 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 		if user == "" && r.unused != nil {
 			// No journal entry names the target any more: sessions it
 			// has now are someone else's (the plugin's went with its last
-			// volume), and none means nothing is left to do.
+			// volume), and none means nothing is left to do, but for
+			// persistent logins the plugin's record of the target's logins
+			// still names (a login whose target did not answer at boot
+			// has no session, and the unstage that logged out the others
+			// did not see it).
 			entries, err := b.store.ByResource(ctx, t.Key())
 			if err != nil {
 				return t.Prev(), fmt.Errorf("read the volumes of target %s from the stage journal: %w", r.iqn, err)
@@ -140,7 +144,13 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 					return t.Prev(), nil
 				}
 				*r.unused = true
-				return shared.Absent, nil
+				if _, noted, err := b.store.Note(ctx, targetNoteKey(r.iqn)); err != nil || !noted || r.dryRun {
+					return shared.Absent, err
+				}
+				if err := b.removePersistentLogins(ctx, r.iqn); err != nil {
+					return shared.Unknown, err
+				}
+				return shared.Absent, b.putTargetRecord(ctx, r.iqn, targetRecord{}, nil)
 			}
 		}
 		next := t.Prev()
@@ -300,12 +310,42 @@ func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSIS
 			return portals, err
 		}
 	}
+	if remaining == 0 && match == nil {
+		// The last session is gone: a persistent login that has none (its
+		// target did not answer at boot) would still log in at the next
+		// boot.
+		if err := b.removePersistentLogins(ctx, iqn); err != nil {
+			return portals, err
+		}
+	}
 	if remaining == 0 {
 		if err := b.forgetMutualTarget(ctx, iqn); err != nil {
 			return portals, err
 		}
 	}
 	return portals, nil
+}
+
+// removePersistentLogins removes the persistent logins of target iqn that
+// Windows still lists (host.ISCSI.PersistentLogins: iscsicli
+// ListPersistentTargets shows the same), such as one whose target did not
+// answer at boot and so has no session to unregister. One already gone is
+// fine.
+func (b *Backend) removePersistentLogins(ctx context.Context, iqn string) error {
+	logins, err := b.h.ISCSI.PersistentLogins(ctx)
+	if err != nil {
+		return err
+	}
+	for _, l := range logins {
+		if !sameIQN(l.TargetNodeAddress, iqn) {
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Removing a persistent login without a session", "portal", l.Portal.String())
+		if err := b.h.ISCSI.RemovePersistentLogin(ctx, l); err != nil && !errors.Is(err, host.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // removeUnusedPortals removes each of portals that no session of any target
