@@ -112,6 +112,12 @@ type Config struct {
 	// Latency is injected before every host call (ctx-aware), for
 	// benchmarks.
 	Latency time.Duration
+	// Win32Latency, when not nil, is injected instead of Latency before
+	// the calls Windows answers with Win32 rather than WMI (win32Ops: file
+	// checks, mount points, free space, SMB checks, name resolution,
+	// persistent logins), which take microseconds to milliseconds where a
+	// WMI round trip takes tens to hundreds.
+	Win32Latency *time.Duration
 	// Logger receives the sim's own log lines; zero means klog.Background().
 	Logger klog.Logger
 	// Setup, when set, is added to the state New opens (see Setup and
@@ -471,8 +477,8 @@ func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st 
 
 	end := host.BeginCall(ctx)
 	defer end()
-	if s.cfg.Latency > 0 {
-		if err := sleepCtx(ctx, s.cfg.Latency); err != nil {
+	if l := s.latency(op); l > 0 {
+		if err := sleepCtx(ctx, l); err != nil {
 			return zero, fmt.Errorf("%s: %w", op, err)
 		}
 	}
@@ -490,6 +496,26 @@ func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st 
 		err = fmt.Errorf("%s: %w", op, err)
 	}
 	return v, err
+}
+
+// win32Ops are the ops winhost carries out with Win32 calls (or the
+// system resolver), not WMI: pkg/winhost files.go, volumes.go (Mount,
+// Unmount, Flush, DiskNumber, FreeSpace), disks.go (Page83), smb.go
+// (Check), iscsi.go (ResolvePortal, PersistentLogins,
+// RemovePersistentLogin).
+var win32Ops = map[string]bool{
+	OpFilesStat: true, OpFilesMakeDir: true, OpFilesRemove: true, OpFilesSymlink: true, OpFilesIsEmptyDir: true, OpFilesReadDir: true,
+	OpVolumesMount: true, OpVolumesUnmount: true, OpVolumesFlush: true, OpVolumesDiskNumber: true, OpVolumesFreeSpace: true,
+	OpDisksPage83: true, OpSMBCheck: true,
+	OpISCSIResolvePortal: true, OpISCSIPersistentLogins: true, OpISCSIRemovePersistent: true,
+}
+
+// latency is what is injected before op.
+func (s *Sim) latency(op string) time.Duration {
+	if s.cfg.Win32Latency != nil && win32Ops[op] {
+		return *s.cfg.Win32Latency
+	}
+	return s.cfg.Latency
 }
 
 // perform does the work under the mutex and, for mutating ops, waits until

@@ -302,7 +302,7 @@ func (b *Backend) adoptLogin(ctx context.Context, iqn string, before []host.ISCS
 	}
 	if len(fresh) != 1 {
 		klog.FromContext(ctx).Info("Cannot tell which session the login made; failing the stage for a retry",
-			"iqn", iqn, "newSessions", len(fresh))
+			"iqn", iqn, "sessions", len(fresh))
 		return host.ISCSISession{}, loginErr
 	}
 	return fresh[0], nil

@@ -234,7 +234,7 @@ func (e *Executor) LookupHost(ctx context.Context, name string) ([]string, error
 	op, start := win32Op("LookupHost"), time.Now()
 	e.win32.Note(op)
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", name)
-	logCall(ctx, op, start, err, "host", name)
+	logCall(ctx, op, start, err, "portal", name)
 	if err != nil {
 		return nil, err
 	}
