@@ -59,7 +59,7 @@ func Inventory(ctx context.Context, o Options, h host.Host) (*inventory.Report, 
 // Windows its calls run on workers of their own, never on one an RPC
 // waits for.
 func (p *Plugin) TakeStock(ctx context.Context) (*inventory.Report, error) {
-	return takeStock(host.Background(ctx), p.opts, p.Host, p.Journal, p.Root)
+	return takeStock(host.Background(ctx), p.opts, p.host, p.journal, p.root)
 }
 
 // takeStock sets the journal store against h (pkg/inventory), with the

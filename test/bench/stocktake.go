@@ -87,7 +87,7 @@ func measureStockTake(ctx context.Context, c *config, dir string, n int) (*stock
 		return nil, err
 	}
 	_, _, err = run(ctx, len(vols), c.Concurrency, func(ctx context.Context, i int) error {
-		_, err := p.Node.NodeStageVolume(ctx, vols[i].stage())
+		_, err := p.Node().NodeStageVolume(ctx, vols[i].stage())
 		return err
 	})
 	if cerr := s.Close(); err == nil {

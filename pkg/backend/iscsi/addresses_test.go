@@ -15,6 +15,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 )
 
@@ -218,7 +219,12 @@ func TestPersistentLoginWithoutSession(t *testing.T) {
 	must(t, "portal 2 up", e.sim.SetPortalReachable(portal2, true))
 	must(t, "stage again", e.stage(v))
 	down()
-	must(t, "drop the journal entry", e.jr.Delete(ctx, v.id))
+	// The journal entry is dropped by hand, with the plugin stopped.
+	must(t, "stop the plugin", e.sim.Close())
+	jr, err := journal.Open(e.jrDir)
+	must(t, "open the journal", err)
+	must(t, "drop the journal entry", jr.Delete(ctx, v.id))
+	e.open()
 	rep, err = e.plugin.TakeStock(ctx)
 	must(t, "take stock", err)
 	orphans := 0

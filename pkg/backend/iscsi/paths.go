@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
@@ -39,11 +41,11 @@ import (
 
 // targetNotePrefix starts the key of a target's note: "iscsi/target/" and
 // the target's IQN in lower case.
-const targetNotePrefix = "iscsi/target/"
+var targetNotePrefix = backend.NotePrefix(contract.KindISCSI, "target")
 
 // TargetNotePrefix starts the keys of the notes the backend keeps about
 // its targets' sessions, for tools that take stock of a node.
-const TargetNotePrefix = targetNotePrefix
+var TargetNotePrefix = targetNotePrefix
 
 func targetNoteKey(iqn string) string { return targetNotePrefix + normalizeIQN(iqn) }
 
