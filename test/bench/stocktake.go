@@ -103,7 +103,7 @@ func measureStockTake(ctx context.Context, c *config, dir string, n int) (*stock
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close() //nolint:errcheck // read-only use; nothing to flush
+	defer s.Close() // read-only use: nothing to flush
 	before, err := hostCalls(p)
 	if err != nil {
 		return nil, err
