@@ -27,6 +27,11 @@ var readOps = map[string]bool{
 	OpISCSIResolvePortal: true, OpISCSIDisksBySession: true, OpISCSIPersistentLogins: true,
 }
 
+// ReadsOnly reports whether op changes nothing on the host: the ops a
+// read-only host (OpenReadOnly) answers, and all an orphan sweep's report
+// round or a stock-take may call.
+func ReadsOnly(op string) bool { return readOps[op] }
+
 // OpenReadOnly opens the simulated host in dir to look at it while another
 // process (the plugin) may be simulating it: csi-windows-node diagnose
 // --host=sim uses it. It is the simulated counterpart of reading a Windows
