@@ -43,6 +43,9 @@ func Snapshot(h host.Host) host.Host {
 		Files:   snapFiles{Files: h.Files, s: s},
 		SMB:     snapSMB{SMB: h.SMB, s: s},
 		ISCSI:   snapISCSI{ISCSI: h.ISCSI, s: s},
+		// The volumes' root ACLs are read one root at a time, as paths
+		// are; they pass through.
+		Security: h.Security,
 	}
 }
 

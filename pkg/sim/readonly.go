@@ -25,6 +25,7 @@ var readOps = map[string]bool{
 	OpSMBMapping: true, OpSMBMappings: true, OpSMBCheck: true,
 	OpISCSIPortals: true, OpISCSITargets: true, OpISCSISessions: true, OpISCSISessionDisks: true,
 	OpISCSIResolvePortal: true, OpISCSIDisksBySession: true, OpISCSIPersistentLogins: true,
+	OpSecurityRootDACL: true, OpSecurityLookupAccountName: true,
 }
 
 // ReadsOnly reports whether op changes nothing on the host: the ops a

@@ -38,6 +38,7 @@ type stockNode struct {
 	reparse map[string][]byte             // ReadReparsePoint by long path
 	entries map[string][]string           // DirectoryEntries by long path
 	extents map[string]int                // VolumeDiskExtents: disk number by volume name
+	rootSD  []byte                        // GetFileSecurity of every volume's root
 }
 
 const (
@@ -53,7 +54,7 @@ func newStockNode(t *testing.T, n int) *stockNode {
 	t.Helper()
 	s := &stockNode{n: n, kubelet: `C:\var\lib\kubelet`, driver: stockDriver, stateD: t.TempDir(),
 		byWQL: map[string][]winhost.Instance{}, assoc: map[string][]winhost.Instance{}, attrs: map[string]uint32{},
-		reparse: map[string][]byte{}, entries: map[string][]string{}, extents: map[string]int{}}
+		reparse: map[string][]byte{}, entries: map[string][]string{}, extents: map[string]int{}, rootSD: hexBytes(t, serverRoot)}
 	jr, err := journal.Open(s.stateD)
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +198,9 @@ func (s *stockNode) serve(c scripted.Call) (scripted.Reply, bool) {
 		return scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, uint32(n))}, ok
 	case "ReportIScsiPersistentLogins":
 		return scripted.Reply{}, true
+	case "GetFileSecurity":
+		// The root of every volume: Format-Volume's DACL (security_test.go).
+		return scripted.Reply{Bytes: s.rootSD}, true
 	}
 	return scripted.Reply{}, false
 }
@@ -224,7 +228,8 @@ func stockTake(t *testing.T, s *stockNode) (*scripted.Executor, int) {
 // TestStockTakeCost: the WMI round trips of a stock-take (the reads of
 // the disks, volumes, SMB and iSCSI classes) are the same for 1, 10, 100
 // and 500 staged volumes of each backend; only the file-system checks of
-// the staging paths (Win32 calls) grow with them. Before the stock-take
+// the staging paths and the volume roots' ACLs (Win32 calls) grow with
+// them. Before the stock-take
 // read each class once, it made about eight round trips per volume.
 func TestStockTakeCost(t *testing.T) {
 	sizes := []int{1, 10, 100, 500}

@@ -135,6 +135,7 @@ var win32Ops = map[string]bool{
 	"volumes.Mount": true, "volumes.Unmount": true, "volumes.Flush": true, "volumes.DiskNumber": true, "volumes.FreeSpace": true,
 	"smb.Check": true, "disks.Page83": true,
 	"iscsi.ResolvePortal": true, "iscsi.PersistentLogins": true, "iscsi.RemovePersistentLogin": true,
+	"security.RootDACL": true, "security.AddRootAllowEntries": true, "security.LookupAccountName": true,
 }
 
 // wmiBacked counts the calls of WMI-backed operations.
