@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strings"
@@ -104,12 +105,21 @@ type Socket struct {
 	unlock func()
 
 	mu        sync.Mutex
-	listening bool // a listener holds the claim; closing it releases it
+	listening bool        // a listener holds the claim; closing it releases it
+	created   os.FileInfo // the socket file Listen created, to tell it from another's
 }
+
+// ErrSocketReplaced means the file at a socket's path is no longer the
+// socket this process created there: another process removed it and put
+// its own in its place (a node-driver-registrar does so at start, whatever
+// the file is).
+var ErrSocketReplaced = errors.New("replaced by another process")
 
 // Listen creates the socket and listens on it: a socket file left there
 // (nobody answered on it at Claim) is stale, is removed, and that is
-// logged. Closing the listener removes the socket and releases the claim.
+// logged. It records which file it created (Owned). Closing the listener
+// releases the claim and removes the socket, but only while it is still
+// the one Listen created: a socket another process put in its place stays.
 func (s *Socket) Listen() (net.Listener, error) {
 	if _, err := os.Lstat(s.path); err == nil {
 		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -123,10 +133,55 @@ func (s *Socket) Listen() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", s.path, err)
 	}
+	created, err := identify(s.path)
+	if err != nil {
+		_ = l.Close() // removes the socket just created; the error is the one to report
+		return nil, fmt.Errorf("inspect the socket just created at %s: %w", s.path, err)
+	}
+	// Go's unix listener removes whatever file is at its path when it is
+	// closed (net/unixsock_posix.go, UnixListener.close); Close removes the
+	// socket itself, only while it is this one.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	s.mu.Lock()
-	s.listening = true
+	s.listening, s.created = true, created
 	s.mu.Unlock()
 	return &claimedListener{Listener: l, s: s}, nil
+}
+
+// identify returns what identifies the file at path, for os.SameFile. On
+// Windows, os.Lstat may leave the file's ID to be read from the path when
+// os.SameFile first needs it (os/types_windows.go, fileStat.loadFileId),
+// which would then read whatever file is there by then; comparing the
+// result with itself reads it now.
+func identify(path string) (os.FileInfo, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	os.SameFile(fi, fi)
+	return fi, nil
+}
+
+// Owned returns nil while the file at the socket's path is the socket
+// Listen created, an error wrapping fs.ErrNotExist once no file is there,
+// and one wrapping ErrSocketReplaced once another file is.
+func (s *Socket) Owned() error {
+	s.mu.Lock()
+	created := s.created
+	s.mu.Unlock()
+	if created == nil {
+		return fmt.Errorf("socket %s: not listened on", s.path)
+	}
+	now, err := os.Lstat(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("socket %s is gone: %w", s.path, err)
+	case err != nil:
+		return fmt.Errorf("inspect socket %s: %w", s.path, err)
+	case !os.SameFile(created, now):
+		return fmt.Errorf("socket %s: %w", s.path, ErrSocketReplaced)
+	}
+	return nil
 }
 
 // Release gives the claim up: a plugin that stops before it listens calls
@@ -156,8 +211,8 @@ func Listen(ctx context.Context, path string) (net.Listener, error) {
 	return l, nil
 }
 
-// claimedListener releases the socket's claim once the listener is closed
-// (which removes the socket).
+// claimedListener removes the socket it listens on once it is closed,
+// while that is still the socket Listen created, then releases the claim.
 type claimedListener struct {
 	net.Listener
 	s *Socket
@@ -165,6 +220,17 @@ type claimedListener struct {
 
 func (l *claimedListener) Close() error {
 	err := l.Listener.Close()
-	l.s.once.Do(l.s.unlock)
+	l.s.once.Do(func() {
+		defer l.s.unlock()
+		owned := l.s.Owned()
+		switch {
+		case owned == nil:
+			if rerr := os.Remove(l.s.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+				err = fmt.Errorf("remove socket %s: %w", l.s.path, rerr)
+			}
+		case errors.Is(owned, ErrSocketReplaced):
+			klog.FromContext(l.s.ctx).Info("Left the socket in place: another process replaced this plugin's socket and may serve it", "socket", l.s.path)
+		}
+	})
 	return err
 }

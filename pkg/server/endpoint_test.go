@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -138,6 +139,105 @@ func TestListen(t *testing.T) {
 	}
 	if !answers(path) {
 		t.Fatal("the other process's socket was removed")
+	}
+}
+
+// serveUnlocked serves a socket at path as a process without the
+// plugin's lock does (node-driver-registrar): whatever is at the path is
+// removed first, as the registrar removes it at start. It answers until
+// the test ends.
+func serveUnlocked(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+}
+
+// TestOwned: a socket Listen created is owned until it goes or another
+// process puts its own at the path; closing the listener then leaves the
+// other process's socket (answering) or file in place, and still releases
+// the claim.
+func TestOwned(t *testing.T) {
+	var log strings.Builder
+	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&log))))
+	for _, tt := range []struct {
+		name    string
+		replace func(t *testing.T, path string)
+		want    error
+		answers bool // the file left at the path answers
+	}{
+		{"served by another process", serveUnlocked, ErrSocketReplaced, true},
+		{"a file left by another process", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			staleSocket(t, path)
+		}, ErrSocketReplaced, false},
+		{"gone", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, fs.ErrNotExist, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			log.Reset()
+			path := filepath.Join(t.TempDir(), "drv-reg.sock")
+			c, err := Claim(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Owned(); err == nil {
+				t.Error("Owned before Listen = nil")
+			}
+			l, err := c.Listen()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Owned(); err != nil {
+				t.Fatalf("Owned once listening = %v", err)
+			}
+			tt.replace(t, path)
+			if err := c.Owned(); !errors.Is(err, tt.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("Owned = %v, want %v naming %s", err, tt.want, path)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			_, err = os.Lstat(path)
+			if tt.want == fs.ErrNotExist {
+				if !os.IsNotExist(err) {
+					t.Errorf("after Close: %v", err)
+				}
+			} else if err != nil {
+				t.Fatalf("Close removed the other process's socket: %v", err)
+			}
+			if answers(path) != tt.answers {
+				t.Errorf("the other process's socket answers: %t, want %t", !tt.answers, tt.answers)
+			}
+			if tt.want == ErrSocketReplaced && !strings.Contains(log.String(), `"Left the socket in place`) {
+				t.Errorf("leaving the socket is not logged:\n%s", log.String())
+			}
+			// The claim is released whatever Close found.
+			c, err = ClaimLocked(ctx, path+"2", path+".lock")
+			if err != nil {
+				t.Fatalf("the lock after Close: %v", err)
+			}
+			c.Release()
+		})
 	}
 }
 
