@@ -96,24 +96,30 @@ func start(t *testing.T, bin, dir string, args ...string) *testbin.Plugin {
 // the endpoint GetInfo named, then calls NotifyRegistrationStatus.
 // Kubelet gives GetInfo 1 s and the notification 5 s; the test's deadlines
 // are liveness bounds only, so that a loaded machine does not fail it.
-func kubelet(t *testing.T, p *testbin.Plugin, socket string) registerapi.RegistrationClient {
+//
+// It waits for the socket to answer: the plugin creates it just after its
+// CSI socket answers (which testbin.Start waits for). The wait ends when
+// the socket answers, when p (if not nil) exits, or when ctx ends.
+func kubelet(ctx context.Context, t *testing.T, p *testbin.Plugin, socket string) registerapi.RegistrationClient {
 	t.Helper()
-	// The plugin creates the socket just after its CSI socket answers
-	// (which testbin.Start waits for); the test's timeout bounds the wait.
+	var exited <-chan struct{} // nil: never
+	if p != nil {
+		exited = p.Done()
+	}
+	var d net.Dialer
 	for {
-		c, err := net.Dial("unix", socket)
+		c, err := d.DialContext(ctx, "unix", socket)
 		if err == nil {
 			_ = c.Close()
 			break
 		}
-		if p != nil {
-			select {
-			case <-p.Done():
-				t.Fatalf("the plugin exited before serving %s: %v\n%s", socket, p.ExitErr(), p.Log.String())
-			default:
-			}
+		select {
+		case <-exited:
+			t.Fatalf("the plugin exited before serving %s: %v\n%s", socket, p.ExitErr(), p.Log.String())
+		case <-ctx.Done():
+			t.Fatalf("nothing answers on %s: %v", socket, err)
+		case <-time.After(10 * time.Millisecond): // a poll interval, not a bound
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	return registerapi.NewRegistrationClient(testbin.Dial(t, "unix://"+socket))
 }
@@ -162,7 +168,7 @@ func TestKubeletPluginWatcher(t *testing.T) {
 	if got, want := regSocket(p), filepath.Clean(ndr.socket()); got != want {
 		t.Fatalf("registration socket %s, node-driver-registrar's %s", got, want)
 	}
-	rc := kubelet(t, p, regSocket(p))
+	rc := kubelet(ctx, t, p, regSocket(p))
 	wantHealthz(t, p, http.StatusServiceUnavailable, "kubelet has not called GetInfo on "+regSocket(p))
 	wantRegisteredMetric(t, p, "0")
 
@@ -231,7 +237,8 @@ func TestRegistrationPathAsGiven(t *testing.T) {
 	given := filepath.Join(dir, "host-view", "csi.sock")
 	p := start(t, bin, dir, "--kubelet-registration-path="+given)
 	ndr := nodeDriverRegistrar{kubeletRegistrationPath: given, csiDriverName: driver}
-	info, err := kubelet(t, p, regSocket(p)).GetInfo(testbin.Context(t, 60*time.Second), &registerapi.InfoRequest{})
+	ctx := testbin.Context(t, 60*time.Second)
+	info, err := kubelet(ctx, t, p, regSocket(p)).GetInfo(ctx, &registerapi.InfoRequest{})
 	if err != nil || !proto.Equal(info, ndr.getInfo()) {
 		t.Errorf("GetInfo = %v, %v; node-driver-registrar answers %v", info, err, ndr.getInfo())
 	}
@@ -246,7 +253,7 @@ func TestRefusedRegistration(t *testing.T) {
 	bin := testbin.Build(t)
 	p := start(t, bin, testbin.ShortDir(t))
 	ctx := testbin.Context(t, 60*time.Second)
-	rc := kubelet(t, p, regSocket(p))
+	rc := kubelet(ctx, t, p, regSocket(p))
 	if _, err := rc.GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +318,8 @@ func TestStaleRegistrationSocket(t *testing.T) {
 			}
 			tt.leave(t, reg)
 			p := start(t, bin, dir)
-			info, err := kubelet(t, p, reg).GetInfo(testbin.Context(t, 60*time.Second), &registerapi.InfoRequest{})
+			ctx := testbin.Context(t, 60*time.Second)
+			info, err := kubelet(ctx, t, p, reg).GetInfo(ctx, &registerapi.InfoRequest{})
 			if err != nil || info.GetName() != driver {
 				t.Fatalf("GetInfo over a replaced socket = %v, %v\n%s", info, err, p.Log.String())
 			}
@@ -330,7 +338,8 @@ func TestStaleRegistrationSocket(t *testing.T) {
 		t.Fatalf("no registration socket after a kill: %v", err)
 	}
 	p = start(t, bin, dir)
-	if _, err := kubelet(t, p, regSocket(p)).GetInfo(testbin.Context(t, 60*time.Second), &registerapi.InfoRequest{}); err != nil {
+	ctx := testbin.Context(t, 60*time.Second)
+	if _, err := kubelet(ctx, t, p, regSocket(p)).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
 		t.Fatalf("GetInfo after a restart over a killed plugin's socket: %v\n%s", err, p.Log.String())
 	}
 }
@@ -350,7 +359,7 @@ func TestSecondPluginLoses(t *testing.T) {
 	if err == nil || !strings.Contains(out, "served by another process") || !strings.Contains(out, regSocket(first)) {
 		t.Fatalf("second plugin: err=%v\n%s", err, out)
 	}
-	if info, err := kubelet(t, first, regSocket(first)).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil || info.GetEndpoint() != first.Socket {
+	if info, err := kubelet(ctx, t, first, regSocket(first)).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil || info.GetEndpoint() != first.Socket {
 		t.Fatalf("the first plugin's registration after the second one's start: %v, %v", info, err)
 	}
 	if err := first.Stop(30 * time.Second); err != nil {
@@ -375,7 +384,7 @@ func TestSecondPluginLoses(t *testing.T) {
 	if err == nil || !strings.Contains(out, "served by another process") {
 		t.Fatalf("plugin next to a registrar: err=%v\n%s", err, out)
 	}
-	if info, err := kubelet(t, nil, reg).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil || info.GetEndpoint() != "registrar" {
+	if info, err := kubelet(ctx, t, nil, reg).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil || info.GetEndpoint() != "registrar" {
 		t.Fatalf("the registrar's socket after the plugin's start: %v, %v", info, err)
 	}
 }
