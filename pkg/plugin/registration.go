@@ -116,7 +116,7 @@ func (p *Plugin) serveRegistration(ctx context.Context, claim *server.Socket) (*
 	}
 	r := &registering{svc: p.Registration, served: make(chan error, 1)}
 	go func() {
-		if err := r.svc.Serve(l); err != nil {
+		if err := r.svc.Serve(l, claim.Owned); err != nil {
 			r.served <- err
 		}
 	}()
@@ -141,7 +141,8 @@ func (r *registering) failed() <-chan error {
 	return r.served
 }
 
-// stop stops serving the registration and removes its socket.
+// stop stops serving the registration and removes its socket, unless
+// another process has put its own there (server.Socket.Owned).
 func (r *registering) stop() {
 	if r != nil {
 		r.svc.Stop()

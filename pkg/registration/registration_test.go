@@ -2,8 +2,10 @@ package registration
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,29 +56,29 @@ func TestPaths(t *testing.T) {
 	}
 }
 
+// socketState stands in for pkg/server.Socket.Owned: what the test says
+// has become of the registration socket.
+type socketState struct{ err error }
+
+func (o *socketState) owned() error { return o.err }
+
 // service starts the service on a socket in a temporary directory and
-// returns a client of it, as kubelet's plugin watcher dials it, and the
-// file the service knows as its socket: a stand-in beside the one it
-// listens on, so that the test can remove it on any OS (Windows may not
-// let a socket that is listened on go).
-func service(t *testing.T, reg metrics.KubeRegistry) (*Service, registerapi.RegistrationClient, string) {
+// returns a client of it, as kubelet's plugin watcher dials it, and what
+// the service learns of its socket's fate, which the test sets.
+func service(t *testing.T, reg metrics.KubeRegistry) (*Service, registerapi.RegistrationClient, *socketState) {
 	t.Helper()
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "drv-reg.sock")
-	if err := os.WriteFile(sock, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	sock := filepath.Join(t.TempDir(), "drv-reg.sock")
 	s, err := New(Config{DriverName: "disk.csi.example.com", Endpoint: `C:\var\lib\kubelet\plugins\disk.csi.example.com\csi.sock`, Socket: sock, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	listen := filepath.Join(dir, "l.sock")
-	l, err := net.Listen("unix", listen)
+	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
+	state := &socketState{}
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(l) }()
+	go func() { done <- s.Serve(l, state.owned) }()
 	t.Cleanup(func() {
 		s.Stop()
 		if err := <-done; err != nil {
@@ -87,13 +89,13 @@ func service(t *testing.T, reg metrics.KubeRegistry) (*Service, registerapi.Regi
 	// socket's path through a context dialer, on Windows too.
 	conn, err := grpc.NewClient("passthrough:///registration", grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", listen)
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 		}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return s, registerapi.NewRegistrationClient(conn), sock
+	return s, registerapi.NewRegistrationClient(conn), state
 }
 
 // registered reads csi_windows_node_kubelet_registered.
@@ -117,7 +119,7 @@ func registered(t *testing.T, reg metrics.KubeRegistry) float64 {
 
 // TestKubeletRegisters follows kubelet: GetInfo, then
 // NotifyRegistrationStatus true; the status and the metric follow, and a
-// registration socket removed afterwards is reported.
+// registration socket removed or replaced afterwards is reported.
 func TestKubeletRegisters(t *testing.T) {
 	reg := metrics.NewKubeRegistry()
 	s, c, sock := service(t, reg)
@@ -130,7 +132,7 @@ func TestKubeletRegisters(t *testing.T) {
 			t.Errorf("Status = %v, want %q", err, want)
 		}
 	}
-	status("has not called GetInfo on " + sock)
+	status("has not called GetInfo on ")
 	if v := registered(t, reg); v != 0 {
 		t.Errorf("metric before registration = %v", v)
 	}
@@ -144,7 +146,7 @@ func TestKubeletRegisters(t *testing.T) {
 	if !proto.Equal(info, want) {
 		t.Errorf("GetInfo = %v, want %v", info, want)
 	}
-	status("called GetInfo on " + sock)
+	status("has not confirmed the registration")
 
 	if _, err := c.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true}); err != nil {
 		t.Fatal(err)
@@ -165,12 +167,18 @@ func TestKubeletRegisters(t *testing.T) {
 	}
 	status("")
 
-	if err := os.Remove(sock); err != nil {
-		t.Fatal(err)
-	}
-	status("is gone")
-	if v := registered(t, reg); v != 0 {
-		t.Errorf("metric with the socket gone = %v", v)
+	for _, tt := range []struct {
+		fate error
+		want string
+	}{
+		{fmt.Errorf("socket x is gone: %w", fs.ErrNotExist), "is gone"},
+		{errors.New("socket x: replaced by another process"), "is no longer the plugin's, so kubelet's plugin watcher reaches another process there, not the plugin (is a node-driver-registrar of the driver running too?): socket x: replaced by another process"},
+	} {
+		sock.err = tt.fate
+		status(tt.want)
+		if v := registered(t, reg); v != 0 {
+			t.Errorf("metric with the socket %v = %v", tt.fate, v)
+		}
 	}
 }
 

@@ -389,6 +389,53 @@ func TestSecondPluginLoses(t *testing.T) {
 	}
 }
 
+// TestRegistrarReplacesSocket: a node-driver-registrar of the driver
+// started after the plugin registered removes the plugin's registration
+// socket and serves its own there (util.CleanupSocketFile and net.Listen,
+// node_register.go:44-61). The plugin's /healthz and metric say so, since
+// kubelet's plugin watcher now reaches the registrar, not the plugin; and
+// at SIGTERM the plugin leaves the registrar's socket, which keeps
+// answering (the registrar itself would remove the plugin's,
+// removeRegSocket, node_register.go:179-190).
+func TestRegistrarReplacesSocket(t *testing.T) {
+	bin := testbin.Build(t)
+	p := start(t, bin, testbin.ShortDir(t))
+	ctx := testbin.Context(t, 60*time.Second)
+	rc := kubelet(ctx, t, p, regSocket(p))
+	if _, err := rc.GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true}); err != nil {
+		t.Fatal(err)
+	}
+	wantHealthz(t, p, http.StatusOK, "ok")
+	wantRegisteredMetric(t, p, "1")
+
+	if err := os.Remove(regSocket(p)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", regSocket(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	registerapi.RegisterRegistrationServer(gs, registrarServer{ndr: nodeDriverRegistrar{kubeletRegistrationPath: "registrar", csiDriverName: driver}})
+	go func() { _ = gs.Serve(l) }() // stopped below
+	defer gs.Stop()
+	wantHealthz(t, p, http.StatusServiceUnavailable, "replaced by another process")
+	wantRegisteredMetric(t, p, "0")
+
+	if err := p.Stop(30 * time.Second); err != nil {
+		t.Fatalf("stop: %v\n%s", err, p.Log.String())
+	}
+	if info, err := kubelet(ctx, t, nil, regSocket(p)).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil || info.GetEndpoint() != "registrar" {
+		t.Fatalf("the registrar's socket after the plugin stopped: %v, %v\n%s", info, err, p.Log.String())
+	}
+	if !strings.Contains(p.Log.String(), `"Left the socket in place`) {
+		t.Errorf("leaving the registrar's socket is not logged:\n%s", p.Log.String())
+	}
+}
+
 // registrarServer serves nodeDriverRegistrar's answers.
 type registrarServer struct {
 	registerapi.UnimplementedRegistrationServer
