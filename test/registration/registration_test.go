@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,20 @@ func TestKubeletPluginWatcher(t *testing.T) {
 		t.Fatalf("registration socket %s, node-driver-registrar's %s", got, want)
 	}
 	rc := kubelet(ctx, t, p, regSocket(p))
+	// kubelet's plugin watcher takes every file in plugins_registry for a
+	// plugin's socket, so the socket's lock is not there
+	// (registration.LockPath).
+	entries, err := os.ReadDir(filepath.Dir(regSocket(p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{filepath.Base(regSocket(p))}; !slices.Equal(names, want) {
+		t.Errorf("plugins_registry holds %q, want only %q", names, want)
+	}
 	wantHealthz(t, p, http.StatusServiceUnavailable, "kubelet has not called GetInfo on "+regSocket(p))
 	wantRegisteredMetric(t, p, "0")
 
