@@ -1,10 +1,16 @@
 package plugin_test
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
 // TestFromConfigKubeletRegistration: --kubelet-registration gives the
@@ -47,6 +53,45 @@ func TestFromConfigKubeletRegistration(t *testing.T) {
 			if got.KubeletRegistration != (tt.socket != "") || got.RegistrationSocket != tt.socket || got.KubeletRegistrationPath != tt.path {
 				t.Errorf("registration options %t %q %q, want %t %q %q", got.KubeletRegistration, got.RegistrationSocket, got.KubeletRegistrationPath,
 					tt.socket != "", tt.socket, tt.path)
+			}
+		})
+	}
+}
+
+// TestClaimRegistrationRefusesLinks: the registration socket and its lock
+// are confined to the kubelet directory like every path of the plugin: a
+// link on the way to either that leads out of it is refused, naming the
+// link, before anything is created through it.
+func TestClaimRegistrationRefusesLinks(t *testing.T) {
+	style := winpath.POSIX
+	if runtime.GOOS == "windows" {
+		style = winpath.Windows
+	}
+	for _, link := range []string{"plugins_registry", filepath.Join("plugins", "a.b")} {
+		t.Run(filepath.ToSlash(link), func(t *testing.T) {
+			k := filepath.Join(t.TempDir(), "kubelet")
+			outside := t.TempDir()
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(k, link)), 0o750); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(k, link)); err != nil {
+				t.Fatal(err)
+			}
+			o := plugin.Options{DriverName: "a.b", KubeletDir: k, PathStyle: style, KubeletRegistration: true,
+				RegistrationSocket: filepath.Join(k, "plugins_registry", "a.b-reg.sock")}
+			claim, err := plugin.ClaimRegistration(context.Background(), o)
+			if err == nil {
+				claim.Release()
+				t.Fatal("ClaimRegistration through a link out of the kubelet directory = nil error")
+			}
+			if !errors.Is(err, winpath.ErrLinkEscapes) || !strings.Contains(err.Error(), "--kubelet-registration") {
+				t.Errorf("err = %v, want ErrLinkEscapes naming --kubelet-registration", err)
+			}
+			if !strings.Contains(err.Error(), filepath.Join(k, link)) {
+				t.Errorf("err = %v, want one naming the link %s", err, filepath.Join(k, link))
+			}
+			if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+				t.Errorf("created %v outside the kubelet directory", entries)
 			}
 		})
 	}
