@@ -95,7 +95,8 @@ type Service struct {
 
 	mu         sync.Mutex
 	asked      time.Time    // the last GetInfo
-	registered bool         // kubelet confirmed the registration
+	registered bool         // kubelet confirmed the registration, and has not refused it since
+	refusal    string       // kubelet's reason when it refused the registration
 	owned      func() error // whether the socket is still the one served (Serve)
 
 	refused    chan string // kubelet's reason, once
@@ -165,7 +166,7 @@ func (s *Service) NotifyRegistrationStatus(_ context.Context, st *registerapi.Re
 			reason = "kubelet gave no reason"
 		}
 		s.mu.Lock()
-		s.registered = false
+		s.registered, s.refusal = false, reason
 		s.mu.Unlock()
 		s.logger.Error(errors.New(reason), "Kubelet refused the plugin's registration; stopping so that kubelet restarts it")
 		s.refuseOnce.Do(func() { s.refused <- reason })
@@ -198,7 +199,7 @@ func (s *Service) Refused() <-chan string { return s.refused }
 // 142-169).
 func (s *Service) Status() error {
 	s.mu.Lock()
-	registered, asked, owned := s.registered, s.asked, s.owned
+	registered, refusal, asked, owned := s.registered, s.refusal, s.asked, s.owned
 	s.mu.Unlock()
 	if owned != nil {
 		if err := owned(); errors.Is(err, fs.ErrNotExist) {
@@ -208,13 +209,16 @@ func (s *Service) Status() error {
 		}
 	}
 	switch {
-	case !registered && asked.IsZero():
+	case registered:
+		return nil
+	case refusal != "":
+		return fmt.Errorf("kubelet refused the registration: %s", refusal)
+	case asked.IsZero():
 		return fmt.Errorf("not registered with kubelet yet: kubelet has not called GetInfo on %s (its plugin watcher watches the %s directory)", s.c.Socket, RegistryDir)
-	case !registered:
+	default:
 		return fmt.Errorf("not registered with kubelet yet: kubelet called GetInfo on %s %s ago but has not confirmed the registration (NotifyRegistrationStatus)",
 			s.c.Socket, time.Since(asked).Round(time.Second))
 	}
-	return nil
 }
 
 // Serve serves the service on l until Stop. owned says whether the file

@@ -204,9 +204,42 @@ func TestKubeletRefuses(t *testing.T) {
 			t.Errorf("refused twice: %q", r)
 		default:
 		}
-		if err := s.Status(); err == nil {
-			t.Error("Status after a refusal = nil")
+		if err := s.Status(); err == nil || !strings.HasPrefix(err.Error(), "kubelet refused the registration: ") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Status after a refusal = %v, want kubelet's reason", err)
 		}
+	}
+}
+
+// TestKubeletRefusesAfterRegistering: a refusal after a confirmation (a
+// kubelet that registers the plugin again, after a restart or once its
+// connection monitor deregistered it, and then refuses it) undoes the
+// confirmation: /healthz and the metric fail with kubelet's reason, while
+// the plugin stops.
+func TestKubeletRefusesAfterRegistering(t *testing.T) {
+	reg := metrics.NewKubeRegistry()
+	s, c, _ := service(t, reg)
+	ctx := context.Background()
+	if _, err := c.GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Status(); err != nil {
+		t.Fatalf("Status once registered = %v", err)
+	}
+	const reason = "RegisterPlugin error -- plugin registration failed with err: detected topology value collision"
+	if _, err := c.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{Error: reason}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-s.Refused(); r != reason {
+		t.Errorf("refused with %q, want %q", r, reason)
+	}
+	if err := s.Status(); err == nil || !strings.Contains(err.Error(), reason) {
+		t.Errorf("Status after a refusal that followed a registration = %v, want kubelet's reason", err)
+	}
+	if v := registered(t, reg); v != 0 {
+		t.Errorf("metric after the refusal = %v", v)
 	}
 }
 
