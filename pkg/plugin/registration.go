@@ -116,7 +116,7 @@ func (p *Plugin) serveRegistration(ctx context.Context, claim *server.Socket) (*
 	}
 	r := &registering{svc: p.Registration, served: make(chan error, 1)}
 	go func() {
-		if err := r.svc.Serve(l, claim.Owned); err != nil {
+		if err := r.svc.Serve(ctx, l, claim.Owned); err != nil {
 			r.served <- err
 		}
 	}()

@@ -80,8 +80,6 @@ type Config struct {
 	Socket string
 	// Registry receives csi_windows_node_kubelet_registered; nil for none.
 	Registry metrics.KubeRegistry
-	// Logger is what the service logs with; zero means klog.Background().
-	Logger klog.Logger
 }
 
 // Service is kubelet's Registration service for the plugin, and what
@@ -89,11 +87,11 @@ type Config struct {
 type Service struct {
 	registerapi.UnimplementedRegistrationServer
 
-	c      Config
-	logger klog.Logger
-	grpc   *grpc.Server
+	c    Config
+	grpc *grpc.Server
 
 	mu         sync.Mutex
+	logger     klog.Logger  // Serve's, which the calls log with
 	asked      time.Time    // the last GetInfo
 	registered bool         // kubelet confirmed the registration, and has not refused it since
 	refusal    string       // kubelet's reason when it refused the registration
@@ -111,10 +109,7 @@ func New(c Config) (*Service, error) {
 	if c.DriverName == "" || c.Endpoint == "" || c.Socket == "" {
 		return nil, errors.New("registration: the driver name, the endpoint and the socket are all required")
 	}
-	s := &Service{c: c, logger: c.Logger, refused: make(chan string, 1)}
-	if s.logger.GetSink() == nil {
-		s.logger = klog.Background()
-	}
+	s := &Service{c: c, logger: klog.Background(), refused: make(chan string, 1)}
 	if c.Registry != nil {
 		g := metrics.NewGaugeFunc(&metrics.GaugeOpts{
 			Namespace:      namespace,
@@ -143,8 +138,9 @@ func New(c Config) (*Service, error) {
 func (s *Service) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
 	s.mu.Lock()
 	s.asked = time.Now()
+	logger := s.logger
 	s.mu.Unlock()
-	s.logger.V(4).Info("Kubelet asked for the registration info (GetInfo)")
+	logger.V(4).Info("Kubelet asked for the registration info (GetInfo)")
 	return &registerapi.PluginInfo{
 		Type:              registerapi.CSIPlugin,
 		Name:              s.c.DriverName,
@@ -167,17 +163,19 @@ func (s *Service) NotifyRegistrationStatus(_ context.Context, st *registerapi.Re
 		}
 		s.mu.Lock()
 		s.registered, s.refusal = false, reason
+		logger := s.logger
 		s.mu.Unlock()
-		s.logger.Error(errors.New(reason), "Kubelet refused the plugin's registration; stopping so that kubelet restarts it")
+		logger.Error(errors.New(reason), "Kubelet refused the plugin's registration; stopping so that kubelet restarts it")
 		s.refuseOnce.Do(func() { s.refused <- reason })
 		return &registerapi.RegistrationStatusResponse{}, nil
 	}
 	s.mu.Lock()
 	first := !s.registered
 	s.registered = true
+	logger := s.logger
 	s.mu.Unlock()
 	if first {
-		s.logger.Info("Kubelet registered the plugin", "socket", s.c.Socket, "kubeletRegistrationPath", s.c.Endpoint)
+		logger.Info("Kubelet registered the plugin", "socket", s.c.Socket, "kubeletRegistrationPath", s.c.Endpoint)
 	}
 	return &registerapi.RegistrationStatusResponse{}, nil
 }
@@ -225,10 +223,13 @@ func (s *Service) Status() error {
 // at the socket's path is still the socket l listens on
 // (pkg/server.Socket.Owned): nil while it is, an error wrapping
 // fs.ErrNotExist once it is gone, another error once another process put
-// its own there. It returns nil after Stop.
-func (s *Service) Serve(l net.Listener, owned func() error) error {
+// its own there. The service logs kubelet's calls with ctx's logger (the
+// plugin's, which carries the driver name), as node-driver-registrar
+// hands its logger to its handlers (node_register.go:67-71). It returns
+// nil after Stop.
+func (s *Service) Serve(ctx context.Context, l net.Listener, owned func() error) error {
 	s.mu.Lock()
-	s.owned = owned
+	s.owned, s.logger = owned, klog.FromContext(ctx)
 	s.mu.Unlock()
 	return s.grpc.Serve(l)
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -15,6 +16,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -62,10 +65,11 @@ type socketState struct{ err error }
 
 func (o *socketState) owned() error { return o.err }
 
-// service starts the service on a socket in a temporary directory and
-// returns a client of it, as kubelet's plugin watcher dials it, and what
-// the service learns of its socket's fate, which the test sets.
-func service(t *testing.T, reg metrics.KubeRegistry) (*Service, registerapi.RegistrationClient, *socketState) {
+// service starts the service on a socket in a temporary directory, served
+// with ctx (whose logger it logs with), and returns a client of it, as
+// kubelet's plugin watcher dials it, and what the service learns of its
+// socket's fate, which the test sets.
+func service(ctx context.Context, t *testing.T, reg metrics.KubeRegistry) (*Service, registerapi.RegistrationClient, *socketState) {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "drv-reg.sock")
 	s, err := New(Config{DriverName: "disk.csi.example.com", Endpoint: `C:\var\lib\kubelet\plugins\disk.csi.example.com\csi.sock`, Socket: sock, Registry: reg})
@@ -78,7 +82,7 @@ func service(t *testing.T, reg metrics.KubeRegistry) (*Service, registerapi.Regi
 	}
 	state := &socketState{}
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(l, state.owned) }()
+	go func() { done <- s.Serve(ctx, l, state.owned) }()
 	t.Cleanup(func() {
 		s.Stop()
 		if err := <-done; err != nil {
@@ -122,8 +126,8 @@ func registered(t *testing.T, reg metrics.KubeRegistry) float64 {
 // registration socket removed or replaced afterwards is reported.
 func TestKubeletRegisters(t *testing.T) {
 	reg := metrics.NewKubeRegistry()
-	s, c, sock := service(t, reg)
 	ctx := context.Background()
+	s, c, sock := service(ctx, t, reg)
 
 	status := func(want string) {
 		t.Helper()
@@ -189,8 +193,8 @@ func TestKubeletRefuses(t *testing.T) {
 		{"RegisterPlugin error -- plugin validation failed with err: highest supported version reported is v2.0.0, must be v1.x", "must be v1.x"},
 		{"", "kubelet gave no reason"},
 	} {
-		s, c, _ := service(t, nil)
 		ctx := context.Background()
+		s, c, _ := service(ctx, t, nil)
 		for range 2 {
 			if _, err := c.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{Error: tt.reason}); err != nil {
 				t.Fatal(err)
@@ -217,8 +221,8 @@ func TestKubeletRefuses(t *testing.T) {
 // the plugin stops.
 func TestKubeletRefusesAfterRegistering(t *testing.T) {
 	reg := metrics.NewKubeRegistry()
-	s, c, _ := service(t, reg)
 	ctx := context.Background()
+	s, c, _ := service(ctx, t, reg)
 	if _, err := c.GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -241,6 +245,53 @@ func TestKubeletRefusesAfterRegistering(t *testing.T) {
 	if v := registered(t, reg); v != 0 {
 		t.Errorf("metric after the refusal = %v", v)
 	}
+}
+
+// TestLogsWithServesLogger: every line the service logs for kubelet's
+// calls carries what the logger Serve was given carries (the plugin's
+// driver name), like every other line of the plugin.
+func TestLogsWithServesLogger(t *testing.T) {
+	var log syncBuffer
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(4), textlogger.Output(&log))).WithValues("driver", "disk.csi.example.com")
+	ctx := klog.NewContext(context.Background(), logger)
+	_, c, _ := service(ctx, t, nil)
+	if _, err := c.GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, registered := range []bool{true, false} {
+		if _, err := c.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: registered}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	for _, want := range []string{`"Kubelet asked for the registration info (GetInfo)"`, `"Kubelet registered the plugin"`, `"Kubelet refused the plugin's registration`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("no %s line:\n%s", want, log.String())
+		}
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, `driver="disk.csi.example.com"`) {
+			t.Errorf("a line without the driver: %s", l)
+		}
+	}
+}
+
+// syncBuffer is a strings.Builder the service's goroutines may write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func TestNewRequiresEverything(t *testing.T) {

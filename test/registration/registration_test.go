@@ -125,6 +125,16 @@ func kubelet(ctx context.Context, t *testing.T, p *testbin.Plugin, socket string
 	return registerapi.NewRegistrationClient(testbin.Dial(t, "unix://"+socket))
 }
 
+// logLine returns the first line of log that contains msg, or "".
+func logLine(log, msg string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, msg) {
+			return l
+		}
+	}
+	return ""
+}
+
 func wantHealthz(t *testing.T, p *testbin.Plugin, code int, body string) {
 	t.Helper()
 	if c, b := p.Fetch(t, "/healthz"); c != code || !strings.Contains(b, body) {
@@ -222,8 +232,9 @@ func TestKubeletPluginWatcher(t *testing.T) {
 	}
 	wantHealthz(t, p, http.StatusOK, "ok")
 	wantRegisteredMetric(t, p, "1")
-	if !strings.Contains(p.Log.String(), `"Kubelet registered the plugin"`) {
-		t.Errorf("the registration is not logged:\n%s", p.Log.String())
+	// Logged as the plugin logs everything, with the driver's name.
+	if l := logLine(p.Log.String(), `"Kubelet registered the plugin"`); !strings.Contains(l, `driver="`+driver+`"`) {
+		t.Errorf("the registration is not logged with the driver's name:\n%s", p.Log.String())
 	}
 
 	// kubelet's connection monitor keeps asking GetInfo; the answer stays.
@@ -288,8 +299,10 @@ func TestRefusedRegistration(t *testing.T) {
 		t.Errorf("exit: %v, want status 1\n%s", p.ExitErr(), p.Log.String())
 	}
 	log := p.Log.String()
-	if strings.Count(log, reason) < 2 || !strings.Contains(log, `"Kubelet refused the plugin's registration`) || !strings.Contains(log, `"Plugin failed"`) {
-		t.Errorf("kubelet's reason is not logged with the refusal and the exit:\n%s", log)
+	for _, msg := range []string{`"Kubelet refused the plugin's registration`, `"Plugin failed"`} {
+		if l := logLine(log, msg); !strings.Contains(l, reason) || !strings.Contains(l, `driver="`+driver+`"`) {
+			t.Errorf("kubelet's reason is not logged with %s and the driver's name:\n%s", msg, log)
+		}
 	}
 	for _, s := range []string{regSocket(p), p.Socket} {
 		if _, err := os.Lstat(s); !os.IsNotExist(err) {
