@@ -13,6 +13,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/component-base/metrics"
@@ -65,11 +66,18 @@ type socketState struct{ err error }
 
 func (o *socketState) owned() error { return o.err }
 
+// kubeletClient is a client of the service as kubelet's plugin watcher
+// has it, and its connection.
+type kubeletClient struct {
+	registerapi.RegistrationClient
+	conn *grpc.ClientConn
+}
+
 // service starts the service on a socket in a temporary directory, served
 // with ctx (whose logger it logs with), and returns a client of it, as
 // kubelet's plugin watcher dials it, and what the service learns of its
 // socket's fate, which the test sets.
-func service(ctx context.Context, t *testing.T, reg metrics.KubeRegistry) (*Service, registerapi.RegistrationClient, *socketState) {
+func service(ctx context.Context, t *testing.T, reg metrics.KubeRegistry) (*Service, kubeletClient, *socketState) {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "drv-reg.sock")
 	s, err := New(Config{DriverName: "disk.csi.example.com", Endpoint: `C:\var\lib\kubelet\plugins\disk.csi.example.com\csi.sock`, Socket: sock, Registry: reg})
@@ -99,7 +107,7 @@ func service(ctx context.Context, t *testing.T, reg metrics.KubeRegistry) (*Serv
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return s, registerapi.NewRegistrationClient(conn), state
+	return s, kubeletClient{registerapi.NewRegistrationClient(conn), conn}, state
 }
 
 // registered reads csi_windows_node_kubelet_registered.
@@ -274,6 +282,62 @@ func TestLogsWithServesLogger(t *testing.T) {
 			t.Errorf("a line without the driver: %s", l)
 		}
 	}
+}
+
+// TestStopLetsCallsFinish: Stop lets the calls in progress answer before
+// the service stops (grpc.Server.GracefulStop): kubelet gets the answer to
+// the notification that stops the plugin, as it would from any call the
+// shutdown overtakes. The call is held in progress where the service
+// logs, and released only once kubelet's client has seen the server begin
+// to stop (its connection leaves READY: a GOAWAY that lets running calls
+// finish, or a closed connection that fails them).
+func TestStopLetsCallsFinish(t *testing.T) {
+	w := &holdingWriter{msg: `"Kubelet registered the plugin"`, held: make(chan struct{}), release: make(chan struct{})}
+	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(w))))
+	s, c, _ := service(ctx, t, nil)
+	answered := make(chan error, 1)
+	go func() {
+		_, err := c.NotifyRegistrationStatus(context.Background(), &registerapi.RegistrationStatus{PluginRegistered: true})
+		answered <- err
+	}()
+	<-w.held // the call is in progress
+	stopped := make(chan struct{})
+	go func() {
+		s.Stop()
+		close(stopped)
+	}()
+	wait := context.Background()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithDeadline(wait, d)
+		defer cancel()
+	}
+	if !c.conn.WaitForStateChange(wait, connectivity.Ready) {
+		t.Fatal("kubelet's connection stayed ready while the service stopped")
+	}
+	close(w.release)
+	if err := <-answered; err != nil {
+		t.Errorf("the call in progress when Stop began = %v, want its answer", err)
+	}
+	<-stopped
+}
+
+// holdingWriter holds the first log line containing msg until release is
+// closed, telling held when it does.
+type holdingWriter struct {
+	msg           string
+	held, release chan struct{}
+	once          sync.Once
+}
+
+func (w *holdingWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.msg) {
+		w.once.Do(func() {
+			close(w.held)
+			<-w.release
+		})
+	}
+	return len(p), nil
 }
 
 // syncBuffer is a strings.Builder the service's goroutines may write to.
