@@ -35,12 +35,23 @@ func TestFromConfigKubeletRegistration(t *testing.T) {
 			socket: `C:\var\lib\kubelet\plugins_registry\disk.csi.example.com-reg.sock`, path: `C:\k\plugins\x\csi.sock`},
 		{name: "relative registration path", goos: "windows", args: []string{"--kubelet-registration", `--kubelet-registration-path=plugins\x\csi.sock`},
 			wantErr: "--kubelet-registration-path"},
+		// C:\var\lib\kubelet\plugins_registry\ is 36 bytes and -reg.sock 9,
+		// so a driver name of 62 characters makes the longest socket path
+		// (107 bytes), and one of 63, which the CSI spec allows, is a byte
+		// too long.
+		{name: "longest registration socket", goos: "windows", args: []string{"--kubelet-registration", "--driver-name=" + strings.Repeat("d", 62)},
+			socket: `C:\var\lib\kubelet\plugins_registry\` + strings.Repeat("d", 62) + "-reg.sock",
+			path:   `C:\var\lib\kubelet\plugins\` + strings.Repeat("d", 62) + `\csi.sock`},
+		{name: "registration socket too long", goos: "windows", args: []string{"--kubelet-registration", "--driver-name=" + strings.Repeat("d", 63)},
+			wantErr: "--kubelet-registration: the registration socket below --kubelet-dir, named after --driver-name: socket path C:\\var\\lib\\kubelet\\plugins_registry\\" + strings.Repeat("d", 63) + "-reg.sock is 108 bytes long; a unix socket's path can have at most 107"},
+		{name: "registration path too long", goos: "windows", args: []string{"--kubelet-registration", `--kubelet-registration-path=C:\` + strings.Repeat("p", 120)},
+			wantErr: "--kubelet-registration-path: kubelet dials it: socket path"},
 		{name: "sim", goos: "linux", args: []string{"--host=sim", "--sim-dir=/s", "--kubelet-dir=/k", "--kubelet-registration", "--endpoint=unix:///run/csi.sock"},
 			socket: "/k/plugins_registry/disk.csi.example.com-reg.sock", path: "/run/csi.sock"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := plugin.FromConfig(flags(t, tt.goos, append([]string{"--driver-name=disk.csi.example.com"}, tt.args...)...), tt.goos)
+			got, err := plugin.FromConfig(flags(t, tt.goos, append([]string{"--driver-name=disk.csi.example.com"}, tt.args...)...), tt.goos) // a later --driver-name wins
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)

@@ -17,10 +17,29 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
+// MaxSocketPath is the longest path, in bytes, a unix socket can be
+// created at or dialled by, on Windows as on Linux: the address's sun_path
+// holds 108 bytes (Linux: sockaddr_un; Windows: UNIX_PATH_MAX in afunix.h)
+// and Go needs one of them for the closing NUL (syscall, SockaddrUnix's
+// sockaddr in syscall_linux.go and syscall_windows.go, as of Go 1.26).
+// A longer path fails only when the socket is created or dialled, with
+// "bind: invalid argument"; CheckSocketPath says so before.
+const MaxSocketPath = 107
+
+// CheckSocketPath fails when path is too long for a unix socket
+// (MaxSocketPath).
+func CheckSocketPath(path string) error {
+	if len(path) > MaxSocketPath {
+		return fmt.Errorf("socket path %s is %d bytes long; a unix socket's path can have at most %d", path, len(path), MaxSocketPath)
+	}
+	return nil
+}
+
 // ParseEndpoint returns the socket path of a unix:// endpoint. Both
 // unix:///var/lib/kubelet/plugins/x/csi.sock and
 // unix://C:\var\lib\kubelet\plugins\x\csi.sock are accepted (url.Parse
-// mangles drive letters, so the scheme is split by hand).
+// mangles drive letters, so the scheme is split by hand). A path too long
+// for a unix socket (CheckSocketPath) is refused.
 func ParseEndpoint(endpoint string) (string, error) {
 	const scheme = "unix://"
 	if !strings.HasPrefix(strings.ToLower(endpoint), scheme) {
@@ -32,6 +51,9 @@ func ParseEndpoint(endpoint string) (string, error) {
 	}
 	if strings.ContainsRune(p, 0) {
 		return "", fmt.Errorf("endpoint %q contains a NUL byte", endpoint)
+	}
+	if err := CheckSocketPath(p); err != nil {
+		return "", fmt.Errorf("endpoint %q: %w", endpoint, err)
 	}
 	return p, nil
 }

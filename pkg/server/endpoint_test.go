@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"k8s.io/klog/v2"
@@ -294,5 +295,48 @@ func TestBindHTTP(t *testing.T) {
 	_, err = BindHTTP(l.Addr().String())
 	if !errors.Is(err, ErrHTTPPortInUse) || !strings.Contains(err.Error(), l.Addr().String()) {
 		t.Fatalf("BindHTTP on a taken port = %v, want ErrHTTPPortInUse naming it", err)
+	}
+}
+
+// TestMaxSocketPath: MaxSocketPath is what Go's syscall package takes
+// for the OS the test runs on (Linux here, Windows in CI), and a socket at
+// exactly that length listens while one a byte longer fails as
+// CheckSocketPath says; ParseEndpoint refuses the longer one first.
+func TestMaxSocketPath(t *testing.T) {
+	if want := len(syscall.RawSockaddrUnix{}.Path) - 1; MaxSocketPath != want {
+		t.Fatalf("MaxSocketPath = %d, Go's syscall takes %d", MaxSocketPath, want)
+	}
+	dir := t.TempDir()
+	at := func(n int) string {
+		t.Helper()
+		p := filepath.Join(dir, "s")
+		if len(p) > n {
+			t.Fatalf("the temporary directory %s is too long for a %d-byte socket path", dir, n)
+		}
+		return p + strings.Repeat("x", n-len(p))
+	}
+	longest := at(MaxSocketPath)
+	if err := CheckSocketPath(longest); err != nil {
+		t.Errorf("CheckSocketPath(%d bytes) = %v", len(longest), err)
+	}
+	l, err := net.Listen("unix", longest)
+	if err != nil {
+		t.Fatalf("listen on a %d-byte path: %v", len(longest), err)
+	}
+	_ = l.Close()
+
+	tooLong := at(MaxSocketPath + 1)
+	if l, err := net.Listen("unix", tooLong); err == nil {
+		_ = l.Close()
+		t.Errorf("listen on a %d-byte path succeeded", len(tooLong))
+	}
+	if err := CheckSocketPath(tooLong); err == nil || !strings.Contains(err.Error(), "at most 107") {
+		t.Errorf("CheckSocketPath(%d bytes) = %v, want the limit named", len(tooLong), err)
+	}
+	if p, err := ParseEndpoint("unix://" + tooLong); err == nil || !strings.Contains(err.Error(), "at most 107") {
+		t.Errorf("ParseEndpoint(%d bytes) = %q, %v; want the limit named", len(tooLong), p, err)
+	}
+	if p, err := ParseEndpoint("unix://" + longest); err != nil || p != longest {
+		t.Errorf("ParseEndpoint(%d bytes) = %q, %v", len(longest), p, err)
 	}
 }
