@@ -99,24 +99,55 @@ func ClaimLocked(ctx context.Context, path, lock string) (*Socket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
-	if answers(path) {
+	switch live, err := answers(ctx, path); {
+	case err != nil:
+		unlock()
+		return nil, fmt.Errorf("socket %s: whether a process serves it: %w", path, err)
+	case live:
 		unlock()
 		return nil, fmt.Errorf("socket %s: %w", path, ErrEndpointInUse)
 	}
 	return &Socket{ctx: ctx, path: path, unlock: unlock}, nil
 }
 
-// answers reports whether a process accepts connections on the socket.
-func answers(path string) bool {
+// answers reports whether a process accepts connections on the socket: a
+// socket file is judged stale only after dialAttempts failed dials,
+// dialPause apart (answers_windows.go, answers_other.go). It fails only
+// when ctx ends first.
+func answers(ctx context.Context, path string) (bool, error) {
+	return answersWithin(ctx, path, dialAttempts, dialPause, dial)
+}
+
+// answersWithin is answers with its attempts, pause and dial given.
+func answersWithin(ctx context.Context, path string, attempts int, pause time.Duration, dial func(ctx context.Context, path string) error) (bool, error) {
 	if _, err := os.Lstat(path); err != nil {
-		return false
+		return false, nil
 	}
-	c, err := net.DialTimeout("unix", path, time.Second)
+	for i := range attempts {
+		if i > 0 {
+			t := time.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return false, ctx.Err()
+			case <-t.C:
+			}
+		}
+		if dial(ctx, path) == nil {
+			return true, nil
+		}
+	}
+	return false, ctx.Err()
+}
+
+// dial connects to the socket at path and hangs up: only the connect
+// matters.
+func dial(ctx context.Context, path string) error {
+	c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "unix", path)
 	if err != nil {
-		return false
+		return err
 	}
-	_ = c.Close() // only the connect mattered
-	return true
+	return c.Close()
 }
 
 // Socket is a claimed socket (Claim).

@@ -7,10 +7,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
@@ -27,6 +29,74 @@ func staleSocket(t *testing.T, path string) {
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// serving reports whether a process answers on the socket at path.
+func serving(t *testing.T, path string) bool {
+	t.Helper()
+	live, err := answers(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live
+}
+
+// TestAnswersDialsAgain: a socket file is judged stale only after every
+// attempt failed (on Windows, the first dial of a live socket may fail),
+// and a dial that succeeds ends the attempts; a missing file is not
+// dialled, and a context that ends stops the attempts. Counted in dials:
+// the pause between them plays no part.
+func TestAnswersDialsAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "drv-reg.sock")
+	ctx := context.Background()
+	refused := errors.New("connection refused")
+	// dialer's dial fails the first fails times, then succeeds; it counts
+	// the dials.
+	dialer := func(fails int) (func(context.Context, string) error, *int) {
+		n := 0
+		return func(_ context.Context, p string) error {
+			if p != path {
+				t.Errorf("dialled %s, want %s", p, path)
+			}
+			n++
+			if n <= fails {
+				return refused
+			}
+			return nil
+		}, &n
+	}
+	d, n := dialer(0)
+	if live, err := answersWithin(ctx, path, 3, 0, d); live || err != nil || *n != 0 {
+		t.Errorf("a missing socket file: live %t, %v after %d dials; want not live, undialled", live, err, *n)
+	}
+	staleSocket(t, path)
+	for _, tt := range []struct {
+		attempts, fails int
+		live            bool
+		dials           int
+	}{
+		{attempts: 3, fails: 0, live: true, dials: 1},
+		{attempts: 3, fails: 1, live: true, dials: 2},
+		{attempts: 3, fails: 2, live: true, dials: 3},
+		{attempts: 3, fails: 3, live: false, dials: 3},
+		{attempts: 1, fails: 1, live: false, dials: 1},
+	} {
+		d, n := dialer(tt.fails)
+		live, err := answersWithin(ctx, path, tt.attempts, 0, d)
+		if err != nil || live != tt.live || *n != tt.dials {
+			t.Errorf("%d attempts, the first %d dials failing: live %t after %d dials (%v), want %t after %d",
+				tt.attempts, tt.fails, live, *n, err, tt.live, tt.dials)
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	d, n = dialer(3)
+	if live, err := answersWithin(cancelled, path, 3, time.Hour, d); live || !errors.Is(err, context.Canceled) || *n != 1 {
+		t.Errorf("a context ended before the pause: live %t, %v after %d dials; want context.Canceled after 1", live, err, *n)
+	}
+	if runtime.GOOS == "windows" && dialAttempts < 2 {
+		t.Errorf("Windows dials a socket %d times before judging it stale", dialAttempts)
 	}
 }
 
@@ -73,7 +143,7 @@ func TestListenRace(t *testing.T) {
 				t.Fatalf("round %d: a loser got %v, want ErrEndpointInUse", round, err)
 			}
 		}
-		if !answers(path) {
+		if !serving(t, path) {
 			t.Fatalf("round %d: the winner's socket does not answer: a loser removed it", round)
 		}
 		if err := winners[0].Close(); err != nil {
@@ -138,7 +208,7 @@ func TestListen(t *testing.T) {
 	if _, err := Listen(ctx, path); !errors.Is(err, ErrEndpointInUse) {
 		t.Fatalf("Listen on a socket another process serves = %v, want ErrEndpointInUse", err)
 	}
-	if !answers(path) {
+	if !serving(t, path) {
 		t.Fatal("the other process's socket was removed")
 	}
 }
@@ -226,7 +296,7 @@ func TestOwned(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("Close removed the other process's socket: %v", err)
 			}
-			if answers(path) != tt.answers {
+			if serving(t, path) != tt.answers {
 				t.Errorf("the other process's socket answers: %t, want %t", !tt.answers, tt.answers)
 			}
 			if tt.want == ErrSocketReplaced && !strings.Contains(log.String(), `"Left the socket in place`) {
