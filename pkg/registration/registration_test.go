@@ -22,6 +22,7 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
+	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
 func TestPaths(t *testing.T) {
@@ -259,7 +260,7 @@ func TestKubeletRefusesAfterRegistering(t *testing.T) {
 // calls carries what the logger Serve was given carries (the plugin's
 // driver name), like every other line of the plugin.
 func TestLogsWithServesLogger(t *testing.T) {
-	var log syncBuffer
+	var log testbin.SyncBuffer
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(4), textlogger.Output(&log))).WithValues("driver", "disk.csi.example.com")
 	ctx := klog.NewContext(context.Background(), logger)
 	_, c, _ := service(ctx, t, nil)
@@ -338,24 +339,6 @@ func (w *holdingWriter) Write(p []byte) (int, error) {
 		})
 	}
 	return len(p), nil
-}
-
-// syncBuffer is a strings.Builder the service's goroutines may write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func TestNewRequiresEverything(t *testing.T) {
