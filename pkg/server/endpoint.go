@@ -120,7 +120,7 @@ func answers(ctx context.Context, path string) (bool, error) {
 
 // answersWithin is answers with its attempts, pause and dial given.
 func answersWithin(ctx context.Context, path string, attempts int, pause time.Duration, dial func(ctx context.Context, path string) error) (bool, error) {
-	if _, err := os.Lstat(path); err != nil {
+	if !present(path) {
 		return false, nil
 	}
 	for i := range attempts {
@@ -138,6 +138,13 @@ func answersWithin(ctx context.Context, path string, attempts int, pause time.Du
 		}
 	}
 	return false, ctx.Err()
+}
+
+// present reports whether a file is at path; where none is, there is
+// nothing to dial.
+func present(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // dial connects to the socket at path and hangs up: only the connect

@@ -289,7 +289,7 @@ func TestOwned(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = os.Lstat(path)
-			if tt.want == fs.ErrNotExist {
+			if errors.Is(tt.want, fs.ErrNotExist) {
 				if !os.IsNotExist(err) {
 					t.Errorf("after Close: %v", err)
 				}
@@ -299,7 +299,7 @@ func TestOwned(t *testing.T) {
 			if serving(t, path) != tt.answers {
 				t.Errorf("the other process's socket answers: %t, want %t", !tt.answers, tt.answers)
 			}
-			if tt.want == ErrSocketReplaced && !strings.Contains(log.String(), `"Left the socket in place`) {
+			if errors.Is(tt.want, ErrSocketReplaced) && !strings.Contains(log.String(), `"Left the socket in place`) {
 				t.Errorf("leaving the socket is not logged:\n%s", log.String())
 			}
 			// The claim is released whatever Close found.
