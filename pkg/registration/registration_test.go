@@ -22,7 +22,6 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
-	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
 func TestPaths(t *testing.T) {
@@ -260,7 +259,7 @@ func TestKubeletRefusesAfterRegistering(t *testing.T) {
 // calls carries what the logger Serve was given carries (the plugin's
 // driver name), like every other line of the plugin.
 func TestLogsWithServesLogger(t *testing.T) {
-	var log testbin.SyncBuffer
+	var log logWriter
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(4), textlogger.Output(&log))).WithValues("driver", "disk.csi.example.com")
 	ctx := klog.NewContext(context.Background(), logger)
 	_, c, _ := service(ctx, t, nil)
@@ -293,7 +292,7 @@ func TestLogsWithServesLogger(t *testing.T) {
 // to stop (its connection leaves READY: a GOAWAY that lets running calls
 // finish, or a closed connection that fails them).
 func TestStopLetsCallsFinish(t *testing.T) {
-	w := &holdingWriter{msg: `"Kubelet registered the plugin"`, held: make(chan struct{}), release: make(chan struct{})}
+	w := &logWriter{hold: `"Kubelet registered the plugin"`, held: make(chan struct{}), release: make(chan struct{})}
 	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(w))))
 	s, c, _ := service(ctx, t, nil)
 	answered := make(chan error, 1)
@@ -323,22 +322,36 @@ func TestStopLetsCallsFinish(t *testing.T) {
 	<-stopped
 }
 
-// holdingWriter holds the first log line containing msg until release is
-// closed, telling held when it does.
-type holdingWriter struct {
-	msg           string
+// logWriter is where the service's log lines go in a test: it keeps them
+// and, with hold set, holds the first line containing hold until release
+// is closed, telling held when it does.
+type logWriter struct {
+	hold          string
 	held, release chan struct{}
 	once          sync.Once
+
+	mu    sync.Mutex
+	lines strings.Builder
 }
 
-func (w *holdingWriter) Write(p []byte) (int, error) {
-	if strings.Contains(string(p), w.msg) {
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.lines.Write(p)
+	w.mu.Unlock()
+	if w.hold != "" && strings.Contains(string(p), w.hold) {
 		w.once.Do(func() {
 			close(w.held)
 			<-w.release
 		})
 	}
 	return len(p), nil
+}
+
+// String returns the lines written so far.
+func (w *logWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lines.String()
 }
 
 func TestNewRequiresEverything(t *testing.T) {
