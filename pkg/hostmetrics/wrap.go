@@ -28,10 +28,17 @@ func (d disks) Get(ctx context.Context, number uint32) (host.Disk, error) {
 	return v, err
 }
 
-func (d disks) Page83(ctx context.Context, disk host.Disk) (string, error) {
+func (d disks) DeviceIDs(ctx context.Context, disk host.Disk) ([]host.Designator, error) {
 	start := time.Now()
-	v, err := d.next.Page83(ctx, disk)
-	d.m.observe(AreaDisks, "Page83", start, err)
+	v, err := d.next.DeviceIDs(ctx, disk)
+	d.m.observe(AreaDisks, "DeviceIDs", start, err)
+	return v, err
+}
+
+func (d disks) SCSIAddress(ctx context.Context, disk host.Disk) (host.SCSIAddress, error) {
+	start := time.Now()
+	v, err := d.next.SCSIAddress(ctx, disk)
+	d.m.observe(AreaDisks, "SCSIAddress", start, err)
 	return v, err
 }
 

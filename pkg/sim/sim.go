@@ -22,7 +22,8 @@ import (
 const (
 	OpDisksList             = "disks.List"
 	OpDisksGet              = "disks.Get"
-	OpDisksPage83           = "disks.Page83"
+	OpDisksDeviceIDs        = "disks.DeviceIDs"
+	OpDisksSCSIAddress      = "disks.SCSIAddress"
 	OpDisksRescan           = "disks.Rescan"
 	OpDisksSetReadOnly      = "disks.SetReadOnly"
 	OpDisksSetOnline        = "disks.SetOnline"
@@ -70,7 +71,7 @@ const (
 
 // AllOps lists every op name, in interface order.
 var AllOps = []string{
-	OpDisksList, OpDisksGet, OpDisksPage83, OpDisksRescan, OpDisksSetReadOnly,
+	OpDisksList, OpDisksGet, OpDisksDeviceIDs, OpDisksSCSIAddress, OpDisksRescan, OpDisksSetReadOnly,
 	OpDisksSetOnline, OpDisksInitialize, OpDisksPartitions, OpDisksCreatePartition,
 	OpDisksMaxPartitionSize, OpDisksResizePartition,
 	OpVolumesOfPartition, OpVolumesGet, OpVolumesFormat, OpVolumesMount, OpVolumesUnmount,

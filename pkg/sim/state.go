@@ -89,6 +89,11 @@ type DiskState struct {
 	// Target and LUN identify the iSCSI LUN the disk is reached through.
 	Target string `json:"target,omitempty"`
 	LUN    uint32 `json:"lun,omitempty"`
+
+	// Identity as Windows reports it (identity.go), for disks declared
+	// in a --sim-config disk table; zero values take the defaults of
+	// toHost, which attached and auto-attached disks use.
+	Identity *DiskIdentity `json:"identity,omitempty"`
 }
 
 // PartitionState is one partition; Number is its position by offset.

@@ -131,7 +131,7 @@ type hostCallRow struct {
 var win32Ops = map[string]bool{
 	"files.Stat": true, "files.MakeDir": true, "files.Remove": true, "files.Symlink": true, "files.IsEmptyDir": true,
 	"volumes.Mount": true, "volumes.Unmount": true, "volumes.Flush": true, "volumes.DiskNumber": true, "volumes.FreeSpace": true,
-	"smb.Check": true, "disks.Page83": true,
+	"smb.Check": true, "disks.DeviceIDs": true, "disks.SCSIAddress": true,
 }
 
 // wmiBacked counts the calls of WMI-backed operations.

@@ -54,7 +54,7 @@ var rpcArgs = []string{"--v=2", "--orphan-sweep=off"}
 // as a crash before the next step, so the subset leaves out the crash
 // after them (the full matrix keeps every case).
 var readOnlyOps = map[string]bool{
-	sim.OpDisksList: true, sim.OpDisksGet: true, sim.OpDisksPage83: true, sim.OpDisksPartitions: true,
+	sim.OpDisksList: true, sim.OpDisksGet: true, sim.OpDisksDeviceIDs: true, sim.OpDisksSCSIAddress: true, sim.OpDisksPartitions: true,
 	sim.OpDisksMaxPartitionSize: true, sim.OpVolumesOfPartition: true, sim.OpVolumesGet: true,
 	sim.OpVolumesDiskNumber: true, sim.OpVolumesFreeSpace: true, sim.OpFilesStat: true,
 	sim.OpFilesIsEmptyDir: true, sim.OpSMBMapping: true, sim.OpSMBCheck: true, sim.OpISCSIPortals: true,

@@ -26,7 +26,7 @@ import (
 // readOps are the host calls that change nothing: all a report round may
 // make.
 var readOps = map[string]bool{
-	sim.OpDisksList: true, sim.OpDisksGet: true, sim.OpDisksPage83: true, sim.OpDisksPartitions: true,
+	sim.OpDisksList: true, sim.OpDisksGet: true, sim.OpDisksDeviceIDs: true, sim.OpDisksSCSIAddress: true, sim.OpDisksPartitions: true,
 	sim.OpDisksMaxPartitionSize: true, sim.OpVolumesOfPartition: true, sim.OpVolumesGet: true,
 	sim.OpVolumesDiskNumber: true, sim.OpVolumesFreeSpace: true, sim.OpFilesStat: true, sim.OpFilesReadDir: true,
 	sim.OpFilesIsEmptyDir: true, sim.OpSMBMapping: true, sim.OpSMBMappings: true, sim.OpSMBCheck: true,

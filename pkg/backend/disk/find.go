@@ -106,14 +106,14 @@ func (b *Backend) matches(ctx context.Context, d host.Disk, sel contract.DiskSel
 		if d.IsCritical() {
 			return false, nil
 		}
-		id, err := b.h.Disks.Page83(ctx, d)
+		ids, err := b.h.Disks.DeviceIDs(ctx, d)
 		if errors.Is(err, host.ErrNotFound) {
 			return false, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		if !matchPage83(id, sel.Page83, sel.Page83Match) {
+		if id, ok := host.Page83(ids); !ok || !matchPage83(id, sel.Page83, sel.Page83Match) {
 			return false, nil
 		}
 	}

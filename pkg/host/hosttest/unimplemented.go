@@ -34,8 +34,11 @@ func (unimplementedDisks) List(context.Context) ([]host.Disk, error) {
 func (unimplementedDisks) Get(context.Context, uint32) (host.Disk, error) {
 	return host.Disk{}, notImpl("disks.Get")
 }
-func (unimplementedDisks) Page83(context.Context, host.Disk) (string, error) {
-	return "", notImpl("disks.Page83")
+func (unimplementedDisks) DeviceIDs(context.Context, host.Disk) ([]host.Designator, error) {
+	return nil, notImpl("disks.DeviceIDs")
+}
+func (unimplementedDisks) SCSIAddress(context.Context, host.Disk) (host.SCSIAddress, error) {
+	return host.SCSIAddress{}, notImpl("disks.SCSIAddress")
 }
 func (unimplementedDisks) Rescan(context.Context) error { return notImpl("disks.Rescan") }
 func (unimplementedDisks) SetReadOnly(context.Context, host.Disk, bool) error {

@@ -14,6 +14,7 @@ func ctlCode(deviceType, function, method, access uint32) uint32 {
 }
 
 const (
+	fileDeviceController  = 0x04 // IOCTL_SCSI_BASE (ntddscsi.h)
 	fileDeviceMassStorage = 0x2d // IOCTL_STORAGE_BASE (winioctl.h)
 	ioctlVolumeBase       = 0x56 // 'V', IOCTL_VOLUME_BASE (winioctl.h)
 	methodBuffered        = 0
@@ -25,6 +26,10 @@ var (
 	// METHOD_BUFFERED, FILE_ANY_ACCESS) = 0x2D1400. FILE_ANY_ACCESS is why
 	// the device can be opened with access 0.
 	ioctlStorageQueryProperty = ctlCode(fileDeviceMassStorage, 0x0500, methodBuffered, fileAnyAccess)
+
+	// IOCTL_SCSI_GET_ADDRESS = CTL_CODE(IOCTL_SCSI_BASE, 0x0406,
+	// METHOD_BUFFERED, FILE_ANY_ACCESS) = 0x41018 (ntddscsi.h).
+	ioctlSCSIGetAddress = ctlCode(fileDeviceController, 0x0406, methodBuffered, fileAnyAccess)
 
 	// IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS = CTL_CODE(IOCTL_VOLUME_BASE, 0,
 	// METHOD_BUFFERED, FILE_ANY_ACCESS) = 0x560000.
@@ -66,6 +71,10 @@ const (
 	// maxDescriptorSize.
 	deviceIDBufferSize = 4 << 10
 	maxDescriptorSize  = 64 << 10
+
+	// SCSI_ADDRESS is { ULONG Length; UCHAR PortNumber, PathId, TargetId,
+	// Lun; }: 8 bytes (ntddscsi.h).
+	scsiAddressSize = 8
 
 	// VOLUME_DISK_EXTENTS is { DWORD NumberOfDiskExtents; DISK_EXTENT
 	// Extents[1]; } with DISK_EXTENT { DWORD DiskNumber; LARGE_INTEGER

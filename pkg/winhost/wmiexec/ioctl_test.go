@@ -15,6 +15,8 @@ func TestIOCTLCodes(t *testing.T) {
 	}{
 		{"IOCTL_STORAGE_QUERY_PROPERTY", ioctlStorageQueryProperty, 0x2D1400},
 		{"IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS", ioctlVolumeGetVolumeDiskExtents, 0x560000},
+		// ntddscsi.h: CTL_CODE(IOCTL_SCSI_BASE, 0x0406, METHOD_BUFFERED, FILE_ANY_ACCESS).
+		{"IOCTL_SCSI_GET_ADDRESS", ioctlSCSIGetAddress, 0x41018},
 		{"IOCTL_STORAGE_GET_DEVICE_NUMBER", ctlCode(fileDeviceMassStorage, 0x0420, methodBuffered, fileAnyAccess), 0x2D1080},
 	}
 	for _, tt := range tests {
