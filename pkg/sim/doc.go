@@ -152,8 +152,18 @@
 // added, and nothing is removed. An entry that contradicts the state fails
 // New with ErrSetupConflict, naming the entry, before anything is changed.
 // Declared disks are blank, offline by SAN policy, on adapter 1 like
-// auto-attached ones. Passwords and secrets are hashed as by AddShare and
-// AddTarget.
+// auto-attached ones, unless their MSFT_Disk keys say otherwise.
+// Passwords and secrets are hashed as by AddShare and AddTarget.
+//
+// A setup whose disks set number is a disk table (setupdisk.go): the node's
+// whole disk table as Windows reports it, every identification property
+// and what the per-disk IOCTLs answer (DiskIdentity), copied from a real
+// node. It replaces a fresh host's built-in boot disk; serials and page 83
+// identifiers may repeat in it, as on real nodes, and the simulated host
+// reports them as given. The simulated host decides no Windows fact here:
+// an undeclared SCSI address is derived only from a SCSI location (whose
+// path, target and LUN Windows takes from IOCTL_SCSI_GET_ADDRESS), never
+// from an NVMe device path.
 //
 // # Modelled Windows behaviour
 //

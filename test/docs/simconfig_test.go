@@ -48,6 +48,19 @@ func TestSimConfigExamples(t *testing.T) {
 	if _, err := sim.ParseSetup([]byte(example)); err != nil {
 		t.Fatalf("%s: the complete example does not parse: %v", simConfigDoc, err)
 	}
+	// Keys only a disk table has are in the disk table's example.
+	_, tableSection, ok := strings.Cut(doc, "## A disk table")
+	if !ok {
+		t.Fatalf("%s has no section \"A disk table\"", simConfigDoc)
+	}
+	tm := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(tableSection)
+	if tm == nil {
+		t.Fatalf("%s: no yaml block under \"A disk table\"", simConfigDoc)
+	}
+	if ts, err := sim.ParseSetup([]byte(tm[1])); err != nil || !ts.Table() {
+		t.Fatalf("%s: the disk table example does not parse as a table: %v", simConfigDoc, err)
+	}
+	example += tm[1]
 	keys, _, _ := strings.Cut(doc[strings.Index(doc, "## Keys"):], "## A complete example")
 	documented := regexp.MustCompile("(?m)^### `([a-zA-Z0-9]+)`|^\\| `([a-zA-Z0-9]+)` \\|").FindAllStringSubmatch(keys, -1)
 	if len(documented) < 17 { // disks, shares, targets and their keys
