@@ -38,7 +38,7 @@ type fakeDisks struct {
 }
 
 func (f *fakeDisks) List(context.Context) ([]host.Disk, error) { return f.disks, f.listErr }
-func (f *fakeDisks) Rescan(context.Context) error               { return f.rescan }
+func (f *fakeDisks) Rescan(context.Context) error              { return f.rescan }
 func (f *fakeDisks) Get(_ context.Context, n uint32) (host.Disk, error) {
 	if f.get != nil {
 		return f.get(n)
