@@ -954,11 +954,7 @@ func (s *Sim) SetDiskState(number uint32, c DiskChange) error {
 			d.ReadOnly = *c.ReadOnly
 		}
 		if c.Offline != nil {
-			d.Offline = *c.Offline
-			d.OfflineReason = host.OfflineReasonNone
-			if d.Offline {
-				d.OfflineReason = host.OfflineReasonPolicy
-			}
+			d.setOffline(*c.Offline)
 		}
 		if c.OfflineReason != nil && d.Offline {
 			d.OfflineReason = *c.OfflineReason

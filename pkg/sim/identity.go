@@ -100,3 +100,12 @@ func (d *DiskState) scsiAddress() (host.SCSIAddress, error) {
 	}
 	return host.SCSIAddress{Port: uint8(*loc.Adapter), Path: uint8(path), Target: uint8(*loc.Target), LUN: uint8(*loc.LUN)}, nil
 }
+
+// setOffline takes the disk offline (reason Policy, as Windows' SAN policy
+// leaves new disks) or brings it online.
+func (d *DiskState) setOffline(off bool) {
+	d.Offline, d.OfflineReason = off, host.OfflineReasonNone
+	if off {
+		d.OfflineReason = host.OfflineReasonPolicy
+	}
+}

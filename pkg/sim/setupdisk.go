@@ -325,10 +325,7 @@ func (d SetupDisk) state(table bool, lun uint32) DiskState {
 	if d.IsOffline != nil {
 		s.Offline = *d.IsOffline
 	}
-	s.OfflineReason = host.OfflineReasonNone
-	if s.Offline {
-		s.OfflineReason = host.OfflineReasonPolicy
-	}
+	s.setOffline(s.Offline)
 	s.Boot, s.System, s.ReadOnly = d.IsBoot, d.IsSystem, d.IsReadOnly
 	if d.Identity != nil {
 		id := *d.Identity

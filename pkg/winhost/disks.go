@@ -177,10 +177,11 @@ func (d *Disks) Get(ctx context.Context, number uint32) (host.Disk, error) {
 // reports no identifiers: ErrNotFound (noIdentifier). A descriptor
 // damaged after its first identifiers yields those.
 func (d *Disks) DeviceIDs(ctx context.Context, dk host.Disk) ([]host.Designator, error) {
-	if dk.Path == "" {
-		return nil, fmt.Errorf("disk %d has no device path: %w", dk.Number, host.ErrNotFound)
+	path, err := devicePathOf(dk)
+	if err != nil {
+		return nil, err
 	}
-	b, err := d.s.e.StorageDeviceIDDescriptor(ctx, dk.Path)
+	b, err := d.s.e.StorageDeviceIDDescriptor(ctx, path)
 	if err != nil {
 		return nil, noIdentifier(dk, "device identifiers", err)
 	}
@@ -199,10 +200,11 @@ func (d *Disks) DeviceIDs(ctx context.Context, dk host.Disk) ([]host.Designator,
 // disk's device path (descriptor.go). A disk that does not answer it has no
 // SCSI address: ErrNotFound (noIdentifier).
 func (d *Disks) SCSIAddress(ctx context.Context, dk host.Disk) (host.SCSIAddress, error) {
-	if dk.Path == "" {
-		return host.SCSIAddress{}, fmt.Errorf("disk %d has no device path: %w", dk.Number, host.ErrNotFound)
+	path, err := devicePathOf(dk)
+	if err != nil {
+		return host.SCSIAddress{}, err
 	}
-	b, err := d.s.e.SCSIAddress(ctx, dk.Path)
+	b, err := d.s.e.SCSIAddress(ctx, path)
 	if err != nil {
 		return host.SCSIAddress{}, noIdentifier(dk, "SCSI address", err)
 	}
@@ -211,6 +213,15 @@ func (d *Disks) SCSIAddress(ctx context.Context, dk host.Disk) (host.SCSIAddress
 		return host.SCSIAddress{}, fmt.Errorf("read the SCSI address of disk %d: %w", dk.Number, err)
 	}
 	return a, nil
+}
+
+// devicePathOf is the path the identification IOCTLs open: a disk without
+// one has no identifiers (ErrNotFound).
+func devicePathOf(dk host.Disk) (string, error) {
+	if dk.Path == "" {
+		return "", fmt.Errorf("disk %d has no device path: %w", dk.Number, host.ErrNotFound)
+	}
+	return dk.Path, nil
 }
 
 // noIdentifier maps the failure of a per-disk identification IOCTL. A

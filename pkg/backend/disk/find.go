@@ -177,51 +177,39 @@ func diskName(d host.Disk) string {
 
 // describe renders a selector for messages.
 func describe(sel contract.DiskSelector) string {
+	num := func(p *uint32) string {
+		if p == nil {
+			return ""
+		}
+		return fmt.Sprint(*p)
+	}
+	quoted := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return quote(s)
+	}
 	var parts []string
-	if sel.Serial != "" {
-		parts = append(parts, "serial"+matchOp(sel.SerialMatch)+quote(sel.Serial))
-	}
-	if sel.Page83 != "" {
-		parts = append(parts, "page83"+matchOp(sel.Page83Match)+quote(sel.Page83))
-	}
-	if sel.LUN != nil {
-		parts = append(parts, fmt.Sprintf("lun=%d", *sel.LUN))
-	}
-	if sel.Target != nil {
-		parts = append(parts, fmt.Sprintf("target=%d", *sel.Target))
-	}
-	if sel.Bus != nil {
-		parts = append(parts, fmt.Sprintf("bus=%d", *sel.Bus))
-	}
-	if sel.Location != "" {
-		parts = append(parts, "location="+quote(sel.Location))
-	}
-	if sel.NVMeNSID != nil {
-		parts = append(parts, fmt.Sprintf("nvmeNSID=%d", *sel.NVMeNSID))
-	}
-	if sel.EUI != "" {
-		parts = append(parts, "eui="+sel.EUI)
-	}
-	if sel.NGUID != "" {
-		parts = append(parts, "nguid="+sel.NGUID)
-	}
-	if sel.AdapterSerial != "" {
-		parts = append(parts, "adapterSerial="+quote(sel.AdapterSerial))
-	}
-	if sel.AzureLUN != nil {
-		parts = append(parts, fmt.Sprintf("azure-disk LUN=%d", *sel.AzureLUN))
-	}
-	if sel.EBSVolumeID != "" {
-		parts = append(parts, "aws-ebs volume="+sel.EBSVolumeID)
-	}
-	if sel.GCEDeviceName != "" {
-		parts = append(parts, "gce-pd device="+quote(sel.GCEDeviceName))
-	}
-	if sel.VSphereUUID != "" {
-		parts = append(parts, "vsphere diskUUID="+sel.VSphereUUID)
-	}
-	if sel.Number != nil {
-		parts = append(parts, fmt.Sprintf("number=%d", *sel.Number))
+	for _, f := range []struct{ name, value string }{
+		{"serial" + matchOp(sel.SerialMatch), quoted(sel.Serial)},
+		{"page83" + matchOp(sel.Page83Match), quoted(sel.Page83)},
+		{"lun=", num(sel.LUN)},
+		{"target=", num(sel.Target)},
+		{"bus=", num(sel.Bus)},
+		{"location=", quoted(sel.Location)},
+		{"nvmeNSID=", num(sel.NVMeNSID)},
+		{"eui=", sel.EUI},
+		{"nguid=", sel.NGUID},
+		{"adapterSerial=", quoted(sel.AdapterSerial)},
+		{"azure-disk LUN=", num(sel.AzureLUN)},
+		{"aws-ebs volume=", sel.EBSVolumeID},
+		{"gce-pd device=", quoted(sel.GCEDeviceName)},
+		{"vsphere diskUUID=", sel.VSphereUUID},
+		{"number=", num(sel.Number)},
+	} {
+		if f.value != "" {
+			parts = append(parts, f.name+f.value)
+		}
 	}
 	if len(parts) == 0 {
 		return "an empty disk selector"
