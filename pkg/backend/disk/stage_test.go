@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
@@ -144,4 +147,174 @@ func TestStageRereadsTheDiskBeforeWriting(t *testing.T) {
 			t.Fatalf("Initialize %d times; mounted %q", r.sim.Count(sim.OpDisksInitialize), r.mountedAt(staging))
 		}
 	})
+}
+
+// failingNotes is a journal whose notes cannot be written or removed.
+type failingNotes struct {
+	backend.Store
+	put, del error
+}
+
+func (f failingNotes) PutNote(ctx context.Context, key, value string) error {
+	if f.put != nil {
+		return f.put
+	}
+	return f.Store.PutNote(ctx, key, value)
+}
+
+func (f failingNotes) DeleteNote(ctx context.Context, key string) error {
+	if f.del != nil {
+		return f.del
+	}
+	return f.Store.DeleteNote(ctx, key)
+}
+
+// TestStageFailures: a host call that fails stops the stage with its error,
+// and the stage says what it was doing.
+func TestStageFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		disk     sim.DiskSpec
+		made     bool // kubelet made the staging directory
+		readOnly bool
+		rule     sim.Rule
+		want     error
+		in       string
+	}{
+		{"creating the staging directory", sim.DiskSpec{}, false, false, sim.Rule{Op: sim.OpFilesMakeDir, Err: "accessdenied"}, host.ErrAccessDenied, "create staging path"},
+		{"clearing read-only", sim.DiskSpec{ReadOnly: true}, true, false, sim.Rule{Op: sim.OpDisksSetReadOnly, Err: "accessdenied"}, host.ErrAccessDenied, "set read-only=false"},
+		{"setting read-only for a read-only stage", sim.DiskSpec{FileSystem: "NTFS"}, true, true, sim.Rule{Op: sim.OpDisksSetReadOnly, Err: "accessdenied"}, host.ErrAccessDenied, "set read-only=true"},
+		{"bringing the disk online", sim.DiskSpec{Offline: true}, true, false, sim.Rule{Op: sim.OpDisksSetOnline, Err: "inuse"}, host.ErrInUse, "bring disk"},
+		{"a clone that does not come online", sim.DiskSpec{Collision: true}, true, false, sim.Rule{Op: sim.OpDisksSetOnline, Err: "invalid"}, host.ErrInvalid, "signature collides"},
+		{"reading the disk again", sim.DiskSpec{}, true, false, sim.Rule{Op: sim.OpDisksGet, Err: "busy"}, host.ErrBusy, "read disk"},
+		{"initialising", sim.DiskSpec{}, true, false, sim.Rule{Op: sim.OpDisksInitialize, Err: "readonly"}, host.ErrReadOnly, "initialise disk"},
+		{"listing partitions", sim.DiskSpec{PartitionStyle: host.PartitionStyleGPT}, true, false, sim.Rule{Op: sim.OpDisksPartitions, Err: "busy"}, host.ErrBusy, "list partitions"},
+		{"creating the partition", sim.DiskSpec{PartitionStyle: host.PartitionStyleGPT}, true, false, sim.Rule{Op: sim.OpDisksCreatePartition, Err: "outofrange"}, host.ErrOutOfRange, "create partition"},
+		{"mounting", sim.DiskSpec{FileSystem: "NTFS"}, true, false, sim.Rule{Op: sim.OpVolumesMount, Err: "inuse"}, host.ErrInUse, "mount volume"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, disk.Options{})
+			spec := tt.disk
+			spec.Serial, spec.Adapter, spec.LUN = "D", 1, 1
+			r.attach(spec)
+			must(t, r.sim.Faults().Add(tt.rule))
+			err := r.b.Stage(r.ctx, stageRequest("v", r.staging("v", tt.made), contract.DiskSelector{Serial: "D"}, ntfs, tt.readOnly))
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.in) {
+				t.Fatalf("Stage = %v, want %v saying %q", err, tt.want, tt.in)
+			}
+		})
+	}
+}
+
+// A repeated stage repairs a disk that came back offline or read-only, and
+// fails when it cannot.
+func TestRepeatedStageRepairFails(t *testing.T) {
+	off, ro := true, true
+	for _, tt := range []struct {
+		name     string
+		change   sim.DiskChange
+		readOnly bool
+		rule     sim.Rule
+	}{
+		{"offline, read-only stage", sim.DiskChange{Offline: &off}, true, sim.Rule{Op: sim.OpDisksSetOnline, Err: "inuse"}},
+		{"offline", sim.DiskChange{Offline: &off}, false, sim.Rule{Op: sim.OpDisksSetOnline, Err: "inuse"}},
+		{"read-only", sim.DiskChange{ReadOnly: &ro}, false, sim.Rule{Op: sim.OpDisksSetReadOnly, Err: "inuse"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, disk.Options{})
+			n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, FileSystem: "NTFS"})
+			staging := r.staging("v", true)
+			req := stageRequest("v", staging, contract.DiskSelector{Serial: "D"}, ntfs, tt.readOnly)
+			wantErr(t, "Stage", r.b.Stage(r.ctx, req), nil)
+			must(t, r.sim.SetDiskState(n, tt.change))
+			must(t, r.sim.Faults().Add(tt.rule))
+			wantErr(t, "repeated Stage", r.b.Stage(r.ctx, req), host.ErrInUse)
+			r.sim.Faults().Clear()
+			wantErr(t, "repeated Stage without the fault", r.b.Stage(r.ctx, req), nil)
+			if d := r.diskState(n); d.Offline || d.ReadOnly != tt.readOnly {
+				t.Errorf("disk after the repair: offline %v, read-only %v", d.Offline, d.ReadOnly)
+			}
+		})
+	}
+}
+
+// A mount that finds the staging path taken by the same volume (an earlier
+// attempt mounted it) succeeds; taken by another volume, it fails.
+func TestMountRace(t *testing.T) {
+	r := newRig(t, disk.Options{})
+	n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, FileSystem: "NTFS"})
+	other := r.attach(sim.DiskSpec{Serial: "O", Adapter: 1, LUN: 2, FileSystem: "NTFS"})
+	d, err := r.sim.Host().Disks.Get(r.ctx, n)
+	must(t, err)
+	for _, tt := range []struct {
+		name    string
+		mounted uint32
+		want    error
+	}{{"the same volume", n, nil}, {"another volume", other, host.ErrDirNotEmpty}} {
+		t.Run(tt.name, func(t *testing.T) {
+			staging := r.staging(tt.name, true)
+			must(t, r.sim.Host().Volumes.Mount(r.ctx, `\\?\Volume{`+r.volumeOfDisk(tt.mounted)+`}\`, staging))
+			must(t, r.sim.Faults().Add(sim.Rule{Op: sim.OpVolumesMount, Nth: 1, Err: "dirnotempty"}))
+			err := r.b.PrepareAndMount(r.ctx, d, disk.PrepareRequest{VolumeID: "v", StagingPath: staging, FS: ntfs})
+			wantErr(t, "PrepareAndMount", err, tt.want)
+		})
+	}
+}
+
+func TestStagePartitionNotes(t *testing.T) {
+	broken := errors.New("journal disk full")
+	t.Run("the note cannot be written: nothing is made", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+		b := disk.New(r.sim.Host(), failingNotes{Store: r.jr, put: broken}, disk.Options{Backoff: fast})
+		err := b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false))
+		if !errors.Is(err, broken) || !strings.Contains(err.Error(), "record the partitioning of disk") {
+			t.Fatalf("Stage = %v", err)
+		}
+		if d := r.diskState(n); d.PartitionStyle != host.PartitionStyleRAW {
+			t.Fatalf("the disk was initialised without its note: %v", d.PartitionStyle)
+		}
+	})
+	t.Run("the note cannot be removed: the stage succeeds", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+		var log strings.Builder
+		ctx := loggerTo(&log, 2)
+		b := disk.New(r.sim.Host(), failingNotes{Store: r.jr, del: broken}, disk.Options{Backoff: fast})
+		wantErr(t, "Stage", b.Stage(ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)), nil)
+		if !strings.Contains(log.String(), "Cannot drop the partitioning note") {
+			t.Fatalf("log:\n%s", log.String())
+		}
+	})
+	t.Run("a removed note is not logged", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+		var log strings.Builder
+		b := disk.New(r.sim.Host(), r.jr, disk.Options{Backoff: fast})
+		wantErr(t, "Stage", b.Stage(loggerTo(&log, 2), stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)), nil)
+		if strings.Contains(log.String(), "partitioning note") {
+			t.Fatalf("log:\n%s", log.String())
+		}
+	})
+}
+
+// MBR disks: an IFS partition is the plugin's kind, any other is refused
+// naming its type.
+func TestStageMBR(t *testing.T) {
+	r := newRig(t, disk.Options{})
+	r.attach(sim.DiskSpec{Serial: "IFS", Adapter: 1, LUN: 1, PartitionStyle: host.PartitionStyleMBR,
+		Partitions: []sim.PartitionSpec{{MbrType: host.MbrTypeIFS, FileSystem: "NTFS"}}})
+	r.attach(sim.DiskSpec{Serial: "LINUX", Adapter: 1, LUN: 2, PartitionStyle: host.PartitionStyleMBR,
+		Partitions: []sim.PartitionSpec{{MbrType: 0x83}}})
+	wantErr(t, "Stage of an IFS partition", r.b.Stage(r.ctx, stageRequest("a", r.staging("a", true), contract.DiskSelector{Serial: "IFS"}, ntfs, false)), nil)
+	err := r.b.Stage(r.ctx, stageRequest("b", r.staging("b", true), contract.DiskSelector{Serial: "LINUX"}, ntfs, false))
+	if !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), "has type MBR 0x83") {
+		t.Fatalf("Stage = %v, want the partition type named", err)
+	}
+}
+
+// loggerTo returns a context whose logger writes to w up to verbosity v.
+func loggerTo(w *strings.Builder, v int) context.Context {
+	return klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(w), textlogger.Verbosity(v))))
 }
