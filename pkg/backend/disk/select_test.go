@@ -747,3 +747,34 @@ func TestMatchStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaults(t *testing.T) {
+	if b := New(hosttest.Unimplemented(), nil, Options{}); b.opts.Backoff != backend.DefaultBackoff {
+		t.Errorf("Backoff %+v, want the default", b.opts.Backoff)
+	}
+	custom := backend.Backoff{Initial: time.Second, Max: time.Minute}
+	if b := New(hosttest.Unimplemented(), nil, Options{Backoff: custom}); b.opts.Backoff != custom {
+		t.Errorf("Backoff %+v, want %+v", b.opts.Backoff, custom)
+	}
+	if ownType(host.PartitionStyleRAW, host.Partition{GptType: host.GptTypeBasicData}) {
+		t.Error("a partition of a RAW disk is the plugin's")
+	}
+	// Locate reads the lookup's own message.
+	_, err := backendOn(newFake(), Options{}).match(context.Background(), nil, contract.DiskSelector{Serial: "a"})
+	if !errors.Is(err, backend.ErrRetry) || err.Error() != `no disk matches disk selector serial="a"` {
+		t.Errorf("match = %v", err)
+	}
+}
+
+// A disk that is never chosen does not make a lookup uncertain: its
+// identifiers are not read, and what cannot be told of it is no doubt.
+func TestFindNeverChosenIsNoDoubt(t *testing.T) {
+	boot := nvmeDisk(0, "00")
+	boot.IsBoot, boot.Path = true, `\\?\nvme#disk#1#{x}`
+	temp := nvmeDisk(1, "00")
+	temp.FriendlyName, temp.Path = "Microsoft NVMe Direct Disk v2", `\\?\nvme#disk#2#{x}`
+	runFind(t, []findCase{
+		{name: "a namespace ID", fake: func() *fakeDisks { return newFake(boot, temp) }, sel: contract.DiskSelector{NVMeNSID: u32(2)},
+			err: host.ErrNotFound, reads: func(t *testing.T, f *fakeDisks) { noReadsOf(0)(t, f); noReadsOf(1)(t, f) }},
+	})
+}

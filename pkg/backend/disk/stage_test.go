@@ -318,3 +318,168 @@ func TestStageMBR(t *testing.T) {
 func loggerTo(w *strings.Builder, v int) context.Context {
 	return klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(w), textlogger.Verbosity(v))))
 }
+
+// TestStagePaths: the stage's other paths, each ending as Windows would
+// leave it.
+func TestStagePaths(t *testing.T) {
+	t.Run("a staging path kubelet did not make", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+		staging := r.staging("v", false)
+		wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", staging, contract.DiskSelector{Serial: "D"}, contract.FileSystem{}, false)), nil)
+		if r.mountedAt(staging) != r.volumeOfDisk(n) {
+			t.Fatal("not mounted")
+		}
+		// No file system asked for: NTFS.
+		if p := dataPartition(t, r, n); p.Volume.FileSystem != "NTFS" {
+			t.Fatalf("formatted as %q", p.Volume.FileSystem)
+		}
+	})
+	t.Run("a staged volume whose disk is gone", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+		staging := r.staging("v", true)
+		req := stageRequest("v", staging, contract.DiskSelector{Serial: "D"}, ntfs, false)
+		wantErr(t, "Stage", r.b.Stage(r.ctx, req), nil)
+		must(t, r.sim.DetachDisk(n))
+		err := r.b.Stage(r.ctx, req)
+		if !errors.Is(err, host.ErrNotFound) || !strings.Contains(err.Error(), "holds volume") {
+			t.Fatalf("Stage = %v", err)
+		}
+	})
+	t.Run("a staged volume whose selector became ambiguous", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+		req := stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)
+		wantErr(t, "Stage", r.b.Stage(r.ctx, req), nil)
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 2})
+		wantErr(t, "Stage", r.b.Stage(r.ctx, req), host.ErrConflict)
+	})
+	t.Run("a staged volume's disk number cannot be read", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+		req := stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)
+		wantErr(t, "Stage", r.b.Stage(r.ctx, req), nil)
+		must(t, r.sim.Faults().Add(sim.Rule{Op: sim.OpVolumesDiskNumber, Err: "busy"}))
+		wantErr(t, "Stage", r.b.Stage(r.ctx, req), host.ErrBusy)
+	})
+	t.Run("the boot disk is never prepared", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		boot, err := r.sim.Host().Disks.Get(r.ctx, 0)
+		must(t, err)
+		err = r.b.PrepareAndMount(r.ctx, boot, disk.PrepareRequest{VolumeID: "v", StagingPath: r.staging("v", true), FS: ntfs})
+		wantErr(t, "PrepareAndMount", err, host.ErrConflict)
+	})
+	t.Run("an ended context writes nothing", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+		d, err := r.sim.Host().Disks.Get(r.ctx, n)
+		must(t, err)
+		ctx, cancel := context.WithCancel(r.ctx)
+		cancel()
+		err = r.b.PrepareAndMount(ctx, d, disk.PrepareRequest{VolumeID: "v", StagingPath: r.staging("v", true), FS: ntfs})
+		if !errors.Is(err, context.Canceled) || r.diskState(n).PartitionStyle != host.PartitionStyleRAW {
+			t.Fatalf("PrepareAndMount = %v, disk %v", err, r.diskState(n).PartitionStyle)
+		}
+	})
+	t.Run("a disk prepared without a volume ID writes no note", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+		d, err := r.sim.Host().Disks.Get(r.ctx, n)
+		must(t, err)
+		b := disk.New(r.sim.Host(), failingNotes{Store: r.jr, put: errors.New("no note expected")}, disk.Options{Backoff: fast})
+		staging := r.staging("v", true)
+		wantErr(t, "PrepareAndMount", b.PrepareAndMount(r.ctx, d, disk.PrepareRequest{StagingPath: staging, FS: ntfs}), nil)
+		if r.mountedAt(staging) != r.volumeOfDisk(n) {
+			t.Fatal("not mounted")
+		}
+		d, err = r.sim.Host().Disks.Get(r.ctx, n)
+		must(t, err)
+		wantErr(t, "PrepareAndMount again", b.PrepareAndMount(r.ctx, d, disk.PrepareRequest{StagingPath: r.staging("w", true), FS: ntfs}), nil)
+	})
+	t.Run("a read-only stage of an offline read-only disk", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, FileSystem: "NTFS", Offline: true, ReadOnly: true})
+		wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, true)), nil)
+		if d := r.diskState(n); d.Offline || !d.ReadOnly {
+			t.Fatalf("disk offline %v, read-only %v", d.Offline, d.ReadOnly)
+		}
+	})
+	t.Run("read-only, offline: the online that read-only needs fails", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, ReadOnly: true, Offline: true})
+		must(t, r.sim.Faults().Add(sim.Rule{Op: sim.OpDisksSetOnline, Err: "inuse"}))
+		wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)), host.ErrInUse)
+	})
+	t.Run("a read-only stage of a disk without a data partition", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, PartitionStyle: host.PartitionStyleGPT})
+		err := r.b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, true))
+		if !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), "never partitioned") {
+			t.Fatalf("Stage = %v", err)
+		}
+	})
+	t.Run("a read-only stage of a data partition without a file system", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, PartitionStyle: host.PartitionStyleGPT, Partitions: []sim.PartitionSpec{{}}})
+		err := r.b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, true))
+		if !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), "never formatted") {
+			t.Fatalf("Stage = %v", err)
+		}
+	})
+	t.Run("the note of an initialised disk cannot be written", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, PartitionStyle: host.PartitionStyleGPT})
+		b := disk.New(r.sim.Host(), failingNotes{Store: r.jr, put: errors.New("journal full")}, disk.Options{Backoff: fast})
+		err := b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false))
+		if err == nil || !strings.Contains(err.Error(), "record the partitioning") || r.sim.Count(sim.OpDisksCreatePartition) != 0 {
+			t.Fatalf("Stage = %v after %d partitions", err, r.sim.Count(sim.OpDisksCreatePartition))
+		}
+	})
+	t.Run("the note cannot be read", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, FileSystem: "NTFS"})
+		b := disk.New(r.sim.Host(), unreadableNotes{r.jr}, disk.Options{Backoff: fast})
+		err := b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false))
+		if err == nil || !strings.Contains(err.Error(), "read the partitioning note") {
+			t.Fatalf("Stage = %v", err)
+		}
+	})
+	t.Run("the volume of a partition does not show", func(t *testing.T) {
+		for _, tt := range []struct {
+			fault string
+			want  error
+		}{{"notfound", host.ErrNotReady}, {"busy", host.ErrBusy}} {
+			r := newRig(t, disk.Options{})
+			r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, FileSystem: "NTFS"})
+			must(t, r.sim.Faults().Add(sim.Rule{Op: sim.OpVolumesOfPartition, Err: tt.fault}))
+			wantErr(t, "Stage "+tt.fault, r.b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)), tt.want)
+		}
+	})
+	t.Run("a partition that cannot grow", func(t *testing.T) {
+		r := newRig(t, disk.Options{})
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, Size: 3 << 30,
+			PartitionStyle: host.PartitionStyleGPT, Partitions: []sim.PartitionSpec{{Size: 1 << 30, FileSystem: "NTFS"}}})
+		must(t, r.sim.Faults().Add(sim.Rule{Op: sim.OpDisksMaxPartitionSize, Err: "busy"}))
+		wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)), host.ErrBusy)
+	})
+	t.Run("the disk cannot be read again before the format", func(t *testing.T) {
+		// The partition is the plugin's (its note says so) and its volume
+		// blank: the first write is the format.
+		r := newRig(t, disk.Options{})
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, PartitionStyle: host.PartitionStyleGPT, Partitions: []sim.PartitionSpec{{}}})
+		must(t, r.jr.PutNote(r.ctx, "disk/partitioning/v", "disk 1"))
+		must(t, r.sim.Faults().Add(sim.Rule{Op: sim.OpDisksGet, Err: "busy"}))
+		wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)), host.ErrBusy)
+		if r.sim.Count(sim.OpVolumesFormat) != 0 {
+			t.Fatal("formatted a disk it could not read again")
+		}
+	})
+}
+
+// unreadableNotes is a journal whose notes cannot be read.
+type unreadableNotes struct{ backend.Store }
+
+func (unreadableNotes) Note(context.Context, string) (string, bool, error) {
+	return "", false, errors.New("journal unreadable")
+}
