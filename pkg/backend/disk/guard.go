@@ -34,7 +34,7 @@ func (g *writeGuard) confirm(ctx context.Context) (host.Disk, error) {
 	case errors.Is(err, host.ErrNotFound):
 		return host.Disk{}, fmt.Errorf("disk %d went away before the plugin wrote to it; refusing to write to another: %w", g.d.Number, host.ErrConflict)
 	case err != nil:
-		return host.Disk{}, fmt.Errorf("read disk %d again before writing to it: %w", g.d.Number, err)
+		return host.Disk{}, fmt.Errorf("read again before the first write: %w", err)
 	case now.Path != g.d.Path || now.Ref != g.d.Ref:
 		return host.Disk{}, fmt.Errorf("disk %d is now %s, not the disk that was chosen (%s): disk numbers changed; refusing to write to it: %w",
 			g.d.Number, diskName(now), diskName(g.d), host.ErrConflict)

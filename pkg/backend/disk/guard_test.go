@@ -28,7 +28,7 @@ func TestWriteGuard(t *testing.T) {
 			return d, nil
 		}, true, nil, ""},
 		{"gone", func() (host.Disk, error) { return host.Disk{}, fmt.Errorf("disk 3: %w", host.ErrNotFound) }, true, host.ErrConflict, "went away"},
-		{"unreadable", func() (host.Disk, error) { return host.Disk{}, fmt.Errorf("wmi: %w", host.ErrBusy) }, true, host.ErrBusy, "read disk 3 again"},
+		{"unreadable", func() (host.Disk, error) { return host.Disk{}, fmt.Errorf("wmi: %w", host.ErrBusy) }, true, host.ErrBusy, "read again before the first write"},
 		{"another device under the number", func() (host.Disk, error) {
 			d := chosen
 			d.Path = `\\?\scsi#disk&ven_msft&prod_virtual_disk#5&23db5f40&0&000002#{x}`

@@ -600,12 +600,12 @@ func TestFindHostFailures(t *testing.T) {
 			f := newFake()
 			f.listErr = fmt.Errorf("wmi: %w", host.ErrUnreachable)
 			return f
-		}, sel: contract.DiskSelector{Serial: "a"}, err: host.ErrUnreachable, in: []string{"list disks"}},
+		}, sel: contract.DiskSelector{Serial: "a"}, err: host.ErrUnreachable},
 	})
 	f := newFake()
 	f.rescan = fmt.Errorf("wmi: %w", host.ErrBusy)
 	b := backendOn(f, Options{Backoff: backend.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 3}})
-	if _, err := b.Find(context.Background(), contract.DiskSelector{Serial: "a"}); !errors.Is(err, host.ErrBusy) || !strings.Contains(err.Error(), "rescan disks") {
+	if _, err := b.Find(context.Background(), contract.DiskSelector{Serial: "a"}); !errors.Is(err, host.ErrBusy) {
 		t.Fatalf("Find = %v, want the rescan's failure", err)
 	}
 	// Locate's match refuses the same selectors Find does.

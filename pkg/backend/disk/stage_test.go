@@ -181,16 +181,16 @@ func TestStageFailures(t *testing.T) {
 		want     error
 		in       string
 	}{
-		{"creating the staging directory", sim.DiskSpec{}, false, false, sim.Rule{Op: sim.OpFilesMakeDir, Err: "accessdenied"}, host.ErrAccessDenied, "create staging path"},
-		{"clearing read-only", sim.DiskSpec{ReadOnly: true}, true, false, sim.Rule{Op: sim.OpDisksSetReadOnly, Err: "accessdenied"}, host.ErrAccessDenied, "set read-only=false"},
-		{"setting read-only for a read-only stage", sim.DiskSpec{FileSystem: "NTFS"}, true, true, sim.Rule{Op: sim.OpDisksSetReadOnly, Err: "accessdenied"}, host.ErrAccessDenied, "set read-only=true"},
-		{"bringing the disk online", sim.DiskSpec{Offline: true}, true, false, sim.Rule{Op: sim.OpDisksSetOnline, Err: "inuse"}, host.ErrInUse, "bring disk"},
-		{"a clone that does not come online", sim.DiskSpec{Collision: true}, true, false, sim.Rule{Op: sim.OpDisksSetOnline, Err: "invalid"}, host.ErrInvalid, "signature collides"},
-		{"reading the disk again", sim.DiskSpec{}, true, false, sim.Rule{Op: sim.OpDisksGet, Err: "busy"}, host.ErrBusy, "read disk"},
-		{"initialising", sim.DiskSpec{}, true, false, sim.Rule{Op: sim.OpDisksInitialize, Err: "readonly"}, host.ErrReadOnly, "initialise disk"},
-		{"listing partitions", sim.DiskSpec{PartitionStyle: host.PartitionStyleGPT}, true, false, sim.Rule{Op: sim.OpDisksPartitions, Err: "busy"}, host.ErrBusy, "list partitions"},
-		{"creating the partition", sim.DiskSpec{PartitionStyle: host.PartitionStyleGPT}, true, false, sim.Rule{Op: sim.OpDisksCreatePartition, Err: "outofrange"}, host.ErrOutOfRange, "create partition"},
-		{"mounting", sim.DiskSpec{FileSystem: "NTFS"}, true, false, sim.Rule{Op: sim.OpVolumesMount, Err: "inuse"}, host.ErrInUse, "mount volume"},
+		{"creating the staging directory", sim.DiskSpec{}, false, false, sim.Rule{Op: sim.OpFilesMakeDir, Err: "accessdenied"}, host.ErrAccessDenied, "staging path: files.MakeDir"},
+		{"clearing read-only", sim.DiskSpec{ReadOnly: true}, true, false, sim.Rule{Op: sim.OpDisksSetReadOnly, Err: "accessdenied"}, host.ErrAccessDenied, "disks.SetReadOnly"},
+		{"setting read-only for a read-only stage", sim.DiskSpec{FileSystem: "NTFS"}, true, true, sim.Rule{Op: sim.OpDisksSetReadOnly, Err: "accessdenied"}, host.ErrAccessDenied, "disks.SetReadOnly"},
+		{"bringing the disk online", sim.DiskSpec{Offline: true}, true, false, sim.Rule{Op: sim.OpDisksSetOnline, Err: "inuse"}, host.ErrInUse, "disks.SetOnline"},
+		{"a clone that does not come online", sim.DiskSpec{Collision: true}, true, false, sim.Rule{Op: sim.OpDisksSetOnline, Err: "invalid"}, host.ErrInvalid, "disks.SetOnline"},
+		{"reading the disk again", sim.DiskSpec{}, true, false, sim.Rule{Op: sim.OpDisksGet, Err: "busy"}, host.ErrBusy, "before the first write"},
+		{"initialising", sim.DiskSpec{}, true, false, sim.Rule{Op: sim.OpDisksInitialize, Err: "readonly"}, host.ErrReadOnly, "disks.Initialize"},
+		{"listing partitions", sim.DiskSpec{PartitionStyle: host.PartitionStyleGPT}, true, false, sim.Rule{Op: sim.OpDisksPartitions, Err: "busy"}, host.ErrBusy, "disks.Partitions"},
+		{"creating the partition", sim.DiskSpec{PartitionStyle: host.PartitionStyleGPT}, true, false, sim.Rule{Op: sim.OpDisksCreatePartition, Err: "outofrange"}, host.ErrOutOfRange, "disks.CreatePartition"},
+		{"mounting", sim.DiskSpec{FileSystem: "NTFS"}, true, false, sim.Rule{Op: sim.OpVolumesMount, Err: "inuse"}, host.ErrInUse, "volumes.Mount"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
