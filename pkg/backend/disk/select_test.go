@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -683,7 +684,7 @@ func TestPathLUN(t *testing.T) {
 		{``, nil, false},
 	} {
 		got, ok := pathLUN(tt.path)
-		if ok != tt.ok || fmt.Sprint(got) != fmt.Sprint(tt.want) {
+		if ok != tt.ok || !slices.Equal(got, tt.want) {
 			t.Errorf("pathLUN(%q) = %v, %v; want %v, %v", tt.path, got, ok, tt.want, tt.ok)
 		}
 	}

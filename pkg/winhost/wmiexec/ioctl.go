@@ -14,7 +14,6 @@ func ctlCode(deviceType, function, method, access uint32) uint32 {
 }
 
 const (
-	fileDeviceController  = 0x04 // IOCTL_SCSI_BASE (ntddscsi.h)
 	fileDeviceMassStorage = 0x2d // IOCTL_STORAGE_BASE (winioctl.h)
 	ioctlVolumeBase       = 0x56 // 'V', IOCTL_VOLUME_BASE (winioctl.h)
 	methodBuffered        = 0
@@ -27,14 +26,15 @@ var (
 	// the device can be opened with access 0.
 	ioctlStorageQueryProperty = ctlCode(fileDeviceMassStorage, 0x0500, methodBuffered, fileAnyAccess)
 
-	// IOCTL_SCSI_GET_ADDRESS = CTL_CODE(IOCTL_SCSI_BASE, 0x0406,
-	// METHOD_BUFFERED, FILE_ANY_ACCESS) = 0x41018 (ntddscsi.h).
-	ioctlSCSIGetAddress = ctlCode(fileDeviceController, 0x0406, methodBuffered, fileAnyAccess)
-
 	// IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS = CTL_CODE(IOCTL_VOLUME_BASE, 0,
 	// METHOD_BUFFERED, FILE_ANY_ACCESS) = 0x560000.
 	ioctlVolumeGetVolumeDiskExtents = ctlCode(ioctlVolumeBase, 0, methodBuffered, fileAnyAccess)
 )
+
+// IOCTL_SCSI_GET_ADDRESS = CTL_CODE(IOCTL_SCSI_BASE (FILE_DEVICE_CONTROLLER,
+// 4), 0x0406, METHOD_BUFFERED, FILE_ANY_ACCESS) (ntddscsi.h), the value
+// TestIOCTLCodes computes.
+const ioctlSCSIGetAddress = 0x41018
 
 // STORAGE_PROPERTY_ID and STORAGE_QUERY_TYPE values (winioctl.h).
 const (
