@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -482,4 +483,45 @@ type unreadableNotes struct{ backend.Store }
 
 func (unreadableNotes) Note(context.Context, string) (string, bool, error) {
 	return "", false, errors.New("journal unreadable")
+}
+
+// A writable stage of an offline, read-only disk on a Windows that refuses
+// to change an offline disk's attribute (host.ErrNotReady): the disk comes
+// online first and read-only is cleared then; a clone whose signature
+// collides is never brought online that way.
+func TestWritableStageWhereWindowsRefusesOfflineAttributes(t *testing.T) {
+	refuse := sim.Config{Windows: sim.WindowsAnswers{OfflineReadOnly: sim.OfflineReadOnlyRefuse}}
+	t.Run("online, then writable", func(t *testing.T) {
+		r := newRigOn(t, disk.Options{}, refuse)
+		n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, Offline: true, ReadOnly: true})
+		mark := r.sim.Mark()
+		wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)), nil)
+		ops := strings.Join(r.sim.OpsSince(mark), " ")
+		want := sim.OpDisksSetReadOnly + " " + sim.OpDisksSetOnline + " " + sim.OpDisksSetReadOnly
+		if !strings.Contains(ops, want) {
+			t.Fatalf("ops %s: want %s", ops, want)
+		}
+		if d := r.diskState(n); d.Offline || d.ReadOnly {
+			t.Fatalf("disk offline %v, read-only %v", d.Offline, d.ReadOnly)
+		}
+	})
+	t.Run("the online fails", func(t *testing.T) {
+		r := newRigOn(t, disk.Options{}, refuse)
+		r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, Offline: true, ReadOnly: true})
+		must(t, r.sim.Faults().Add(sim.Rule{Op: sim.OpDisksSetOnline, Err: "inuse"}))
+		wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)), host.ErrInUse)
+	})
+	t.Run("a clone: read-only cleared while offline", func(t *testing.T) {
+		r := newRigOn(t, disk.Options{}, refuse)
+		n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, Collision: true})
+		mark := r.sim.Mark()
+		wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)), nil)
+		ops := r.sim.OpsSince(mark)
+		if i, j := slices.Index(ops, sim.OpDisksSetReadOnly), slices.Index(ops, sim.OpDisksSetOnline); i < 0 || j < i || strings.Count(strings.Join(ops, " "), sim.OpDisksSetReadOnly) != 1 {
+			t.Fatalf("ops %v: want one SetReadOnly, then SetOnline", ops)
+		}
+		if d := r.diskState(n); d.Offline || d.ReadOnly {
+			t.Fatalf("disk offline %v, read-only %v", d.Offline, d.ReadOnly)
+		}
+	})
 }
