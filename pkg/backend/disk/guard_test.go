@@ -48,7 +48,7 @@ func TestWriteGuard(t *testing.T) {
 			d := chosen
 			d.SerialNumber = "SER-4"
 			return d, nil
-		}, true, host.ErrConflict, `no longer carries the identity it was chosen by, disk selector serial="SER-3"`},
+		}, true, host.ErrConflict, `no longer carries the identity it was chosen by, disk selector serial="SER-3"; refusing`},
 		{"another serial, found otherwise (iSCSI)", func() (host.Disk, error) {
 			d := chosen
 			d.SerialNumber = "SER-4"
@@ -108,7 +108,7 @@ func TestWriteGuardUncertain(t *testing.T) {
 	}
 	g = &writeGuard{b: b, d: d, chosen: &c}
 	f.addrs[2] = host.SCSIAddress{LUN: 9}
-	if _, err := g.confirm(context.Background()); !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), "IOCTL_SCSI_GET_ADDRESS reports LUN 9") {
+	if _, err := g.confirm(context.Background()); !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), "nvmeNSID=4 (IOCTL_SCSI_GET_ADDRESS reports LUN 9") {
 		t.Fatalf("confirm = %v, want the contradiction", err)
 	}
 }
