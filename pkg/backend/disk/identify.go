@@ -331,17 +331,7 @@ func matchPage83(have, want string, mode contract.MatchMode) bool {
 }
 
 func isHex(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		switch {
-		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
-		default:
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.Trim(s, "0123456789abcdefABCDEF") == ""
 }
 
 // checkSelector refuses a selector the lookup must not run with: a
