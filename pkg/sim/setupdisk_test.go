@@ -1,5 +1,8 @@
 //go:build linux
 
+// Linux only: the simulated host runs only on Linux (mount points are
+// Linux symlinks, paths are POSIX paths; see doc.go).
+
 package sim
 
 import (
