@@ -27,10 +27,18 @@
 // facts about shared host resources that the host itself cannot tell, such
 // as the user name an SMB global mapping was made with
 // (MSFT_SmbGlobalMapping has no such property). Each note is one JSON file
-// under <dir>/notes, written the same atomic way. Each backend names its
-// notes with a prefix of its own ("smb-mapping:", "iscsi/",
-// "disk/partitioning/") and owns their values; never store a secret in
-// either.
+// under <dir>/notes, written the same atomic way. Note keys are spelled
+// "<backend>/<kind>/<about>" ("smb/mapping/\\srv\data",
+// "disk/partitioning/<volume ID>", "iscsi/initiator/chap-secret";
+// backend.NotePrefix); each backend owns the values of its notes, and an
+// earlier spelling is renamed at start (pkg/plugin, upgrade.go). Never
+// store a secret in either.
+//
+// On Windows, Open gives the directory Administrators as owner and a
+// protected DACL (SYSTEM and Administrators only), and the journal refuses
+// (never loads, lists in Refused) every entry or note whose file is owned
+// by anyone but SYSTEM, Administrators or the plugin itself (acl.go): a
+// file planted by another user is never acted on.
 //
 // OpenReadOnly reads a journal without changing anything, for tools that
 // inspect a node while the plugin runs.

@@ -14,9 +14,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/wincsi/csi-windows-node/pkg/config"
-	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/internal/bytesize"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/winacl"
 )
 
 // Setup is a simulated host and network a user declares (the plugin's
@@ -27,6 +27,9 @@ type Setup struct {
 	Disks   []SetupDisk
 	Shares  []ShareSpec
 	Targets []TargetSpec
+	// Accounts are account names the host resolves besides the built-in
+	// ones (for volumeRootAccess entries that name one).
+	Accounts []AccountState
 	// Windows picks the simulated Windows' answers where Windows' own are
 	// uncertain (Config.Windows, which wins when set). It is not state:
 	// it applies while the sim is open.
@@ -86,6 +89,9 @@ func ParseSetup(data []byte) (*Setup, error) {
 		},
 		"targets": func(n *yaml.Node, at string) {
 			p.list(n, at, func(n *yaml.Node, at string) { s.Targets = append(s.Targets, p.target(n, at)) })
+		},
+		"accounts": func(n *yaml.Node, at string) {
+			p.list(n, at, func(n *yaml.Node, at string) { s.Accounts = append(s.Accounts, p.account(n, at)) })
 		},
 		"windows": func(n *yaml.Node, at string) { s.Windows = p.windows(n, at) },
 	})
@@ -228,7 +234,7 @@ func (p *setupParser) size(n *yaml.Node, at string) uint64 {
 	if !ok {
 		return 0
 	}
-	s, err := config.ParseSize(v)
+	s, err := bytesize.Parse(v)
 	if err != nil {
 		p.fail(n, at, "%q: %v", v, err)
 		return 0
@@ -288,8 +294,39 @@ func (p *setupParser) windows(n *yaml.Node, at string) WindowsAnswers {
 				p.fail(n, at, "%q: want %s or %s", v, OfflineReadOnlyAccept, OfflineReadOnlyRefuse)
 			}
 		},
+		"volumeRootACL": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			if v != "" && !ValidRootACL(v) {
+				p.fail(n, at, "%q: want %s or %s", v, RootACLServer, RootACLClient)
+			}
+			w.VolumeRootACL = v
+		},
 	})
 	return w
+}
+
+func (p *setupParser) account(n *yaml.Node, at string) AccountState {
+	var a AccountState
+	p.object(n, at, fields{
+		"name": func(n *yaml.Node, at string) {
+			a.Name = p.str(n, at, false)
+			if strings.ContainsAny(a.Name, `"/[]:;|=,+*?<>`) {
+				p.fail(n, at, "%q: account names cannot contain any of \"/[]:;|=,+*?<>", a.Name)
+			}
+		},
+		"sid": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			if v == "" {
+				return
+			}
+			sid, err := winacl.CanonicalSID(v)
+			if err != nil {
+				p.fail(n, at, "%q is not a SID (S-1-5-21-...)", v)
+			}
+			a.SID = sid
+		},
+	}, "name", "sid")
+	return a
 }
 
 func (p *setupParser) share(n *yaml.Node, at string) ShareSpec {
@@ -301,10 +338,10 @@ func (p *setupParser) share(n *yaml.Node, at string) ShareSpec {
 			if v == "" {
 				return
 			}
-			server, share, dir, err := contract.ParseSMBSource(v)
+			server, share, dir, err := host.ParseSharePath(v)
 			switch {
 			case err != nil:
-				p.fail(n, at, "%s", reason(err))
+				p.fail(n, at, "%v", err)
 			case dir != "":
 				p.fail(n, at, `%q names a directory of share \\%s\%s; want the share root`, v, server, share)
 			}
@@ -344,9 +381,9 @@ func (p *setupParser) target(n *yaml.Node, at string) TargetSpec {
 			if v == "" {
 				return
 			}
-			iqn, err := contract.ValidateIQN(v)
+			iqn, err := host.ValidateIQN(v)
 			if err != nil {
-				p.fail(n, at, "%s", reason(err))
+				p.fail(n, at, "%v", err)
 			}
 			t.IQN = iqn
 		},
@@ -356,9 +393,9 @@ func (p *setupParser) target(n *yaml.Node, at string) TargetSpec {
 				if v == "" {
 					return
 				}
-				pt, err := contract.ParsePortal(v)
+				pt, err := host.ParsePortal(v)
 				if err != nil {
-					p.fail(n, at, "%s", reason(err))
+					p.fail(n, at, "%v", err)
 					return
 				}
 				if slices.ContainsFunc(t.Portals, func(o host.Portal) bool { return portalKey(o) == portalKey(pt) }) {
@@ -418,12 +455,12 @@ func (p *setupParser) chap(n *yaml.Node, at string) *host.CHAP {
 	return &host.CHAP{User: user, Secret: host.NewSecret(secret)}
 }
 
-// chapSecretLength enforces the 12 to 16 bytes the Windows initiator
-// accepts (docs/parameters.md); a longer or shorter secret could never be
-// used to log in.
+// chapSecretLength enforces the lengths the Windows initiator accepts
+// (host.MinCHAPSecret to host.MaxCHAPSecret bytes); a longer or shorter
+// secret could never be used to log in.
 func (p *setupParser) chapSecretLength(n *yaml.Node, at, s string) {
-	if s != "" && (len(s) < minCHAPSecret || len(s) > maxCHAPSecret) {
-		p.fail(n, at, "the secret is %d bytes long; CHAP secrets are %d to %d bytes", len(s), minCHAPSecret, maxCHAPSecret)
+	if s != "" && (len(s) < host.MinCHAPSecret || len(s) > host.MaxCHAPSecret) {
+		p.fail(n, at, "the secret is %d bytes long; CHAP secrets are %d to %d bytes", len(s), host.MinCHAPSecret, host.MaxCHAPSecret)
 	}
 }
 
@@ -445,16 +482,9 @@ func (p *setupParser) duplicates(s *Setup) {
 	for i, t := range s.Targets {
 		claim("iqn", t.IQN, fmt.Sprintf("targets[%d] (%s)", i, t.IQN))
 	}
-}
-
-// reason is the reason of a contract error, without its volume parameter
-// name, which means nothing in a setup file.
-func reason(err error) string {
-	var ce *contract.Error
-	if errors.As(err, &ce) {
-		return ce.Reason
+	for i, a := range s.Accounts {
+		claim("account name", strings.ToLower(a.Name), fmt.Sprintf("accounts[%d] (%s)", i, a.Name))
 	}
-	return err.Error()
 }
 
 // applySetup adds what setup declares to st and returns one line per entry
@@ -478,6 +508,13 @@ func (s *Sim) applySetup(st *State, setup *Setup) ([]string, error) {
 		step, err := st.planTarget(t)
 		if err != nil {
 			return nil, fmt.Errorf("targets[%d] (%s): %w", i, t.IQN, err)
+		}
+		plan = append(plan, step)
+	}
+	for i, a := range setup.Accounts {
+		step, err := st.planAccount(a)
+		if err != nil {
+			return nil, fmt.Errorf("accounts[%d] (%s): %w", i, a.Name, err)
 		}
 		plan = append(plan, step)
 	}
@@ -579,7 +616,7 @@ func (st *State) planTarget(spec TargetSpec) (func() string, error) {
 		}
 		want := l.Size
 		if want == 0 {
-			want = DefaultAutoAttachSize
+			want = DefaultDiskSize
 		}
 		switch {
 		case size < want:
@@ -610,6 +647,22 @@ func (st *State) planTarget(spec TargetSpec) (func() string, error) {
 			line += fmt.Sprintf(", LUN %d added", l.LUN)
 		}
 		return line
+	}, nil
+}
+
+// planAccount checks a declared account against st and returns the step
+// that adds it. A name the host resolves already, to the same SID, is
+// kept; to another (a built-in name, or one declared before), it conflicts.
+func (st *State) planAccount(a AccountState) (func() string, error) {
+	if sid, ok := st.lookupAccount(a.Name); ok {
+		if sid != a.SID {
+			return nil, conflictf("the simulated host resolves %s to %s, not %s", a.Name, sid, a.SID)
+		}
+		return func() string { return fmt.Sprintf("account %s: kept (%s)", a.Name, a.SID) }, nil
+	}
+	return func() string {
+		st.Accounts = append(st.Accounts, a)
+		return fmt.Sprintf("account %s: added (%s)", a.Name, a.SID)
 	}, nil
 }
 

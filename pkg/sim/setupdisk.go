@@ -297,7 +297,7 @@ func (p *setupParser) claimDisks(disks []SetupDisk, claim func(what, value, at s
 func (d SetupDisk) state(table bool, lun uint32) DiskState {
 	size := d.Size
 	if size == 0 {
-		size = DefaultAutoAttachSize
+		size = DefaultDiskSize
 	}
 	var s DiskState
 	if table {
@@ -454,7 +454,7 @@ func (st *State) planTable(disks []SetupDisk) ([]func() string, error) {
 func (st *State) planDisk(d SetupDisk) (func() string, error) {
 	size := d.Size
 	if size == 0 {
-		size = DefaultAutoAttachSize
+		size = DefaultDiskSize
 	}
 	agrees := func(have *DiskState, what string) error {
 		if have.Target != "" {

@@ -73,9 +73,17 @@ var requiredKeys = map[string][]string{
 
 func checkKeys(t *testing.T, out string) {
 	t.Helper()
-	var raw map[string][]map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &top); err != nil {
 		t.Fatal(err)
+	}
+	raw := map[string][]map[string]json.RawMessage{}
+	for list := range requiredKeys {
+		var objs []map[string]json.RawMessage
+		if err := json.Unmarshal(top[list], &objs); err != nil {
+			t.Fatalf("%s: %v", list, err)
+		}
+		raw[list] = objs
 	}
 	for list, keys := range requiredKeys {
 		if len(raw[list]) == 0 {

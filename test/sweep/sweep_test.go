@@ -31,6 +31,7 @@ var readOps = map[string]bool{
 	sim.OpVolumesDiskNumber: true, sim.OpVolumesFreeSpace: true, sim.OpFilesStat: true, sim.OpFilesReadDir: true,
 	sim.OpFilesIsEmptyDir: true, sim.OpSMBMapping: true, sim.OpSMBMappings: true, sim.OpSMBCheck: true,
 	sim.OpISCSIPortals: true, sim.OpISCSITargets: true, sim.OpISCSISessions: true, sim.OpISCSISessionDisks: true,
+	sim.OpSecurityRootDACL: true, sim.OpSecurityLookupAccountName: true,
 }
 
 // open builds the plugin over the node under base with the flags.
@@ -113,7 +114,7 @@ func state(t *testing.T, n *simnode.Node) map[string]bool {
 			out["online "+d.Serial] = true
 		}
 	}
-	for _, e := range n.Journal.List(context.Background()) {
+	for _, e := range n.Journal(t).List(context.Background()) {
 		out["entry "+e.VolumeID] = true
 	}
 	return out
@@ -406,7 +407,7 @@ func TestStageInFlightIsNotGone(t *testing.T) {
 	}
 	got, _ = sweepRound(t, n)
 	expect(t, got, map[string]sweep.Result{})
-	if _, ok := n.Journal.Get(ctx, "smb-a"); !ok {
+	if _, ok := n.Journal(t).Get(ctx, "smb-a"); !ok {
 		t.Error("the staged volume's journal entry is gone")
 	}
 }

@@ -41,6 +41,10 @@ type PrepareRequest struct {
 	// ReadOnly stages without writing: the disk is kept (or made)
 	// read-only and is never initialised, partitioned, formatted or grown.
 	ReadOnly bool
+	// RootAccess are the resolved grants of volumeRootAccess
+	// (ResolveRootAccess) added to the root of the volume once it is
+	// mounted; none for a read-only stage.
+	RootAccess contract.RootAccess
 
 	// chosen is the lookup that found the disk (Stage); without it (the
 	// iSCSI backend's disks) the disk is re-checked by its device path
@@ -73,18 +77,26 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) error {
 	if spec == nil {
 		return fmt.Errorf("volume %q has no disk spec: %w", r.VolumeID, host.ErrInvalid)
 	}
+	access, err := b.ResolveRootAccess(ctx, r.Volume.RootAccess, r.ReadOnly)
+	if err != nil {
+		return err
+	}
 	staged, err := b.CheckStagingPath(ctx, r.StagingPath)
 	if err != nil {
 		return err
 	}
 	if staged != "" {
-		return b.verifyStaged(ctx, spec.Selector, staged, r.StagingPath, r.ReadOnly)
+		if err := b.verifyStaged(ctx, spec.Selector, staged, r.StagingPath, r.ReadOnly); err != nil {
+			return err
+		}
+		return b.GrantRootAccess(ctx, staged, access)
 	}
 	c, err := b.find(ctx, spec.Selector)
 	if err != nil {
 		return err
 	}
-	return b.PrepareAndMount(ctx, c.disk, PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS, ReadOnly: r.ReadOnly, chosen: &c})
+	return b.PrepareAndMount(ctx, c.disk, PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS, ReadOnly: r.ReadOnly,
+		RootAccess: access, chosen: &c})
 }
 
 // CheckStagingPath returns the GUID path of the volume mounted at the
@@ -158,7 +170,8 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 // online, initialises it as GPT when RAW, creates its data partition when
 // there is none, formats the volume when it has no file system and mounts
 // it. A read-only request only brings the disk online and mounts an
-// existing file system.
+// existing file system. Once the volume is mounted, the grants of
+// r.RootAccess are added to its root (GrantRootAccess).
 //
 // It formats a volume only when the partition is the plugin's own: made by
 // this stage, or recorded in a note before an earlier, interrupted stage
@@ -230,12 +243,12 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 			// A concurrent or crashed earlier attempt may have mounted it.
 			if info, serr := b.h.Files.Stat(ctx, r.StagingPath); serr == nil && info.Kind == host.PathMountPoint &&
 				winpath.CanonicalTarget(info.Target) == winpath.CanonicalTarget(vol.GUIDPath) {
-				return nil
+				return b.GrantRootAccess(ctx, vol.GUIDPath, r.RootAccess)
 			}
 		}
 		return err
 	}
-	return nil
+	return b.GrantRootAccess(ctx, vol.GUIDPath, r.RootAccess)
 }
 
 // readOnlyUp brings a disk up for a read-only stage: it is made read-only
@@ -308,7 +321,9 @@ func (b *Backend) forgetPartitioning(ctx context.Context, volumeID string) {
 // partitionNote is the key of the note saying that the plugin is creating
 // the partition of a volume ("disk/partitioning/<volume ID>"; the value
 // names the disk, for people reading the journal).
-func partitionNote(volumeID string) string { return "disk/partitioning/" + volumeID }
+func partitionNote(volumeID string) string {
+	return backend.NotePrefix(contract.KindDisk, "partitioning") + volumeID
+}
 
 // BringUp clears read-only and brings the disk online, in that order: a
 // cloned disk whose signature collides with an online disk only comes
