@@ -12,7 +12,7 @@ type Report struct {
 	Unexplained []Item `json:"unexplained"`
 	// Incomplete names what could not be read (a host call that failed);
 	// the rest of the report stands, without it.
-	Incomplete []string `json:"incomplete,omitempty"`
+	Incomplete []string `json:"incomplete"`
 }
 
 // State is the state of a recorded volume.

@@ -66,7 +66,7 @@ func Take(ctx context.Context, in Input) (*Report, error) {
 	if in.Journal == nil || in.Root == nil || in.DriverName == "" {
 		return nil, errors.New("inventory: journal, kubelet directory and driver name are required")
 	}
-	t := &taker{in: in, h: in.Host, rep: &Report{Volumes: []Volume{}, Resources: []Resource{}, Unexplained: []Item{}},
+	t := &taker{in: in, h: in.Host, rep: &Report{Volumes: []Volume{}, Resources: []Resource{}, Unexplained: []Item{}, Incomplete: []string{}},
 		byPath: map[string]int{}, targetDisks: map[string]map[uint32]bool{}}
 	t.entries = in.Journal.List(ctx)
 	t.infos = make([]host.PathInfo, len(t.entries))
