@@ -85,9 +85,14 @@ func TestParseGeneral(t *testing.T) {
 			wantKey: "Password",
 		},
 		{
-			name: "secret key of another backend in volume_context is ignored",
-			req:  Request{VolumeContext: m("diskSerial", "s", "password", "x")},
+			name: "secret key of another backend in volume_context is ignored when backend is set",
+			req:  Request{VolumeContext: m("backend", "disk", "diskSerial", "s", "password", "x")},
 			want: &Volume{Kind: KindDisk, FS: ntfs, Disk: &DiskSpec{Selector: DiskSelector{Serial: "s"}}, Ignored: []string{"password"}},
+		},
+		{
+			name:    "secret key of another backend in volume_context refuses an inferred backend",
+			req:     Request{VolumeContext: m("diskSerial", "s", "password", "x")},
+			wantKey: "password",
 		},
 	})
 }

@@ -181,9 +181,14 @@ func TestParseSMB(t *testing.T) {
 		{name: "username leading @", req: Request{VolumeContext: m("source", `\\s\x`), Secrets: m("username", "@corp", "password", "pw")}, wantKey: "username"},
 		{name: "username trailing @", req: Request{VolumeContext: m("source", `\\s\x`), Secrets: m("username", "bob@", "password", "pw")}, wantKey: "username"},
 		{
-			name: "unrelated secret keys are ignored",
-			req:  Request{VolumeContext: m("source", `\\s\x`), Secrets: m("node.session.auth.password", "x")},
+			name: "unrelated secret keys are ignored when backend is set",
+			req:  Request{VolumeContext: m("backend", "smb", "source", `\\s\x`), Secrets: m("node.session.auth.password", "x")},
 			want: smb(SMBSpec{Server: "s", Share: "x"}),
+		},
+		{
+			name:    "another backend's secret keys refuse an inferred backend",
+			req:     Request{VolumeContext: m("source", `\\s\x`), Secrets: m("node.session.auth.password", "x")},
+			wantKey: "node.session.auth.password",
 		},
 	})
 }

@@ -38,7 +38,7 @@ func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.logIgnored(ctx, vol.Ignored)
+	s.logIgnored(ctx, req.GetVolumeId(), vol.Ignored)
 	if vol.Kind != contract.KindSMB && multiNodeWriter(mode) {
 		return nil, invalid("volume_capability: access mode %s is not supported for %s volumes: NTFS and ReFS are not cluster file systems",
 			modeName(mode), vol.Kind)
@@ -213,6 +213,7 @@ func (s *Server) unstage(ctx context.Context, kind contract.Kind, volumeID, stag
 	s.mu.Lock()
 	delete(s.published, volumeID)
 	s.mu.Unlock()
+	s.ignored.Delete(volumeID)
 	return nil
 }
 
@@ -221,16 +222,16 @@ func samePath(a, b string) bool {
 	return backend.SameTarget(a, b)
 }
 
-// logIgnored logs, once per key and process, the volume parameters the
-// contract does not use (names only, never values).
-func (s *Server) logIgnored(ctx context.Context, keys []string) {
-	var fresh []string
-	for _, k := range keys {
-		if _, seen := s.ignored.LoadOrStore(k, struct{}{}); !seen {
-			fresh = append(fresh, k)
-		}
+// logIgnored logs, once per volume, the volume parameters the contract
+// does not use (names only, never values): a vendor's own keys, or a
+// misspelt key too far from any contract key to be caught as a typo.
+func (s *Server) logIgnored(ctx context.Context, volumeID string, keys []string) {
+	if len(keys) == 0 {
+		return
 	}
-	if len(fresh) > 0 {
-		klog.FromContext(ctx).V(4).Info("Ignoring unknown volume parameters", "keys", fresh)
+	names := strings.Join(keys, "\x00")
+	if prev, seen := s.ignored.Swap(volumeID, names); seen && prev == names {
+		return
 	}
+	klog.FromContext(ctx).V(2).Info("Ignoring volume parameters the contract does not know", "keys", keys)
 }
