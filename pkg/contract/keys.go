@@ -31,6 +31,7 @@ const (
 	keySource         = "source"
 	keySubDir         = "subDir"
 	keyRequirePrivacy = "requirePrivacy"
+	keyNoCredentials  = "mapWithoutCredentials"
 	keyUsername       = "username"
 	keyPassword       = "password"
 	keyDomain         = "domain"
@@ -112,6 +113,7 @@ var keyTable = []KeyDoc{
 	{Name: keySource, Source: SourceContext, Backends: onlySMB},
 	{Name: keySubDir, Source: SourceContext, Backends: onlySMB},
 	{Name: keyRequirePrivacy, Source: SourceContext, Backends: onlySMB},
+	{Name: keyNoCredentials, Source: SourceContext, Backends: onlySMB},
 	{Name: keyUsername, Source: SourceSecret, Backends: onlySMB},
 	{Name: keyPassword, Source: SourceSecret, Backends: onlySMB},
 	{Name: keyDomain, Source: SourceSecret, Backends: onlySMB},

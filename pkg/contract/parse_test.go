@@ -106,7 +106,7 @@ func TestParseBackend(t *testing.T) {
 		},
 		{
 			name:  "explicit smb",
-			req:   Request{VolumeContext: m("Backend", "smb", "source", `\\s\x`)},
+			req:   Request{VolumeContext: m("Backend", "smb", "source", `\\s\x`), Secrets: m("username", "u", "password", "p")},
 			check: wantKind(KindSMB),
 		},
 		{
@@ -121,7 +121,7 @@ func TestParseBackend(t *testing.T) {
 		},
 		{
 			name:  "inferred smb from source",
-			req:   Request{VolumeContext: m("source", `//s/x`)},
+			req:   Request{VolumeContext: m("source", `//s/x`), Secrets: m("username", "u", "password", "p")},
 			check: wantKind(KindSMB),
 		},
 		{
@@ -136,7 +136,7 @@ func TestParseBackend(t *testing.T) {
 		},
 		{
 			name:  "node default backend",
-			req:   Request{VolumeContext: m("source", `\\s\x`)},
+			req:   Request{VolumeContext: m("source", `\\s\x`), Secrets: m("username", "u", "password", "p")},
 			opts:  Options{DefaultKind: KindSMB},
 			check: wantKind(KindSMB),
 		},
@@ -248,7 +248,7 @@ func TestParseAliases(t *testing.T) {
 		},
 		{
 			name:  "alias of backend",
-			req:   Request{VolumeContext: m("node_attach_driver", "smb", "source", `\\s\x`)},
+			req:   Request{VolumeContext: m("node_attach_driver", "smb", "source", `\\s\x`), Secrets: m("username", "u", "password", "p")},
 			opts:  Options{Aliases: map[string]string{"node_attach_driver": "backend"}},
 			check: wantKind(KindSMB),
 		},

@@ -72,7 +72,7 @@ func TestTyposAreRefused(t *testing.T) {
 // TestTypoAliased: --context-alias maps a vendor key onto a contract key
 // before the check, so a vendor's key that looks like a typo is usable.
 func TestTypoAliased(t *testing.T) {
-	v, err := Parse(Request{VolumeID: "v", VolumeContext: m("sorce", "//files/data")},
+	v, err := Parse(Request{VolumeID: "v", VolumeContext: m("sorce", "//files/data"), Secrets: m("username", "alice", "password", "pw")},
 		Options{Aliases: map[string]string{"sorce": "source"}})
 	if err != nil {
 		t.Fatal(err)

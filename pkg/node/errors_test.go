@@ -29,6 +29,9 @@ func TestCodeOf(t *testing.T) {
 		{"schema and not found", fmt.Errorf("%w: %w", host.ErrSchema, host.ErrNotFound), codes.Internal},
 		{"not ready", fmt.Errorf("disk 3 is offline: %w", host.ErrNotReady), codes.Unavailable},
 		{"read-only", host.ErrReadOnly, codes.FailedPrecondition},
+		// The node's policy, not the caller's request, refuses a guest
+		// logon: nothing the secret can fix.
+		{"guest logon blocked", fmt.Errorf("map share: %w", host.ErrGuestLogonBlocked), codes.FailedPrecondition},
 		{"deadline", fmt.Errorf("host call: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
 		{"other", errors.New("boom"), codes.Internal},
 	}

@@ -154,3 +154,26 @@ func TestTypoInAKey(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSMBWithoutCredentials: a stage of the README's share without
+// X_CSI_SECRETS used to try a mapping without credentials and report "the
+// server rejected the credentials of the node-stage secret". Now the
+// missing keys are named before anything touches the host; the opt-in
+// mapWithoutCredentials tries the mapping and says what the server did.
+func TestSMBWithoutCredentials(t *testing.T) {
+	n := start(t)
+	ctx := testbin.Context(t, rpcTimeout)
+	err := n.stage(ctx, "smb-nosecret", cifsCap, smbContext, nil)
+	wantStatus(t, "stage without a secret", err, codes.InvalidArgument, `parameter "username"`, "neither username nor password", "mapWithoutCredentials")
+	if u := n.p.HostUsage(t); u.Calls["smb.Map"] != 0 {
+		t.Errorf("a mapping was tried: %d calls of smb.Map", u.Calls["smb.Map"])
+	}
+	optIn := map[string]string{"source": "//files/data", "mapWithoutCredentials": "true"}
+	err = n.stage(ctx, "smb-nosecret", cifsCap, optIn, nil)
+	wantStatus(t, "stage without credentials, opted in", err, codes.Unauthenticated, "without credentials", "give the volume a node-stage secret")
+	if u := n.p.HostUsage(t); u.Calls["smb.Map"] != 1 {
+		t.Errorf("%d calls of smb.Map, want the one the opt-in allows (the check above would prove nothing)", u.Calls["smb.Map"])
+	}
+	err = n.stage(ctx, "smb-nosecret", cifsCap, optIn, aliceSecret)
+	wantStatus(t, "opt-in with a secret", err, codes.InvalidArgument, `parameter "username"`, "mapWithoutCredentials is true")
+}

@@ -20,6 +20,9 @@ const recordPW = "Record-Pw-3c1e9d7f"
 func smbVolume(t *testing.T, source, subDir string, secrets map[string]string) contract.Volume {
 	t.Helper()
 	vc := map[string]string{"source": source}
+	if secrets == nil {
+		vc["mapWithoutCredentials"] = "true"
+	}
 	if subDir != "" {
 		vc["subDir"] = subDir
 	}
@@ -43,7 +46,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	}{
 		{"user and directory", smbVolume(t, `//Srv/Data`, "pvc-1", map[string]string{"username": "alice", "password": recordPW}),
 			smb.Record{Share: `\\srv\data`, UNC: `\\Srv\Data\pvc-1`, User: "alice"}, `\\srv\data\pvc-1`},
-		{"anonymous share root", smbVolume(t, `\\srv\open`, "", nil),
+		{"share root without credentials", smbVolume(t, `\\srv\open`, "", nil),
 			smb.Record{Share: `\\srv\open`, UNC: `\\srv\open`}, `\\srv\open`},
 	}
 	for _, tt := range tests {

@@ -380,6 +380,16 @@ func mapError(spec *contract.SMBSpec, err error) error {
 			"(Windows error 1219, multiple connections to a server by one user with more than one user name are not allowed); "+
 			"all volumes of one server must use the same credentials, or the other mapping must be removed "+
 			"(Get-SmbGlobalMapping, Remove-SmbGlobalMapping): %w", root, as, spec.Server, err)
+	case errors.Is(err, host.ErrGuestLogonBlocked):
+		// Windows Server 2019 and later refuse guest logons by default
+		// ("Guest access in SMB2 and SMB3 disabled by default":
+		// https://learn.microsoft.com/windows-server/storage/file-server/enable-insecure-guest-logons-smb2-and-smb3).
+		return fmt.Errorf("map share %s without credentials: the server offered guest access, which this node's policy refuses "+
+			"(Windows error 1272; \"Enable insecure guest logons\", off by default since Windows Server 2019; enabling it "+
+			"lowers the node's security): give the volume a node-stage secret with username and password instead: %w", root, err)
+	case errors.Is(err, host.ErrLogonFailure) && user == "":
+		return fmt.Errorf("map share %s without credentials (mapWithoutCredentials): the server refused the connection; "+
+			"it wants a user: give the volume a node-stage secret with username and password: %w", root, err)
 	case errors.Is(err, host.ErrLogonFailure):
 		return fmt.Errorf("map share %s%s: the server rejected the credentials of the node-stage secret "+
 			"(wrong user name or password, or a locked or disabled account): %w", root, as, err)

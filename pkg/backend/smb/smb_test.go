@@ -341,6 +341,13 @@ func TestStageErrors(t *testing.T) {
 		{"staging path holds data", func(e *env) error {
 			return os.WriteFile(filepath.Join(mkdirAll(e, e.stagingPath("v1")), "f"), nil, 0o600)
 		}, vol{id: "v1"}, codes.FailedPrecondition, "", false},
+		{"no credentials", nil, vol{id: "v1", secrets: map[string]string{}}, codes.InvalidArgument, `parameter "username"`, false},
+		{"refused without credentials", nil, vol{id: "v1", secrets: map[string]string{}, ctx: noCred},
+			codes.Unauthenticated, `map share \\srv\data without credentials`, false},
+		{"guest logon blocked", func(e *env) error {
+			e.sim.Faults().Add(sim.Rule{Op: sim.OpSMBMap, Nth: 1, Err: "guestlogonblocked"})
+			return nil
+		}, vol{id: "v1", secrets: map[string]string{}, ctx: noCred}, codes.FailedPrecondition, `"Enable insecure guest logons"`, false},
 		{"link fails after mapping", func(e *env) error {
 			e.sim.Faults().Add(sim.Rule{Op: sim.OpFilesSymlink, Nth: 1, Err: "internal"})
 			return nil
@@ -376,6 +383,9 @@ func TestStageErrors(t *testing.T) {
 		})
 	}
 }
+
+// noCred is the opt-in to a mapping without credentials.
+var noCred = map[string]string{"mapWithoutCredentials": "true"}
 
 func mkdirAll(e *env, p string) string {
 	e.t.Helper()
