@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var ctx = context.Background()
@@ -319,5 +320,49 @@ func TestOpenReadOnly(t *testing.T) {
 	}
 	if _, ok := j.Get(ctx, "v"); !ok {
 		t.Fatal("the read-only journal removed an entry")
+	}
+}
+
+// TestSeal: Seal waits for a write in progress and holds back the writes
+// that come after it, so that a process exiting at once never cuts one.
+func TestSeal(t *testing.T) {
+	j, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// A write in progress: the file lock of "v1" and the write lock held,
+	// as Put holds them while it writes.
+	unlock, err := j.lockFile(ctx, fileName("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := make(chan error, 1)
+	go func() { sealed <- j.Seal(ctx) }()
+	// Seal cannot finish while the write runs; a bounded Seal says so.
+	short, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := j.Seal(short); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Seal with an ended context while a write runs: %v", err)
+	}
+	select {
+	case err := <-sealed:
+		t.Fatalf("Seal returned %v while a write was in progress", err)
+	default:
+	}
+	unlock()
+	if err := <-sealed; err != nil {
+		t.Fatal(err)
+	}
+	// A write after Seal does not start.
+	put := make(chan error, 1)
+	go func() { put <- j.Put(ctx, Entry{VolumeID: "v2"}) }()
+	select {
+	case err := <-put:
+		t.Fatalf("Put after Seal returned %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, ok := j.Get(ctx, "v2"); ok {
+		t.Fatal("a write after Seal took effect")
 	}
 }

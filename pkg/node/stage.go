@@ -12,6 +12,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
@@ -144,8 +145,27 @@ func (s *Server) checkRestage(ctx context.Context, prev, next journal.Entry, rec
 
 // forgetFailedStage drops the intent record of a stage that failed and left
 // nothing at the staging path; backends roll back their own partial work.
+// It runs on a context of its own (backend.CleanupContext): a stage
+// cancelled by its caller or by the shutdown must not leave its intent
+// behind, which diagnose would show as an incomplete stage until someone
+// unstages the volume by hand.
 func (s *Server) forgetFailedStage(ctx context.Context, e journal.Entry) {
+	if host.Running(ctx) {
+		// A call hung past the stage's end may still make what the record
+		// must count (a mapping, a session): the retry or the unstage,
+		// which the volume's lock holds back until the call ends, needs
+		// the record.
+		klog.FromContext(ctx).V(2).Info("A host call of the failed stage is still running; keeping its record for the retry or the unstage",
+			"volumeID", e.VolumeID)
+		return
+	}
+	ctx, cancel := backend.CleanupContext(ctx)
+	defer cancel()
 	if _, live, err := s.publisher.Staged(ctx, e.StagingPath); err != nil || live {
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot tell whether the failed stage left anything at the staging path; keeping its record for the retry or the unstage",
+				"volumeID", e.VolumeID, "stagingTargetPath", e.StagingPath)
+		}
 		return // keep the record: unstage or a retry will need it
 	}
 	if err := s.cfg.Journal.Delete(ctx, e.VolumeID); err != nil {

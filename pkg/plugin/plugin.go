@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubernetes-csi/csi-lib-utils/metrics"
@@ -19,6 +20,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/identity"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/server"
 	"github.com/wincsi/csi-windows-node/pkg/sweep"
 	"github.com/wincsi/csi-windows-node/pkg/version"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -157,6 +159,8 @@ type Plugin struct {
 	backends map[contract.Kind]node.Backend
 	// sweeper is the orphan sweep (Sweep; Serve runs it).
 	sweeper *sweep.Sweeper
+	// serving is the gRPC server while Serve runs (Halt names its RPCs).
+	serving atomic.Pointer[server.Server]
 
 	opts Options
 }

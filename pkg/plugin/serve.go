@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/server"
 )
 
@@ -34,6 +35,7 @@ type Listeners struct {
 func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	logger := klog.FromContext(ctx)
 	srv := server.New(server.Config{Identity: p.Identity, Node: p.Node, Metrics: p.Metrics, Logger: logger})
+	p.serving.Store(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ls.CSI) }()
 
@@ -66,14 +68,21 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 
 	select {
 	case <-ctx.Done():
-		logger.Info("Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace)
+		logger.Info("Shutting down; waiting for in-flight RPCs (a second SIGINT or SIGTERM ends the plugin at once)",
+			"grace", p.opts.ShutdownGrace, "rpcs", rpcNames(srv.Running()))
 	case err := <-served:
 		return fmt.Errorf("gRPC server stopped: %w", err)
 	}
 	p.Identity.SetReady(false)
 	stopSweep()
 	<-swept
-	srv.Stop(p.opts.ShutdownGrace)
+	if cancelled := srv.Stop(p.opts.ShutdownGrace, backend.CleanupTimeout); len(cancelled) > 0 {
+		logger.Info("Shutdown grace over; cancelled the RPCs still running, which undid what they had started",
+			"grace", p.opts.ShutdownGrace, "rpcs", rpcNames(cancelled))
+		if left := srv.Running(); len(left) > 0 {
+			logger.Info("RPCs still undoing their work when the plugin stops; kubelet retries them", "rpcs", rpcNames(left))
+		}
+	}
 	if web != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
 		defer cancel()
@@ -82,4 +91,34 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 		}
 	}
 	return nil
+}
+
+// rpcNames names RPCs for a log line: "NodeStageVolume vol-1 (12s)".
+func rpcNames(rpcs []server.RPC) []string {
+	out := make([]string, len(rpcs))
+	for i, r := range rpcs {
+		out[i] = r.String()
+	}
+	return out
+}
+
+// haltTimeout bounds Halt's wait for the journal writes in progress (each
+// a small local file).
+const haltTimeout = 5 * time.Second
+
+// Halt readies the plugin for an exit that does not wait for the RPCs in
+// flight (a second SIGINT or SIGTERM during the shutdown grace): it waits
+// for the stage journal's writes in progress and lets no other begin
+// (journal.Seal), so that every record is whole on disk. It returns the
+// RPCs still running, which the exit abandons: kubelet retries them, and a
+// stage cut short leaves its intent record, which the retry, the unstage
+// or the orphan sweep finishes.
+func (p *Plugin) Halt(ctx context.Context) ([]string, error) {
+	var rpcs []string
+	if srv := p.serving.Load(); srv != nil {
+		rpcs = rpcNames(srv.Running())
+	}
+	ctx, cancel := context.WithTimeout(ctx, haltTimeout)
+	defer cancel()
+	return rpcs, p.Journal.Seal(ctx)
 }

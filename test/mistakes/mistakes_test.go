@@ -1,10 +1,16 @@
 package mistakes
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +18,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wincsi/csi-windows-node/pkg/inventory"
+	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
@@ -33,14 +41,84 @@ type node struct {
 // start runs the binary with the README's network and --v=2, plus args.
 func start(t *testing.T, args ...string) *node {
 	t.Helper()
+	return startIn(t, t.TempDir(), args...)
+}
+
+// startIn is start on the node under base (its sim/ may hold faults.json).
+func startIn(t *testing.T, base string, args ...string) *node {
+	t.Helper()
 	root, err := testbin.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := testbin.Build(t)
-	p := testbin.Start(t, bin, testbin.Options{Dir: t.TempDir(), HTTP: true,
+	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: true,
 		Args: append([]string{"--sim-config=" + filepath.Join(root, "docs", "sim-config.yaml"), "--v=2"}, args...)})
 	return &node{t: t, p: p, csi: csi.NewNodeClient(p.Dial(t))}
+}
+
+// withFaults returns a base directory whose simulated host starts with the
+// fault rules.
+func withFaults(t *testing.T, rules ...sim.Rule) string {
+	t.Helper()
+	base := t.TempDir()
+	dir := filepath.Join(base, "sim")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.WriteFaultsFile(dir, rules...); err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
+// waitLog waits until the plugin's log holds s, or the plugin exits.
+// go test's -timeout bounds a wait that never ends: no wall-clock margin.
+func (n *node) waitLog(s string) {
+	n.t.Helper()
+	for !strings.Contains(n.p.Log.String(), s) {
+		select {
+		case <-n.p.Done():
+			n.t.Fatalf("the plugin exited before logging %q:\n%s", s, n.p.Log.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// diagnose runs csi-windows-node diagnose -o json on the node.
+func (n *node) diagnose() *inventory.Report {
+	n.t.Helper()
+	ctx := testbin.Context(n.t, rpcTimeout)
+	cmd := exec.CommandContext(ctx, testbin.Build(n.t), "diagnose", "--host=sim", "--sim-dir="+n.p.SimDir,
+		"--kubelet-dir="+n.p.Kubelet, "--driver-name=sim.csi.wincsi.io", "-o", "json")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		n.t.Fatalf("diagnose: %v\n%s", err, errOut.String())
+	}
+	var rep inventory.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		n.t.Fatalf("diagnose -o json: %v\n%s", err, out.String())
+	}
+	return &rep
+}
+
+// settled waits until diagnose shows no volume and no mapping: a cancelled
+// stage undid its work and dropped its intent. It returns the last report
+// if that never happens before the test's deadline.
+func (n *node) settled() {
+	n.t.Helper()
+	for {
+		rep := n.diagnose()
+		if len(rep.Volumes) == 0 && !slices.ContainsFunc(rep.Resources, func(r inventory.Resource) bool { return r.Kind == inventory.KindSMBMapping }) {
+			return
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-n.t.Context().Done():
+			n.t.Fatalf("the cancelled stage is still recorded or mapped: %+v", rep)
+		}
+	}
 }
 
 // The README's secrets and volume_context (docs/sim-config.yaml).
@@ -176,4 +254,89 @@ func TestSMBWithoutCredentials(t *testing.T) {
 	}
 	err = n.stage(ctx, "smb-nosecret", cifsCap, optIn, aliceSecret)
 	wantStatus(t, "opt-in with a secret", err, codes.InvalidArgument, `parameter "username"`, "mapWithoutCredentials is true")
+}
+
+// slowLink makes the stage's link of the staging path take an hour: the
+// share is mapped, then the stage waits (the simulated delay honours the
+// call's context, as a host call does).
+var slowLink = sim.Rule{Op: sim.OpFilesSymlink, Nth: 1, Delay: time.Hour}
+
+// stageInFlight starts the README's SMB stage of smb-1 and returns once the
+// stage waits in its link, with the channel of its result.
+func (n *node) stageInFlight(ctx context.Context) <-chan error {
+	n.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- n.stage(ctx, "smb-1", cifsCap, smbContext, aliceSecret) }()
+	n.waitLog(`"injected delay" logger="sim" driver="sim.csi.wincsi.io" method="files.Symlink"`)
+	return done
+}
+
+// TestCancelledStage: a stage its caller gives up on (csc's or kubelet's
+// deadline) used to clean up with the cancelled context, so its intent
+// record stayed (diagnose: StageIncomplete) until someone unstaged by
+// hand. Now it undoes the mapping it made and drops the record.
+func TestCancelledStage(t *testing.T) {
+	n := startIn(t, withFaults(t, slowLink))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := n.stageInFlight(ctx)
+	cancel()
+	wantStatus(t, "cancelled stage", <-done, codes.Canceled)
+	n.settled()
+}
+
+// TestShutdownCancelsAStage: at SIGTERM the plugin names the RPCs it waits
+// for; when the grace runs out it cancels them, and the cancelled stage
+// undoes its work before the plugin exits.
+func TestShutdownCancelsAStage(t *testing.T) {
+	n := startIn(t, withFaults(t, slowLink), "--shutdown-grace=1s")
+	done := n.stageInFlight(context.Background())
+	if err := n.p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	n.waitLog(`"Shutting down; waiting for in-flight RPCs`)
+	n.waitLog(`"NodeStageVolume smb-1 (`)
+	<-n.p.Done()
+	if err := n.p.ExitErr(); err != nil {
+		t.Fatalf("plugin exit: %v\n%s", err, n.p.Log.String())
+	}
+	if err := <-done; status.Code(err) == codes.OK {
+		t.Fatal("the stage succeeded; it was to be cancelled")
+	}
+	if !strings.Contains(n.p.Log.String(), `"Shutdown grace over; cancelled the RPCs still running`) {
+		t.Errorf("the log does not say the grace ran out:\n%s", n.p.Log.String())
+	}
+	n.settled()
+}
+
+// TestSecondSignal: a second SIGTERM during the shutdown grace ends the
+// plugin at once, after sealing the journal, and says so with the RPCs it
+// abandons; the journal stays readable and records the stage cut short,
+// for its retry or unstage to finish.
+func TestSecondSignal(t *testing.T) {
+	n := startIn(t, withFaults(t, slowLink), "--shutdown-grace=1h")
+	done := n.stageInFlight(context.Background())
+	for range 2 {
+		if err := n.p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		n.waitLog(`"Shutting down; waiting for in-flight RPCs`)
+	}
+	<-n.p.Done() // the grace is an hour: only the second signal ends it
+	<-done
+	log := n.p.Log.String()
+	var ee *exec.ExitError
+	if err := n.p.ExitErr(); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("exit %v, want status 1\n%s", err, log)
+	}
+	if !strings.Contains(log, `"Second signal: exiting now, without waiting for the RPCs in flight`) || !strings.Contains(log, `NodeStageVolume smb-1 (`) {
+		t.Errorf("the log does not say why the plugin ended, or which RPC it abandoned:\n%s", log)
+	}
+	// The stage was cut between removing kubelet's empty staging
+	// directory and linking it: diagnose finds the record (state gone,
+	// the path missing) for kubelet's retry, which makes the directory
+	// again, to finish.
+	rep := n.diagnose()
+	if len(rep.Volumes) != 1 || rep.Volumes[0].VolumeID != "smb-1" || rep.Volumes[0].State == inventory.StateHealthy {
+		t.Errorf("diagnose after the exit: %+v; want smb-1 recorded, not healthy", rep.Volumes)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
 	"k8s.io/klog/v2"
 
@@ -25,13 +24,6 @@ type Options struct {
 	// Backoff paces the wait for the LUN's disk to appear after login.
 	Backoff backend.Backoff
 }
-
-// rollbackTimeout bounds the clean-up of a failed stage. The clean-up runs
-// on a context that keeps the RPC's values (so the node's host-call tracker
-// holds the volume's lock until it ends) but not its deadline: a stage that
-// failed because its deadline ran out (a LUN that never appeared) must still
-// log out of the sessions it created.
-const rollbackTimeout = 30 * time.Second
 
 // Backend is the iSCSI backend.
 type Backend struct {
@@ -423,7 +415,7 @@ func (b *Backend) lockPortals(ctx context.Context, ps []host.Portal) (context.Co
 // error is what the caller sees.
 func (b *Backend) rollback(ctx context.Context, spec *contract.ISCSISpec, created []host.ISCSISession, added []host.Portal, deferred bool) {
 	log := klog.FromContext(ctx)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	ctx, cancel := backend.CleanupContext(ctx)
 	defer cancel()
 	r := release{iqn: spec.IQN, added: added}
 	if deferred {

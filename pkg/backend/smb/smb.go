@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"k8s.io/klog/v2"
 
@@ -25,11 +24,6 @@ type Options struct {
 	// credentials it was made with, on the node until it reboots.
 	KeepMappings bool
 }
-
-// rollbackTimeout bounds the host calls that undo a failed stage. They run
-// even when the RPC's context has ended, so that a stage that timed out
-// does not leave a mapping nobody uses.
-const rollbackTimeout = 30 * time.Second
 
 // notePrefix starts the key of a mapping's note: "smb-mapping:" and the
 // share root; the value is the user name the mapping was made with ("" for
@@ -460,9 +454,10 @@ func (b *Backend) link(ctx context.Context, staging, unc string, state stagingSt
 // that made it, or to which an unstage left the decision, unless a staged
 // volume uses the share. The failed volume counts itself from the host
 // (its staging path may hold a link from an earlier stage). It runs with
-// its own deadline, because the stage's context may have ended.
+// its own deadline (backend.CleanupContext), because the stage's context
+// may have ended.
 func (b *Backend) releaseAfterFailure(ctx context.Context, root string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	ctx, cancel := backend.CleanupContext(ctx)
 	defer cancel()
 	if b.opts.KeepMappings {
 		return
