@@ -129,4 +129,12 @@ type ISCSI interface {
 	// SessionDisks returns the numbers of the disks reached through the
 	// session.
 	SessionDisks(ctx context.Context, s ISCSISession) ([]uint32, error)
+
+	// ReportLUNs asks the target for the LUNs it presents to this
+	// initiator (SCSI REPORT LUNS, sent through one of its sessions) and
+	// returns them in ascending order, whether Windows has surfaced their
+	// disks yet or not. ErrNotFound when the node has no session to the
+	// target; any other error means the answer is unknown (the command is
+	// not available, or the target's answer could not be read).
+	ReportLUNs(ctx context.Context, iqn string) ([]uint32, error)
 }

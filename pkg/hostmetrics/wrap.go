@@ -335,3 +335,10 @@ func (i iscsi) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32,
 	i.m.observe(AreaISCSI, "SessionDisks", start, err)
 	return r, err
 }
+
+func (i iscsi) ReportLUNs(ctx context.Context, iqn string) ([]uint32, error) {
+	start := time.Now()
+	r, err := i.next.ReportLUNs(ctx, iqn)
+	i.m.observe(AreaISCSI, "ReportLUNs", start, err)
+	return r, err
+}

@@ -23,7 +23,7 @@ var readOps = map[string]bool{
 	OpVolumesOfPartition: true, OpVolumesGet: true, OpVolumesDiskNumber: true, OpVolumesFreeSpace: true,
 	OpFilesStat: true, OpFilesIsEmptyDir: true, OpFilesReadDir: true,
 	OpSMBMapping: true, OpSMBMappings: true, OpSMBCheck: true,
-	OpISCSIPortals: true, OpISCSITargets: true, OpISCSISessions: true, OpISCSISessionDisks: true,
+	OpISCSIPortals: true, OpISCSITargets: true, OpISCSISessions: true, OpISCSISessionDisks: true, OpISCSIReportLUNs: true,
 }
 
 // OpenReadOnly opens the simulated host in dir to look at it while another

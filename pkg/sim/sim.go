@@ -66,6 +66,7 @@ const (
 	OpISCSIRegister           = "iscsi.Register"
 	OpISCSISetInitiatorSecret = "iscsi.SetInitiatorSecret"
 	OpISCSISessionDisks       = "iscsi.SessionDisks"
+	OpISCSIReportLUNs         = "iscsi.ReportLUNs"
 )
 
 // AllOps lists every op name, in interface order.
@@ -79,7 +80,7 @@ var AllOps = []string{
 	OpSMBMapping, OpSMBMappings, OpSMBMap, OpSMBUnmap, OpSMBCheck,
 	OpISCSIPortals, OpISCSIAddPortal, OpISCSIRefreshPortal, OpISCSIRemovePortal,
 	OpISCSITargets, OpISCSIConnect, OpISCSISessions, OpISCSIDisconnect, OpISCSIUnregister, OpISCSIRegister,
-	OpISCSISetInitiatorSecret, OpISCSISessionDisks,
+	OpISCSISetInitiatorSecret, OpISCSISessionDisks, OpISCSIReportLUNs,
 }
 
 // DefaultAutoAttachSize is the size of an auto-attached disk when

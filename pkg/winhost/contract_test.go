@@ -213,6 +213,8 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		e.ExpectQuery(iscNS, wqlPortal1, scripted.Reply{})
 		e.ExpectQuery(iscNS, wqlSessions, scripted.Reply{Instances: []winhost.Instance{
 			iscSessionInst(iscSessionPath, iscSessionID, iscIQN, false)}})
+		e.ExpectQuery(winhost.NamespaceWMI, wqlInitiatorSessions, scripted.Reply{Instances: []winhost.Instance{
+			initSessionInst(initSessionPath, iscIQN)}})
 	case "context/ended":
 		// The executor answers an ended context with ctx.Err() (the
 		// scripted executor does so once the call matches).

@@ -159,7 +159,7 @@ func codesOf(class string) codeTable {
 		return partitionCodes
 	case classVolume:
 		return volumeCodes
-	case classTargetPortal, classTarget, classSession, classConnection:
+	case classTargetPortal, classTarget, classSession, classConnection, classInitiatorSession:
 		return iscsiMethodCodes
 	}
 	return commonCodes
@@ -170,7 +170,7 @@ func codesOf(class string) codeTable {
 // iSCSI statuses for the iSCSI classes (see iscsiCodes), none for others.
 func hresultCodes(class string) codeTable {
 	switch class {
-	case classTargetPortal, classTarget, classSession, classConnection:
+	case classTargetPortal, classTarget, classSession, classConnection, classInitiatorSession:
 		return iscsiCodes
 	}
 	return nil

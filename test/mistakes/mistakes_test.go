@@ -340,3 +340,23 @@ func TestSecondSignal(t *testing.T) {
 		t.Errorf("diagnose after the exit: %+v; want smb-1 recorded, not healthy", rep.Volumes)
 	}
 }
+
+// TestMissingLUN: a stage of a LUN the README's target does not have used
+// to wait until csc's deadline (59 s) without a word. Now, after one
+// rescan, the target is asked for its LUNs and the stage fails at once
+// with NotFound naming them.
+func TestMissingLUN(t *testing.T) {
+	n := start(t)
+	ctx := testbin.Context(t, rpcTimeout)
+	err := n.stage(ctx, "iscsi-5", ntfsCap, iscsiContext("5"), chapSecret)
+	wantStatus(t, "stage of LUN 5", err, codes.NotFound,
+		"LUN 5 of target iqn.2026-01.io.example:storage does not exist", "the target reports LUNs 0, 1 to this node")
+	u := n.p.HostUsage(t)
+	if u.Calls["disks.Rescan"] != 1 || u.Calls["iscsi.ReportLUNs"] != 1 {
+		t.Errorf("%d rescans and %d REPORT LUNS, want one of each: the stage waited", u.Calls["disks.Rescan"], u.Calls["iscsi.ReportLUNs"])
+	}
+	rep := n.diagnose()
+	if len(rep.Volumes) != 0 || slices.ContainsFunc(rep.Resources, func(r inventory.Resource) bool { return r.Kind == inventory.KindISCSISession }) {
+		t.Errorf("the failed stage left %+v and %+v", rep.Volumes, rep.Resources)
+	}
+}

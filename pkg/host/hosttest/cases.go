@@ -264,6 +264,13 @@ var Cases = []Case{
 		if len(s) != 0 {
 			t.Fatalf("sessions %+v", s)
 		}
+		// REPORT LUNS needs a session to go through. ErrNotFound says
+		// there is none; Windows may also fail the initiator's class when
+		// its service is stopped, which callers read as "unknown" too.
+		luns, err := f.Host.ISCSI.ReportLUNs(ctx, f.MissingTarget)
+		if err == nil || len(luns) != 0 {
+			t.Fatalf("ReportLUNs of a target without a session: %v, %v; want an error", luns, err)
+		}
 	}},
 
 	// --- Context ---------------------------------------------------------

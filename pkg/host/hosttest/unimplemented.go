@@ -152,6 +152,9 @@ func (unimplementedISCSI) Register(context.Context, host.ISCSISession, bool, *ho
 func (unimplementedISCSI) SessionDisks(context.Context, host.ISCSISession) ([]uint32, error) {
 	return nil, notImpl("iscsi.SessionDisks")
 }
+func (unimplementedISCSI) ReportLUNs(context.Context, string) ([]uint32, error) {
+	return nil, notImpl("iscsi.ReportLUNs")
+}
 
 var (
 	_ host.Disks   = unimplementedDisks{}
