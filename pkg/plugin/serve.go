@@ -25,13 +25,24 @@ type Listeners struct {
 	// HTTP serves /metrics, /healthz and, when enabled, pprof; nil for
 	// none (Options.HTTPEndpoint "").
 	HTTP net.Listener
+	// Registration is the claimed registration socket
+	// (ClaimRegistration), listened on once the CSI socket is served; nil
+	// unless Options.KubeletRegistration.
+	Registration *server.Socket
 }
 
 // Serve serves the identity and node services on ls.CSI (and /metrics,
 // /healthz and, when enabled, pprof on ls.HTTP) until ctx ends, then stops
 // accepting RPCs and gives the in-flight ones Options.ShutdownGrace to
 // finish. Probe answers ready from the moment both listeners serve until
-// the shutdown starts. It returns an error when a server stops by itself.
+// the shutdown starts. With Options.KubeletRegistration it then serves
+// kubelet's plugin registration on ls.Registration, and /healthz also
+// waits for kubelet's confirmation; at shutdown the registration socket
+// goes first, as node-driver-registrar removes its socket on SIGTERM
+// (node_register.go:179-190). It returns an error when a server stops by
+// itself, and when kubelet refuses the registration (after the same
+// graceful shutdown), so that the process exits non-zero and kubelet
+// restarts it.
 func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	logger := klog.FromContext(ctx)
 	srv := server.New(server.Config{Identity: p.Identity, Node: p.Node, Metrics: p.Metrics, Logger: logger})
@@ -42,13 +53,20 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	var web *server.HTTP
 	httpAddr := ""
 	if ls.HTTP != nil {
-		web = server.NewHTTP(server.HTTPConfig{Listener: ls.HTTP, Metrics: p.Metrics, Ready: p.Identity.Ready, Pprof: p.opts.EnablePprof})
+		web = server.NewHTTP(server.HTTPConfig{Listener: ls.HTTP, Metrics: p.Metrics, Ready: p.Identity.Ready, Health: p.health(), Pprof: p.opts.EnablePprof})
 		httpAddr = web.Addr()
 		go func() {
 			if err := web.Serve(); err != nil {
 				logger.Error(err, "HTTP endpoint failed")
 			}
 		}()
+	}
+	// Kubelet calls NodeGetInfo on the CSI socket right after GetInfo, so
+	// the registration socket appears only once that is served.
+	reg, err := p.serveRegistration(ctx, ls.Registration)
+	if err != nil {
+		p.stop(ctx, srv, web)
+		return err
 	}
 	p.Identity.SetReady(true)
 	logger.Info("Ready", "socket", ls.CSI.Addr().String(), "httpEndpoint", httpAddr, "startup", time.Since(p.opts.Started))
@@ -66,16 +84,35 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 		<-swept
 	}()
 
+	var failure error
 	select {
 	case <-ctx.Done():
 		logger.Info("Shutting down; waiting for in-flight RPCs (a second SIGINT or SIGTERM ends the plugin at once)",
 			"grace", p.opts.ShutdownGrace, "rpcs", rpcNames(srv.Running()))
 	case err := <-served:
+		reg.stop()
 		return fmt.Errorf("gRPC server stopped: %w", err)
+	case err := <-reg.failed():
+		failure = fmt.Errorf("kubelet registration server stopped: %w", err)
+		logger.Error(failure, "Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace, "rpcs", rpcNames(srv.Running()))
+	case reason := <-reg.refused():
+		failure = fmt.Errorf("kubelet refused the plugin's registration: %s", reason)
+		logger.Info("Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace, "rpcs", rpcNames(srv.Running()))
 	}
 	p.Identity.SetReady(false)
+	reg.stop()
 	stopSweep()
 	<-swept
+	p.stop(ctx, srv, web)
+	return failure
+}
+
+// stop ends the serving Serve started: the RPCs in flight get
+// Options.ShutdownGrace, those still running are cancelled and given the
+// time to undo what they started (backend.CleanupTimeout), then the HTTP
+// endpoint stops.
+func (p *Plugin) stop(ctx context.Context, srv *server.Server, web *server.HTTP) {
+	logger := klog.FromContext(ctx)
 	if cancelled := srv.Stop(p.opts.ShutdownGrace, backend.CleanupTimeout); len(cancelled) > 0 {
 		logger.Info("Shutdown grace over; cancelled the RPCs still running, which undid what they had started",
 			"grace", p.opts.ShutdownGrace, "rpcs", rpcNames(cancelled))
@@ -87,10 +124,9 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
 		defer cancel()
 		if err := web.Shutdown(sctx); err != nil {
-			logger.Error(err, "HTTP endpoint did not stop cleanly")
+			klog.FromContext(ctx).Error(err, "HTTP endpoint did not stop cleanly")
 		}
 	}
-	return nil
 }
 
 // rpcNames names RPCs for a log line: "NodeStageVolume vol-1 (12s)".

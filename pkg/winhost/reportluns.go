@@ -64,7 +64,7 @@ func (x *ISCSI) ReportLUNs(ctx context.Context, iqn string) ([]uint32, error) {
 	m := Method{Class: classInitiatorSession, Path: path, Name: "SendScsiReportLuns"}
 	r, err := x.s.e.Call(ctx, NamespaceWMI, m)
 	if err != nil {
-		return nil, fmt.Errorf("send REPORT LUNS to target %s: %w", iqn, callError(classInitiatorSession, err))
+		return nil, fmt.Errorf("send REPORT LUNS to target %s: %w", iqn, mapErr(classInitiatorSession, err))
 	}
 	if r.ReturnValue != 0 {
 		return nil, fmt.Errorf("send REPORT LUNS to target %s: %w", iqn, methodError(classInitiatorSession, m.Name, r.ReturnValue))

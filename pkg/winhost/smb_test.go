@@ -26,7 +26,7 @@ import (
 // RequireIntegrity, UseWriteThrough (booleans); integers arrive as int64.
 // Errors of the provider are Win32 codes ("Windows System Error 1219" in
 // csi-driver-smb #219, 87 in csi-proxy #206, 53 in csi-driver-smb #294),
-// expected here as HRESULT_FROM_WIN32 (see mapSMBErr for the uncertainty).
+// expected here as HRESULT_FROM_WIN32 (see errors.go for the uncertainty).
 
 const nsSMB = winhost.NamespaceSMB
 
@@ -221,6 +221,10 @@ func TestSMBMapErrors(t *testing.T) {
 	}{
 		{"1219 credential conflict", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(1219))}), host.ErrCredentialConflict},
 		{"1326 logon failure", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(1326))}), host.ErrLogonFailure},
+		// A mapping without credentials that the server would take as
+		// a guest logon, which the client's policy refuses
+		// (ERROR_SMB_GUEST_LOGON_BLOCKED).
+		{"1272 guest logon blocked", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(1272))}), host.ErrGuestLogonBlocked},
 		{"86 invalid password", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(86))}), host.ErrLogonFailure},
 		{"1909 account locked out", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(1909))}), host.ErrLogonFailure},
 		{"1312 no logon session (user without domain)", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(1312))}), host.ErrLogonFailure},

@@ -1,5 +1,8 @@
 //go:build linux
 
+// Linux only: these tests run on the simulated host, which runs only on
+// Linux (POSIX paths; pkg/sim doc.go).
+
 package iscsi_test
 
 import (

@@ -343,7 +343,7 @@ func TestStageErrors(t *testing.T) {
 		}, vol{id: "v1"}, codes.FailedPrecondition, "", false},
 		{"no credentials", nil, vol{id: "v1", secrets: map[string]string{}}, codes.InvalidArgument, `parameter "username"`, false},
 		{"refused without credentials", nil, vol{id: "v1", secrets: map[string]string{}, ctx: noCred},
-			codes.Unauthenticated, `map share \\srv\data without credentials`, false},
+			codes.Unauthenticated, `the server refused a mapping without credentials`, false},
 		{"guest logon blocked", func(e *env) error {
 			e.sim.Faults().Add(sim.Rule{Op: sim.OpSMBMap, Nth: 1, Err: "guestlogonblocked"})
 			return nil
