@@ -102,6 +102,11 @@ type SMBBacking struct {
 	MappingUser    string `json:"mappingUser,omitempty"`
 	MappedByPlugin bool   `json:"mappedByPlugin"`
 	RequirePrivacy bool   `json:"requirePrivacy,omitempty"`
+	// MappingSecret says whether the volume's password is the one the
+	// mapping was made with: "same" or "different" (problem
+	// CredentialDrift); empty when either is not recorded. The records are
+	// MACs the report never shows.
+	MappingSecret string `json:"mappingSecret,omitempty"`
 }
 
 // ISCSIBacking is the target, LUN and sessions behind an iSCSI volume,
@@ -113,6 +118,17 @@ type ISCSIBacking struct {
 	Multipath bool         `json:"multipath,omitempty"`
 	Sessions  []Session    `json:"sessions"`
 	Disk      *DiskBacking `json:"disk,omitempty"`
+	// CHAPUser is the session CHAP user of the volume's node-stage secret
+	// ("" without session CHAP), never a secret.
+	CHAPUser string `json:"chapUser,omitempty"`
+	// SessionUser is the CHAP user the plugin logged in to the target
+	// with ("" without CHAP); absent when the plugin did not record it
+	// (sessions of an earlier version, or of someone else).
+	SessionUser *string `json:"sessionUser,omitempty"`
+	// SessionSecret says whether the volume's CHAP secret is the one the
+	// sessions were logged in with: "same" or "different" (problem
+	// CredentialDrift); empty when either is not recorded.
+	SessionSecret string `json:"sessionSecret,omitempty"`
 }
 
 // Session is one iSCSI session of a target.
@@ -176,6 +192,10 @@ type Resource struct {
 	// Target is a session's target; Portal a session's portal.
 	Target string `json:"target,omitempty"`
 	Portal string `json:"portal,omitempty"`
+	// User is the user a mapping of the plugin was made as, or the CHAP
+	// user the plugin logged in to a session's target with ("(none)"
+	// without credentials); empty when no record of the plugin says.
+	User string `json:"user,omitempty"`
 	// UsedBy are the recorded volumes that use it now.
 	UsedBy []string `json:"usedBy"`
 	// Kept is set on a resource of the plugin that no volume uses and

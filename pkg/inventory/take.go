@@ -96,10 +96,12 @@ type taker struct {
 	rep *Report
 
 	entries  []journal.Entry
-	infos    []host.PathInfo   // what is at each entry's staging path
-	readable []bool            // whether infos[i] could be read
-	byPath   map[string]int    // canonical staging path -> index of its volume
-	notes    map[string]string // SMB mapping notes by share root (mappingNotes)
+	infos    []host.PathInfo               // what is at each entry's staging path
+	readable []bool                        // whether infos[i] could be read
+	byPath   map[string]int                // canonical staging path -> index of its volume
+	notes    map[string]string             // SMB mapping notes by share root (mappingNotes)
+	macs     map[string]string             // SMB mapping password MACs by share root (secretNotes)
+	logins   map[string]backend.Credential // iSCSI session credentials by IQN (sessionCredentials)
 	// targetDisks caches the disks reached through each target's sessions.
 	targetDisks map[string]map[uint32]bool
 	// diskNumbers caches Volumes.DiskNumber by volume (diskNumber).

@@ -65,6 +65,9 @@ type Journal struct {
 	sealOnce sync.Once
 	sealed   chan struct{} // closed once Seal holds writing
 
+	keyMu sync.Mutex
+	key   []byte // CredentialKey, once read or made
+
 	mu         sync.RWMutex // guards everything below (the in-memory copies)
 	m          map[string]Entry
 	byResource map[string]map[string]struct{} // resource key -> volume IDs

@@ -366,3 +366,49 @@ func TestSeal(t *testing.T) {
 		t.Fatal("a write after Seal took effect")
 	}
 }
+
+// TestCredentialKey: the key is made once and kept across reopenings, in
+// no entry or note; a read-only journal does not make one; a damaged key
+// is refused with what to do.
+func TestCredentialKey(t *testing.T) {
+	dir := t.TempDir()
+	ro, err := OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := ro.CredentialKey(); k != nil || err != nil {
+		t.Fatalf("read-only journal without a key: %x, %v; want none", k, err)
+	}
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1, err := j.CredentialKey()
+	if err != nil || len(k1) != keyLen {
+		t.Fatalf("key %x, %v", k1, err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, keyFile))
+	if err != nil || fi.Mode().Perm()&0o077 != 0 {
+		t.Fatalf("key file %v, %v: want readable by the owner only", fi, err)
+	}
+	j2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k2, err := j2.CredentialKey(); err != nil || string(k2) != string(k1) {
+		t.Fatalf("key after reopening %x, %v; want %x", k2, err, k1)
+	}
+	if len(j2.List(ctx)) != 0 {
+		t.Fatal("the key file was read as an entry")
+	}
+	if err := os.WriteFile(filepath.Join(dir, keyFile), []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j3, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j3.CredentialKey(); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("damaged key: %v", err)
+	}
+}

@@ -45,7 +45,7 @@ func Inventory(ctx context.Context, o Options, h host.Host) (*inventory.Report, 
 	default:
 		return nil, fmt.Errorf("read the stage journal: %w", err)
 	}
-	disks, backends := newBackends(h, store, o)
+	disks, backends := newBackends(h, store, nil, o)
 	rep, err := takeStock(ctx, o, h, store, root, disks, backends)
 	if err != nil {
 		return nil, err

@@ -220,7 +220,14 @@ func New(o Options, h Host) (*Plugin, error) {
 		return nil, fmt.Errorf("open the stage journal: %w", err)
 	}
 
-	disks, backends := newBackends(hh, jr, o)
+	key, err := jr.CredentialKey()
+	if err != nil {
+		return nil, err
+	}
+	if err := registerCredentialGauges(mm.GetRegistry(), jr); err != nil {
+		return nil, err
+	}
+	disks, backends := newBackends(hh, jr, key, o)
 	// The backends whose volumes share host resources answer
 	// ReleaseUnused.
 	var releasers []backend.Releaser
@@ -298,13 +305,14 @@ func (p *Plugin) ReleaseUnused(ctx context.Context, key string, remove bool) (bo
 }
 
 // newBackends builds the disk, SMB and iSCSI backends over h and store, as
-// the plugin runs them; it returns the disk backend too, which the iSCSI
+// the plugin runs them; key is the node's credential key (nil for a tool
+// that records nothing). It returns the disk backend too, which the iSCSI
 // backend prepares its disks with.
-func newBackends(h host.Host, store backend.Store, o Options) (*disk.Backend, map[contract.Kind]node.Backend) {
+func newBackends(h host.Host, store backend.Store, key []byte, o Options) (*disk.Backend, map[contract.Kind]node.Backend) {
 	disks := disk.New(h, store, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff})
 	return disks, map[contract.Kind]node.Backend{
 		contract.KindDisk:  disks,
-		contract.KindSMB:   smb.New(h, store, smb.Options{KeepMappings: o.SMBKeepMappings}),
-		contract.KindISCSI: iscsi.New(h, disks, store, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff}),
+		contract.KindSMB:   smb.New(h, store, smb.Options{KeepMappings: o.SMBKeepMappings, CredentialKey: key}),
+		contract.KindISCSI: iscsi.New(h, disks, store, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff, CredentialKey: key}),
 	}
 }

@@ -122,12 +122,49 @@ func jsonFiles(t *testing.T, dir, kubelet string) map[string]any {
 	return out
 }
 
+// credentialAttrs and credentialNotes are what the current version adds
+// to the previous version's records: the credential a volume, a share's
+// mapping and a target's sessions were made with (the user and the MAC of
+// the secret). The previous version ignores unknown attributes and notes,
+// so a rollback reads the rest as it wrote it.
+var (
+	credentialAttrs = []string{"secretMAC", "chapUser", "chapSecretMAC"}
+	credentialNotes = []string{smb.MappingSecretNotePrefix, iscsi.CredentialNotePrefix}
+)
+
+// withoutCredentials removes from files (jsonFiles) what credentialAttrs
+// and credentialNotes name, and returns how many it removed.
+func withoutCredentials(files map[string]any) int {
+	n := 0
+	for path, v := range files {
+		m, _ := v.(map[string]any)
+		if key, _ := m["key"].(string); key != "" {
+			for _, prefix := range credentialNotes {
+				if strings.HasPrefix(key, prefix) {
+					delete(files, path)
+					n++
+				}
+			}
+			continue
+		}
+		attrs, _ := m["attrs"].(map[string]any)
+		for _, a := range credentialAttrs {
+			if _, ok := attrs[a]; ok {
+				delete(attrs, a)
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // TestStateOfThePreviousVersion: a DaemonSet upgrade keeps the state
 // directory. The current version writes the entries and notes the
-// previous version wrote for the same volumes (so a rollback reads them
-// too), reads the previous version's files into its typed records, and
-// restages and unstages the volumes from them, releasing the mapping, the
-// sessions and the portals and taking the disks offline.
+// previous version wrote for the same volumes, plus its credential records
+// (so a rollback reads them too), reads the previous version's files into
+// its typed records, and restages and unstages the volumes from them,
+// releasing the mapping, the sessions and the portals and taking the disks
+// offline.
 func TestStateOfThePreviousVersion(t *testing.T) {
 	base := t.TempDir()
 	n := &upgradeNode{t: t, kubelet: filepath.Join(base, "kubelet"), simDir: filepath.Join(base, "sim"), stateDir: filepath.Join(base, "state")}
@@ -164,8 +201,12 @@ func TestStateOfThePreviousVersion(t *testing.T) {
 	if len(want) != 4 {
 		t.Fatalf("%d files in %s, want 3 entries and 1 note", len(want), previous)
 	}
-	if got := jsonFiles(t, n.stateDir, n.kubelet); !reflect.DeepEqual(got, want) {
-		t.Errorf("the current version writes\n%v\nwhere the previous one wrote\n%v", got, want)
+	got := jsonFiles(t, n.stateDir, n.kubelet)
+	if added := withoutCredentials(got); added == 0 {
+		t.Errorf("the current version records no credential (the MAC of the share's password): %v", got)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the current version writes\n%v\nwhere the previous one wrote\n%v\n(besides the credential records)", got, want)
 	}
 
 	// The previous version's files replace the current one's.

@@ -360,3 +360,144 @@ func TestMissingLUN(t *testing.T) {
 		t.Errorf("the failed stage left %+v and %+v", rep.Volumes, rep.Resources)
 	}
 }
+
+// recordedMACs returns the MACs the plugin's journal records (its entries
+// and notes under the simulated host's state directory): what must never
+// reach a log line, a metric or diagnose.
+func (n *node) recordedMACs() []string {
+	n.t.Helper()
+	var out []string
+	err := filepath.WalkDir(filepath.Join(n.p.SimDir, "journal"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var v struct {
+			Key   string            `json:"key"`
+			Value string            `json:"value"`
+			Attrs map[string]string `json:"attrs"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		for _, a := range []string{"secretMAC", "chapSecretMAC"} {
+			if m := v.Attrs[a]; m != "" {
+				out = append(out, m)
+			}
+		}
+		if strings.HasPrefix(v.Key, "smb-mapping-secret:") {
+			out = append(out, v.Value)
+		}
+		return nil
+	})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return out
+}
+
+// TestAnotherUsersSecret: a second volume of the README's share (or
+// target) with a secret of another user used to stage through the first
+// volume's mapping (or session): a tenant's volume riding another
+// tenant's credentials. Now it is FailedPrecondition naming the share or
+// target, the user it is connected as, the volume that uses it and what to
+// do; the first volume is untouched.
+func TestAnotherUsersSecret(t *testing.T) {
+	n := start(t)
+	ctx := testbin.Context(t, rpcTimeout)
+	if err := n.stage(ctx, "smb-1", cifsCap, smbContext, aliceSecret); err != nil {
+		t.Fatal(err)
+	}
+	err := n.stage(ctx, "smb-2", cifsCap, smbContext, map[string]string{"username": "bob", "password": "bob-password"})
+	wantStatus(t, "stage as bob", err, codes.FailedPrecondition,
+		`share \\files\data is mapped as user alice`, `"smb-1"`, "names user bob", "give this volume the Secret of user alice")
+	if err := n.stage(ctx, "iscsi-1", ntfsCap, iscsiContext("0"), chapSecret); err != nil {
+		t.Fatal(err)
+	}
+	err = n.stage(ctx, "iscsi-2", ntfsCap, iscsiContext("1"),
+		map[string]string{"node.session.auth.username": "node2", "node.session.auth.password": "node2-secret12"})
+	wantStatus(t, "stage as CHAP user node2", err, codes.FailedPrecondition,
+		"target iqn.2026-01.io.example:storage is logged in as CHAP user node1", `"iscsi-1"`, "names CHAP user node2")
+	rep := n.diagnose()
+	if len(rep.Volumes) != 2 {
+		t.Errorf("diagnose after the refusals: %+v; want smb-1 and iscsi-1 only", rep.Volumes)
+	}
+	for _, v := range rep.Volumes {
+		if v.State != inventory.StateHealthy {
+			t.Errorf("%s is %s after the refusals: %+v", v.VolumeID, v.State, v.Problems)
+		}
+	}
+	users := map[inventory.Kind]string{}
+	for _, r := range rep.Resources {
+		users[r.Kind] = r.User
+	}
+	if users[inventory.KindSMBMapping] != "alice" || users[inventory.KindISCSISession] != "node1" {
+		t.Errorf("diagnose shows the users %v, want the mapping's alice and the session's node1", users)
+	}
+}
+
+// TestSameUserAnotherSecret: a volume of the share's (or target's) user
+// with another password (or CHAP secret) while another volume uses the
+// mapping (or session) is a rotation or a mistake the node cannot tell
+// apart without disturbing that volume: it stages, and the drift is
+// reported in one -v=2 line, by diagnose and by
+// csi_windows_node_credential_drift, none of which shows the recorded
+// secrets' MACs.
+func TestSameUserAnotherSecret(t *testing.T) {
+	n := start(t)
+	ctx := testbin.Context(t, rpcTimeout)
+	if err := n.stage(ctx, "smb-1", cifsCap, smbContext, aliceSecret); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.stage(ctx, "smb-2", cifsCap, smbContext, map[string]string{"username": "alice", "password": "alice-new-password"}); err != nil {
+		t.Fatalf("stage with another password of alice: %v", err)
+	}
+	if err := n.stage(ctx, "iscsi-1", ntfsCap, iscsiContext("0"), chapSecret); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.stage(ctx, "iscsi-2", ntfsCap, iscsiContext("1"),
+		map[string]string{"node.session.auth.username": "node1", "node.session.auth.password": "node1-newsec12"}); err != nil {
+		t.Fatalf("stage with another CHAP secret of node1: %v", err)
+	}
+	log := n.p.Log.String()
+	for _, line := range []string{`"Keeping the global mapping of the share although it was made with another password of user alice`,
+		`"Keeping the target's sessions although they were logged in with another CHAP secret of the same user`} {
+		if c := strings.Count(log, line); c != 1 {
+			t.Errorf("%d lines %s, want 1", c, line)
+		}
+	}
+	metrics := n.p.Get(t, "/metrics")
+	for _, want := range []string{`csi_windows_node_credential_drift{backend="smb"} 1`, `csi_windows_node_credential_drift{backend="iscsi"} 1`,
+		`csi_windows_node_credential_mismatch{backend="smb"} 0`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	rep := n.diagnose()
+	drifted := map[string]bool{}
+	for _, v := range rep.Volumes {
+		for _, p := range v.Problems {
+			if p.Reason == inventory.ReasonCredentialDrift {
+				drifted[v.VolumeID] = true
+			}
+		}
+	}
+	if len(drifted) != 2 || !drifted["smb-2"] || !drifted["iscsi-2"] {
+		t.Errorf("diagnose reports drift for %v, want smb-2 and iscsi-2", drifted)
+	}
+	out, _ := json.Marshal(rep)
+	macs := n.recordedMACs()
+	if len(macs) < 4 {
+		t.Fatalf("%d MACs recorded, want the volumes' and the mapping's: the check below would prove little", len(macs))
+	}
+	for _, m := range macs {
+		for what, text := range map[string]string{"the log": log, "/metrics": metrics, "diagnose": string(out)} {
+			if strings.Contains(text, m) {
+				t.Errorf("%s shows a recorded MAC", what)
+			}
+		}
+	}
+}

@@ -23,6 +23,11 @@ type Options struct {
 	KeepPortals bool
 	// Backoff paces the wait for the LUN's disk to appear after login.
 	Backoff backend.Backoff
+	// CredentialKey is the node's credential key (journal.Journal.CredentialKey):
+	// the backend records the CHAP secret a target's sessions and a volume
+	// were logged in with as a MAC under it, never the secret. Nil
+	// records none.
+	CredentialKey []byte
 }
 
 // Backend is the iSCSI backend.
@@ -99,7 +104,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	_, err = use.Acquire(ctx,
 		func(ctx context.Context, fresh *loggedIn) (bool, error) { return b.sessionsUsable(ctx, spec, fresh) },
 		func(ctx context.Context, t *shared.Transition[loggedIn]) error {
-			c, a, now, err := b.ensureSessions(ctx, spec)
+			c, a, now, err := b.ensureSessions(ctx, t, spec, staged != "")
 			created, added = append(created, c...), append(added, a...)
 			if err == nil {
 				t.Keep(loggedIn(now))
@@ -142,6 +147,11 @@ func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, 
 		}
 	}
 	if len(existing) == 0 || len(unregistered(spec, existing)) > 0 {
+		return false, nil
+	}
+	if made, ok := b.loggedInAs(ctx, spec.IQN); ok && made.Compare(b.credentialOf(spec)) != backend.CredentialSame {
+		// Another CHAP user or secret: the transition decides
+		// (checkLogin).
 		return false, nil
 	}
 	return len(missingPaths(spec, existing)) == 0, nil
@@ -191,11 +201,23 @@ func unregistered(spec *contract.ISCSISpec, sessions []host.ISCSISession) []host
 // sessions it created and the portals it registered, also on error, so that
 // the caller can roll them back, and the target's sessions once it is done.
 // It runs as a transition of the target.
-func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) (created []host.ISCSISession, added []host.Portal, now []host.ISCSISession, err error) {
+//
+// Sessions logged in with another volume's credentials are never used
+// (checkLogin). restaging says the volume is staged already.
+func (b *Backend) ensureSessions(ctx context.Context, t *shared.Transition[loggedIn], spec *contract.ISCSISpec, restaging bool) (created []host.ISCSISession, added []host.Portal, now []host.ISCSISession, err error) {
 	log := klog.FromContext(ctx)
 	existing, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if len(existing) > 0 {
+		out, err := b.checkLogin(ctx, t, spec, restaging)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if out {
+			existing = nil
+		}
 	}
 	if err := b.makePersistent(ctx, spec, existing); err != nil {
 		return nil, nil, nil, err
@@ -243,6 +265,20 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 		}
 	}
 
+	if len(existing) == 0 {
+		// The first sessions of the target: recorded before the login, as
+		// a mapping's user is (the SMB backend's mapShare). A login that
+		// made nothing drops the record again, unless a call of it may
+		// still be running (a deadline), which could still make a session.
+		if err := b.recordLogin(ctx, spec); err != nil {
+			return nil, nil, nil, err
+		}
+		defer func() {
+			if err != nil && len(created) == 0 && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				b.forgetLogin(ctx, spec.IQN)
+			}
+		}()
+	}
 	var down []error
 	for _, p := range want {
 		s, addedPortal, err := b.login(ctx, spec, p, isRegistered[portalKey(p)])

@@ -21,12 +21,16 @@ type Record struct {
 	LUN       uint32
 	Portals   []host.Portal
 	Multipath bool
+	// CHAPUser and CHAPSecretMAC are the session CHAP credential the
+	// volume was staged with (backend.Credential): the user, "" without
+	// CHAP, and the MAC of the secret, never the secret.
+	CHAPUser, CHAPSecretMAC string
 }
 
 var _ backend.Record = Record{}
 
-// RecordOf returns the record of an iSCSI volume. It holds no CHAP user or
-// secret.
+// RecordOf returns the record of an iSCSI volume, without its credential
+// (Backend.Record adds the CHAP user and the MAC of the secret).
 func RecordOf(spec *contract.ISCSISpec) Record {
 	return Record{IQN: normalizeIQN(spec.IQN), LUN: spec.LUN, Portals: spec.Portals, Multipath: spec.Multipath}
 }
@@ -47,18 +51,32 @@ func (r Record) Attrs() map[string]string {
 	for i, p := range r.Portals {
 		ps[i] = p.String()
 	}
-	return map[string]string{
+	a := map[string]string{
 		attrPortals:   strings.Join(ps, ","),
 		attrLUN:       strconv.FormatUint(uint64(r.LUN), 10),
 		attrMultipath: strconv.FormatBool(r.Multipath),
 	}
+	if r.CHAPUser != "" {
+		a[attrCHAPUser] = r.CHAPUser
+	}
+	if r.CHAPSecretMAC != "" {
+		a[attrCHAPSecretMAC] = r.CHAPSecretMAC
+	}
+	return a
+}
+
+// Credential is the session credential the record names.
+func (r Record) Credential() backend.Credential {
+	return backend.Credential{User: r.CHAPUser, SecretMAC: r.CHAPSecretMAC}
 }
 
 // The Entry.Attrs keys of an iSCSI record.
 const (
-	attrPortals   = "portals"
-	attrLUN       = "lun"
-	attrMultipath = "multipath"
+	attrPortals       = "portals"
+	attrLUN           = "lun"
+	attrMultipath     = "multipath"
+	attrCHAPUser      = "chapUser"
+	attrCHAPSecretMAC = "chapSecretMAC"
 )
 
 // resourceKeyPrefix starts the ResourceKey of the volumes of a target.
@@ -89,6 +107,7 @@ func DecodeRecord(e journal.Entry) (Record, error) {
 		}
 	}
 	r.Multipath, _ = strconv.ParseBool(e.Attrs[attrMultipath]) // absent or damaged: single path
+	r.CHAPUser, r.CHAPSecretMAC = e.Attrs[attrCHAPUser], e.Attrs[attrCHAPSecretMAC]
 	return r, nil
 }
 
@@ -114,7 +133,10 @@ func (b *Backend) Record(vol contract.Volume) (backend.Record, error) {
 	if vol.ISCSI == nil {
 		return nil, fmt.Errorf("volume has no iscsi spec: %w", host.ErrInvalid)
 	}
-	return RecordOf(vol.ISCSI), nil
+	r := RecordOf(vol.ISCSI)
+	c := b.credentialOf(vol.ISCSI)
+	r.CHAPUser, r.CHAPSecretMAC = c.User, c.SecretMAC
+	return r, nil
 }
 
 // DecodeRecord implements the node's Backend.
