@@ -16,6 +16,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
@@ -56,21 +57,24 @@ func TestCredentialProblems(t *testing.T) {
 	must(n.Stage(ctx, "smb-other", smbVol("other"), map[string]string{"username": "alice", "password": "Alice-Pw-1"}))
 	must(n.Stage(ctx, "iscsi-same", iscsiVol("1"), map[string]string{"node.session.auth.username": "node1", "node.session.auth.password": "node1-secret12"}))
 	must(n.Stage(ctx, "iscsi-drift", iscsiVol("2"), map[string]string{"node.session.auth.username": "node1", "node.session.auth.password": "node1-secret99"}))
+	must(n.Close())
 	// smb-other as an earlier version staged it: as user bob, through
 	// alice's mapping.
-	e, _ := n.Journal.Get(ctx, "smb-other")
+	jr, err := journal.Open(n.StateDir)
+	must(err)
+	e, _ := jr.Get(ctx, "smb-other")
 	e.Attrs["user"] = "bob"
 	delete(e.Attrs, "secretMAC")
-	must(n.Journal.Put(ctx, e))
+	must(jr.Put(ctx, e))
 	var macs []string
-	for _, e := range n.Journal.List(ctx) {
+	for _, e := range jr.List(ctx) {
 		for _, a := range []string{"secretMAC", "chapSecretMAC"} {
 			if m := e.Attrs[a]; m != "" {
 				macs = append(macs, m)
 			}
 		}
 	}
-	notes, err := n.Journal.Notes(ctx, "")
+	notes, err := jr.Notes(ctx, "")
 	must(err)
 	for k, v := range notes {
 		if strings.HasPrefix(k, smb.MappingSecretNotePrefix) {
@@ -83,7 +87,6 @@ func TestCredentialProblems(t *testing.T) {
 	if len(macs) != 5 {
 		t.Fatalf("%d MACs recorded, want the mapping's and four volumes'", len(macs))
 	}
-	must(n.Close())
 
 	rep := take(t, base)
 	vols := map[string]inventory.Volume{}

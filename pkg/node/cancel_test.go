@@ -46,7 +46,7 @@ func TestCancelledStageDropsItsIntent(t *testing.T) {
 	ctx := cancelOnCall(t, e.sim, sim.OpVolumesFormat)
 	_, err := e.srv.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-c", StagingTargetPath: st, VolumeCapability: snw})
 	wantCode(t, "cancelled stage", err, codes.Canceled)
-	if en, ok := e.p.Journal.Get(context.Background(), "vol-c"); ok {
+	if en, ok := e.journal().Get(context.Background(), "vol-c"); ok {
 		t.Fatalf("the cancelled stage left its intent record %+v", en)
 	}
 	mustOK(t, "stage again", e.stage("vol-c", st, nil))
@@ -64,7 +64,7 @@ func TestCancelledStageDropsItsIntent(t *testing.T) {
 	}()
 	_, err = e.srv.NodeStageVolume(hctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-h", StagingTargetPath: st2, VolumeCapability: snw})
 	wantCode(t, "stage with a hung format", err, codes.Canceled)
-	if _, ok := e.p.Journal.Get(context.Background(), "vol-h"); !ok {
+	if _, ok := e.journal().Get(context.Background(), "vol-h"); !ok {
 		t.Fatal("the record of a stage whose host call still runs was dropped")
 	}
 	e.sim.Faults().Release(sim.OpVolumesFormat)

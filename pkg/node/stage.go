@@ -111,7 +111,7 @@ func (s *Server) checkRestage(ctx context.Context, prev, next journal.Entry, rec
 	if !samePath(prev.StagingPath, next.StagingPath) {
 		// Staged elsewhere: refuse while that stage is live on the host;
 		// a stale record (unstaged by hand, crashed) is replaced.
-		if _, live, err := s.publisher.Staged(ctx, prev.StagingPath); err == nil && live {
+		if _, live, err := s.cfg.Publisher.Staged(ctx, prev.StagingPath); err == nil && live {
 			return status.Errorf(codes.FailedPrecondition, "volume %q is already staged at %s", prev.VolumeID, prev.StagingPath)
 		}
 		return nil
@@ -161,7 +161,7 @@ func (s *Server) forgetFailedStage(ctx context.Context, e journal.Entry) {
 	}
 	ctx, cancel := backend.CleanupContext(ctx)
 	defer cancel()
-	if _, live, err := s.publisher.Staged(ctx, e.StagingPath); err != nil || live {
+	if _, live, err := s.cfg.Publisher.Staged(ctx, e.StagingPath); err != nil || live {
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Cannot tell whether the failed stage left anything at the staging path; keeping its record for the retry or the unstage",
 				"volumeID", e.VolumeID, "stagingTargetPath", e.StagingPath)
@@ -197,7 +197,7 @@ func (s *Server) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	}
 	kind := contract.Kind(entry.Backend)
 	if !known {
-		k, err := s.publisher.StagedKind(ctx, staging)
+		k, err := s.cfg.Publisher.StagedKind(ctx, staging)
 		if err != nil {
 			return nil, toStatus(err)
 		}

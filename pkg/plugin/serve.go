@@ -45,7 +45,7 @@ type Listeners struct {
 // restarts it.
 func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	logger := klog.FromContext(ctx)
-	srv := server.New(server.Config{Identity: p.Identity, Node: p.Node, Metrics: p.Metrics, Logger: logger})
+	srv := server.New(server.Config{Identity: p.Identity, Node: p.served, Metrics: p.Metrics, Logger: logger})
 	p.serving.Store(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ls.CSI) }()
@@ -156,5 +156,5 @@ func (p *Plugin) Halt(ctx context.Context) ([]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, haltTimeout)
 	defer cancel()
-	return rpcs, p.Journal.Seal(ctx)
+	return rpcs, p.journal.Seal(ctx)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
@@ -55,6 +56,19 @@ func startIn(t *testing.T, base string, args ...string) *node {
 	p := testbin.Start(t, bin, testbin.Options{Dir: base, HTTP: true,
 		Args: append([]string{"--sim-config=" + filepath.Join(root, "docs", "sim-config.yaml"), "--v=2"}, args...)})
 	return &node{t: t, p: p, csi: csi.NewNodeClient(p.Dial(t))}
+}
+
+// hasDisk reports whether the simulated host has a disk whose serial is
+// serial, as the sim's stand-in for a controller attaches one for a disk
+// volume named after its volume ID.
+func (n *node) hasDisk(serial string) bool {
+	n.t.Helper()
+	s, err := sim.OpenReadOnly(n.p.SimDir, klog.Background())
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer s.Close()
+	return slices.ContainsFunc(s.Snapshot().Disks, func(d sim.DiskState) bool { return d.Serial == serial })
 }
 
 // withFaults returns a base directory whose simulated host starts with the
@@ -211,8 +225,10 @@ func TestTypoInAKey(t *testing.T) {
 			}
 		})
 	}
-	if strings.Contains(n.p.Log.String(), `auto-attached disk" logger="sim" driver="sim.csi.wincsi.io" volumeID="typo-`) {
-		t.Errorf("a disk was attached for a refused volume:\n%s", n.p.Log.String())
+	for _, tt := range tests {
+		if n.hasDisk("typo-" + tt.name) {
+			t.Errorf("a disk was attached for the refused volume typo-%s", tt.name)
+		}
 	}
 	// A vendor's key that is no typo: staged, and logged once.
 	vctx := map[string]string{"source": "//files/data", "storagePolicyName": "gold-never-logged"}
@@ -358,6 +374,20 @@ func TestMissingLUN(t *testing.T) {
 	rep := n.diagnose()
 	if len(rep.Volumes) != 0 || slices.ContainsFunc(rep.Resources, func(r inventory.Resource) bool { return r.Kind == inventory.KindISCSISession }) {
 		t.Errorf("the failed stage left %+v and %+v", rep.Volumes, rep.Resources)
+	}
+	// The simulated host's stand-in for a controller attaches disks for
+	// disk volumes only: an iSCSI volume's disk is its LUN's, never a
+	// blank disk named after the volume.
+	if err := n.stage(ctx, "iscsi-0", ntfsCap, iscsiContext("0"), chapSecret); err != nil {
+		t.Fatal(err)
+	}
+	for _, vol := range []string{"iscsi-5", "iscsi-0"} {
+		if n.hasDisk(vol) {
+			t.Errorf("a disk named after the iSCSI volume %s was attached", vol)
+		}
+	}
+	if err := n.stage(ctx, "disk-1", ntfsCap, nil, nil); err != nil || !n.hasDisk("disk-1") {
+		t.Errorf("a disk volume got no disk named after it (%v): the checks above would prove nothing", err)
 	}
 }
 

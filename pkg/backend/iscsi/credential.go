@@ -13,7 +13,7 @@ import (
 )
 
 // CredentialNotePrefix starts the key of the journal note the backend
-// keeps for a target whose sessions it logs in to, from just before its
+// keeps ("iscsi/session-credential/" and the target's IQN) for a target whose sessions it logs in to, from just before its
 // first login until it logs out of the last session; the rest of the key
 // is the target's IQN (lower case), the value the session CHAP credential
 // the sessions were logged in with (backend.Credential, encoded: the CHAP
@@ -24,7 +24,7 @@ import (
 // Sessions the note does not describe (logged in by an earlier version,
 // or by someone else) have an unknown credential, never taken as
 // different.
-const CredentialNotePrefix = "iscsi/session-credential:"
+var CredentialNotePrefix = backend.NotePrefix(contract.KindISCSI, "session-credential")
 
 func credentialNote(iqn string) string { return CredentialNotePrefix + normalizeIQN(iqn) }
 

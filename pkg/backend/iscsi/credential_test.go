@@ -31,11 +31,11 @@ func chapVol(id string, lun int, user, secret string) volume {
 // and of volume id.
 func (e *env) credentials(id string) (sessions, volume backend.Credential) {
 	e.t.Helper()
-	v, ok, err := e.jr.Note(context.Background(), iscsi.CredentialNotePrefix+iqnShared)
+	v, ok, err := e.journal().Note(context.Background(), iscsi.CredentialNotePrefix+iqnShared)
 	if err != nil || !ok {
 		e.t.Fatalf("note of the target's sessions: %v, %v", ok, err)
 	}
-	en, ok := e.jr.Get(context.Background(), id)
+	en, ok := e.journal().Get(context.Background(), id)
 	if !ok {
 		e.t.Fatalf("no journal entry of %s", id)
 	}
@@ -72,7 +72,7 @@ func TestAnotherCHAPUserIsRefused(t *testing.T) {
 					t.Errorf("error does not say %q: %v", want, err)
 				}
 			}
-			if _, ok := e.jr.Get(context.Background(), "v2"); ok {
+			if _, ok := e.journal().Get(context.Background(), "v2"); ok {
 				t.Error("the refused stage left its journal entry")
 			}
 		})

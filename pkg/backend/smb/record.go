@@ -109,13 +109,13 @@ func (b *Backend) DecodeRecord(e journal.Entry) (backend.Record, error) {
 // until it is removed; the rest of the key is the share root and the value
 // the user name (never a password). A mapping with such a note is the
 // plugin's; tools that take stock of a node read them (pkg/inventory).
-const MappingNotePrefix = notePrefix
+var MappingNotePrefix = notePrefix
 
 // MappingSecretNotePrefix starts the key of the note of the MAC of the
 // password a mapping was made with (the rest is the share root; none for a
 // mapping without credentials, or made by an earlier version): compare it
 // with Record.SecretMAC, never show it.
-const MappingSecretNotePrefix = secretNotePrefix
+var MappingSecretNotePrefix = secretNotePrefix
 
 // ShareRoot returns the lower-cased share root \\server\share of a UNC
 // path or link target, in the form of Record.Share, or false when the path

@@ -29,21 +29,26 @@ type Options struct {
 	CredentialKey []byte
 }
 
-// notePrefix starts the key of a mapping's note: "smb-mapping:" and the
+// notePrefix starts the key of a mapping's note: "smb/mapping/" and the
 // share root; the value is the user name the mapping was made with ("" for
 // none), never a password. MSFT_SmbGlobalMapping cannot tell the user, so
 // the note is how a volume whose secret names another user is noticed,
 // even after a restart, and how a mapping is known to be the plugin's.
-const notePrefix = "smb-mapping:"
+var notePrefix = backend.NotePrefix(contract.KindSMB, "mapping")
+
+// RenamedNotes are the spellings of the backend's note keys earlier
+// versions wrote (backend.NoteRename): "smb-mapping:" until the note keys
+// were spelled one way.
+var RenamedNotes = []backend.NoteRename{{From: "smb-mapping:", To: notePrefix}}
 
 // secretNotePrefix starts the key of the note of a mapping's password:
-// "smb-mapping-secret:" and the share root; the value is the MAC of the
+// "smb/mapping-secret/" and the share root; the value is the MAC of the
 // password the mapping was made with under the node's credential key
 // (backend.Credential.SecretMAC), never the password. It is a note of its
 // own, so that the user note keeps the form earlier versions wrote and
-// read (a rollback reads it as it was), and a mapping made by an earlier
-// version has none: its password is unknown, never taken as different.
-const secretNotePrefix = "smb-mapping-secret:"
+// read, and a mapping made by an earlier version has none: its password
+// is unknown, never taken as different.
+var secretNotePrefix = backend.NotePrefix(contract.KindSMB, "mapping-secret")
 
 // Backend is the SMB backend.
 type Backend struct {

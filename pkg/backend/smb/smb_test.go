@@ -57,7 +57,7 @@ func TestTwoVolumesOneShare(t *testing.T) {
 			step()
 			e.wantEmptyDir("v2")
 			e.wantMappings(nil)
-			if n := len(e.jr.List(context.Background())); n != 0 {
+			if n := len(e.journal().List(context.Background())); n != 0 {
 				t.Fatalf("journal keeps %d entries after both unstages", n)
 			}
 		})
@@ -294,7 +294,7 @@ func TestAnotherUserIsRefused(t *testing.T) {
 	}
 	e.wantMappings(map[string]string{`\\srv\data`: "alice"})
 	e.wantEmptyDir("v2")
-	if _, ok := e.jr.Get(context.Background(), "v2"); ok {
+	if _, ok := e.journal().Get(context.Background(), "v2"); ok {
 		t.Error("the refused stage left its journal entry")
 	}
 
@@ -312,11 +312,11 @@ func TestAnotherUserIsRefused(t *testing.T) {
 // the share root.
 func (e *env) noteOf(root string) backend.Credential {
 	e.t.Helper()
-	user, ok, err := e.jr.Note(context.Background(), smb.MappingNotePrefix+root)
+	user, ok, err := e.journal().Note(context.Background(), smb.MappingNotePrefix+root)
 	if err != nil || !ok {
 		e.t.Fatalf("note of %s: %v, %v", root, ok, err)
 	}
-	mac, _, err := e.jr.Note(context.Background(), smb.MappingSecretNotePrefix+root)
+	mac, _, err := e.journal().Note(context.Background(), smb.MappingSecretNotePrefix+root)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func (e *env) noteOf(root string) backend.Credential {
 // entryOf returns the credential the journal records for volume id.
 func (e *env) entryOf(id string) backend.Credential {
 	e.t.Helper()
-	en, ok := e.jr.Get(context.Background(), id)
+	en, ok := e.journal().Get(context.Background(), id)
 	if !ok {
 		e.t.Fatalf("no journal entry of %s", id)
 	}
@@ -458,7 +458,7 @@ func TestStageErrors(t *testing.T) {
 			if fi, err := os.Lstat(e.stagingPath(tc.v.id)); err != nil || fi.Mode()&os.ModeSymlink != 0 {
 				t.Fatalf("staging path after a failed stage: %v, %v; want the directory back", fi, err)
 			}
-			if _, ok := e.jr.Get(context.Background(), tc.v.id); ok {
+			if _, ok := e.journal().Get(context.Background(), tc.v.id); ok {
 				t.Errorf("journal keeps the failed stage of %s", tc.v.id)
 			}
 		})
@@ -514,7 +514,7 @@ func TestUnstageRetryAfterFailedUnmap(t *testing.T) {
 	wantCode(t, "unstage with a failing unmap", e.unstage("v1"), codes.Internal)
 	e.wantEmptyDir("v1")
 	e.wantMappings(map[string]string{`\\srv\data`: "alice"})
-	if _, ok := e.jr.Get(context.Background(), "v1"); !ok {
+	if _, ok := e.journal().Get(context.Background(), "v1"); !ok {
 		t.Fatal("journal dropped the entry of an unfinished unstage")
 	}
 	e.restart()
