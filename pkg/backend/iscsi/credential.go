@@ -13,9 +13,9 @@ import (
 )
 
 // CredentialNotePrefix starts the key of the journal note the backend
-// keeps ("iscsi/session-credential/" and the target's IQN) for a target whose sessions it logs in to, from just before its
-// first login until it logs out of the last session; the rest of the key
-// is the target's IQN (lower case), the value the session CHAP credential
+// keeps for a target whose sessions it logs in to, from just before its
+// first login until it logs out of the last session:
+// "iscsi/session-credential/" and the target's IQN (lower case); the value the session CHAP credential
 // the sessions were logged in with (backend.Credential, encoded: the CHAP
 // user, "" without CHAP, and the MAC of the CHAP secret), never the
 // secret. The Microsoft initiator shows a session's authentication type
