@@ -1,8 +1,11 @@
 package backend
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
+
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
 // Credential is what the journal records of a credential: the one a
@@ -81,4 +84,36 @@ func DecodeCredential(note string) Credential {
 		return c // fields a later version adds are skipped
 	}
 	return Credential{User: note}
+}
+
+// CountCredentials counts the staged entries of a backend ("smb",
+// "iscsi") whose credential differs from the one of the shared resource
+// they use: drift (the same user, another secret) and other (another
+// user). credentials reads an entry's two credentials; false leaves the
+// entry out (no record of the resource's credential, or of the volume's).
+func CountCredentials(ctx context.Context, store Store, backend string,
+	credentials func(context.Context, journal.Entry) (resource, volume Credential, ok bool, err error)) (drift, other int, err error) {
+	entries, err := store.ByBackend(ctx, backend)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, e := range entries {
+		if !e.Staged {
+			continue
+		}
+		res, vol, ok, err := credentials(ctx, e)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !ok {
+			continue
+		}
+		switch res.Compare(vol) {
+		case CredentialDrift:
+			drift++
+		case CredentialOtherUser:
+			other++
+		}
+	}
+	return drift, other, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend/shared"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
 // CredentialNotePrefix starts the key of the journal note the backend
@@ -141,28 +142,15 @@ func (b *Backend) checkLogin(ctx context.Context, t *shared.Transition[loggedIn]
 // secret) and other (another user: staged before the plugin refused it).
 // Volumes of targets the journal records no login for are not counted.
 func CredentialCounts(ctx context.Context, store backend.Store) (drift, other int, err error) {
-	entries, err := store.ByBackend(ctx, string(contract.KindISCSI))
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, e := range entries {
+	return backend.CountCredentials(ctx, store, string(contract.KindISCSI), func(ctx context.Context, e journal.Entry) (backend.Credential, backend.Credential, bool, error) {
 		rec, ok := recordOf(e)
-		if !ok || !e.Staged {
-			continue
+		if !ok {
+			return backend.Credential{}, backend.Credential{}, false, nil
 		}
 		v, ok, err := store.Note(ctx, credentialNote(rec.IQN))
-		if err != nil {
-			return 0, 0, err
+		if err != nil || !ok {
+			return backend.Credential{}, backend.Credential{}, false, err
 		}
-		if !ok {
-			continue
-		}
-		switch backend.DecodeCredential(v).Compare(rec.Credential()) {
-		case backend.CredentialDrift:
-			drift++
-		case backend.CredentialOtherUser:
-			other++
-		}
-	}
-	return drift, other, nil
+		return backend.DecodeCredential(v), rec.Credential(), true, nil
+	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
 // CredentialCounts counts the staged volumes of the journal whose
@@ -13,32 +14,16 @@ import (
 // other (another user: staged before the plugin refused it). Volumes of
 // shares the journal records no mapping for are not counted.
 func CredentialCounts(ctx context.Context, store backend.Store) (drift, other int, err error) {
-	entries, err := store.ByBackend(ctx, string(contract.KindSMB))
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, e := range entries {
+	return backend.CountCredentials(ctx, store, string(contract.KindSMB), func(ctx context.Context, e journal.Entry) (backend.Credential, backend.Credential, bool, error) {
 		rec, ok := recordOf(e)
-		if !ok || !e.Staged {
-			continue
+		if !ok {
+			return backend.Credential{}, backend.Credential{}, false, nil
 		}
 		user, ok, err := store.Note(ctx, notePrefix+rec.Share)
-		if err != nil {
-			return 0, 0, err
-		}
-		if !ok {
-			continue
+		if err != nil || !ok {
+			return backend.Credential{}, backend.Credential{}, false, err
 		}
 		mac, _, err := store.Note(ctx, secretNotePrefix+rec.Share)
-		if err != nil {
-			return 0, 0, err
-		}
-		switch (backend.Credential{User: user, SecretMAC: mac}).Compare(rec.Credential()) {
-		case backend.CredentialDrift:
-			drift++
-		case backend.CredentialOtherUser:
-			other++
-		}
-	}
-	return drift, other, nil
+		return backend.Credential{User: user, SecretMAC: mac}, rec.Credential(), true, err
+	})
 }
