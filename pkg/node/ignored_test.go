@@ -8,35 +8,25 @@ package node_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
+
+	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
 // lines keeps what a logger at -v=2 writes.
-type lines struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type lines struct{ buf testbin.SyncBuffer }
 
 func (l *lines) ctx() context.Context {
-	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(2), textlogger.Output(l)))
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(2), textlogger.Output(&l.buf)))
 	return klog.NewContext(context.Background(), logger)
 }
 
 // with returns the lines logged so far that contain s.
 func (l *lines) with(s string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []string
 	for _, line := range strings.Split(l.buf.String(), "\n") {
 		if strings.Contains(line, s) {

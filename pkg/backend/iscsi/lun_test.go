@@ -7,7 +7,6 @@ package iscsi_test
 
 import (
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -16,25 +15,8 @@ import (
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/wincsi/csi-windows-node/pkg/sim"
+	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
-
-// logBuffer keeps what a logger at -v=2 writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestMissingLUN: a LUN the target does not have fails after one rescan,
 // naming the LUNs the target reports, instead of waiting out the deadline;
@@ -81,7 +63,7 @@ func TestMissingLUN(t *testing.T) {
 // what is awaited and what the target reports.
 func TestLateLUNIsAwaited(t *testing.T) {
 	e := newEnv(t, false)
-	var log logBuffer
+	var log testbin.SyncBuffer
 	ctx := klog.NewContext(e.ctx(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(2), textlogger.Output(&log))))
 	must(t, "stage of the late LUN", e.stageCtx(ctx, vol("v", "10.0.0.1", iqnLate, 3)))
 	var line string
