@@ -25,6 +25,8 @@ type Record struct {
 	// volume was staged with (backend.Credential): the user, "" without
 	// CHAP, and the MAC of the secret, never the secret.
 	CHAPUser, CHAPSecretMAC string
+	// RootAccess is the volume's volumeRootAccess (backend.AttrRootAccess).
+	RootAccess contract.RootAccess
 }
 
 var _ backend.Record = Record{}
@@ -51,18 +53,19 @@ func (r Record) Attrs() map[string]string {
 	for i, p := range r.Portals {
 		ps[i] = p.String()
 	}
-	a := map[string]string{
+	attrs := map[string]string{
 		attrPortals:   strings.Join(ps, ","),
 		attrLUN:       strconv.FormatUint(uint64(r.LUN), 10),
 		attrMultipath: strconv.FormatBool(r.Multipath),
 	}
 	if r.CHAPUser != "" {
-		a[attrCHAPUser] = r.CHAPUser
+		attrs[attrCHAPUser] = r.CHAPUser
 	}
 	if r.CHAPSecretMAC != "" {
-		a[attrCHAPSecretMAC] = r.CHAPSecretMAC
+		attrs[attrCHAPSecretMAC] = r.CHAPSecretMAC
 	}
-	return a
+	backend.PutRootAccess(attrs, r.RootAccess)
+	return attrs
 }
 
 // Credential is the session credential the record names.
@@ -108,6 +111,7 @@ func DecodeRecord(e journal.Entry) (Record, error) {
 	}
 	r.Multipath, _ = strconv.ParseBool(e.Attrs[attrMultipath]) // absent or damaged: single path
 	r.CHAPUser, r.CHAPSecretMAC = e.Attrs[attrCHAPUser], e.Attrs[attrCHAPSecretMAC]
+	r.RootAccess = backend.RootAccessOf(e)
 	return r, nil
 }
 
@@ -136,6 +140,7 @@ func (b *Backend) Record(vol contract.Volume) (backend.Record, error) {
 	r := RecordOf(vol.ISCSI)
 	c := b.credentialOf(vol.ISCSI)
 	r.CHAPUser, r.CHAPSecretMAC = c.User, c.SecretMAC
+	r.RootAccess = vol.RootAccess
 	return r, nil
 }
 
