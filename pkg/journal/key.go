@@ -41,7 +41,13 @@ func (j *Journal) CredentialKey() ([]byte, error) {
 		return j.key, nil
 	}
 	p := filepath.Join(j.dir, keyFile)
-	b, err := os.ReadFile(p)
+	b, owner, err := j.sec.read(p)
+	if err == nil && owner != "" && !systemOwner(owner) && owner != j.tokenOwner {
+		// As readOwned refuses an entry: a key someone else planted would
+		// let them check recorded MACs against guessed passwords.
+		return nil, fmt.Errorf("credential key %s is owned by %s, not by SYSTEM, Administrators or the plugin; "+
+			"remove it to make a new one", p, owner)
+	}
 	switch {
 	case err == nil:
 		k, err := hex.DecodeString(strings.TrimSpace(string(b)))

@@ -44,8 +44,9 @@ var repoPath = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./@-])((?:\.github|\.ci|cmd|
 
 // upstream matches a citation of another repository's file, whose paths
 // are that repository's: owner/repo@commit, owner/repo v1.2, owner/repo at
-// a tag, a pull request or issue number.
-var upstream = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+(?:@[0-9A-Za-z.]+|\s+v\d+\.\d+|\s+at\s)|PR\s*#\d+|#\d{2,}\b`)
+// a tag, a quoted path at a commit ("owner/repo `path` at 02910b74"), a
+// pull request or issue number.
+var upstream = regexp.MustCompile("[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+`?(?:@[0-9A-Za-z.]+|\\s+v\\d+\\.\\d+|\\s+at\\s)|PR\\s*#\\d+|#\\d{2,}\\b")
 
 // citeWindow is how many lines before and after a path mention are read
 // for the citation that makes it another repository's path.
@@ -262,6 +263,7 @@ func TestScanFindsPlantedReferences(t *testing.T) {
 		"deploy/h.yaml":     "# the CSIDriver (deploy/examples/gone" + ".yaml)\n",
 		"deploy/i.yaml": "# its deploy/upstream" + ".yaml sets attachRequired\n" +
 			"# (kubernetes-csi/csi-driver-smb@95c6968); see docs/target.md.\n",
+		"docs/j.md": "kubelet's monitor (kubernetes/kubernetes `pkg/kubelet/monitor" + ".go` at 02910b74b5ea)\n",
 	}
 	for name, content := range files {
 		p := filepath.Join(root, filepath.FromSlash(name))
@@ -301,6 +303,7 @@ func TestScanFindsPlantedReferences(t *testing.T) {
 		{"testdata/blob.bin", nil},
 		{"deploy/h.yaml", []string{"missing file"}},
 		{"deploy/i.yaml", nil},
+		{"docs/j.md", nil},
 	}
 	for _, tt := range tests {
 		if !slices.Equal(got[tt.file], tt.want) {
