@@ -12,7 +12,7 @@ type Report struct {
 	Unexplained []Item `json:"unexplained"`
 	// Incomplete names what could not be read (a host call that failed);
 	// the rest of the report stands, without it.
-	Incomplete []string `json:"incomplete,omitempty"`
+	Incomplete []string `json:"incomplete"`
 	// StateDir is the stage journal's directory, its ACL and the files
 	// refused for their owner; nil when it does not exist (or in the
 	// orphan sweep's own stock-take).
@@ -135,6 +135,11 @@ type SMBBacking struct {
 	MappingUser    string `json:"mappingUser,omitempty"`
 	MappedByPlugin bool   `json:"mappedByPlugin"`
 	RequirePrivacy bool   `json:"requirePrivacy,omitempty"`
+	// MappingSecret says whether the volume's password is the one the
+	// mapping was made with: "same" or "different" (problem
+	// CredentialDrift); empty when either is not recorded. The records are
+	// MACs the report never shows.
+	MappingSecret string `json:"mappingSecret,omitempty"`
 }
 
 // ISCSIBacking is the target, LUN and sessions behind an iSCSI volume,
@@ -146,6 +151,17 @@ type ISCSIBacking struct {
 	Multipath bool         `json:"multipath,omitempty"`
 	Sessions  []Session    `json:"sessions"`
 	Disk      *DiskBacking `json:"disk,omitempty"`
+	// CHAPUser is the session CHAP user of the volume's node-stage secret
+	// ("" without session CHAP), never a secret.
+	CHAPUser string `json:"chapUser,omitempty"`
+	// SessionUser is the CHAP user the plugin logged in to the target
+	// with ("" without CHAP); absent when the plugin did not record it
+	// (sessions of an earlier version, or of someone else).
+	SessionUser *string `json:"sessionUser,omitempty"`
+	// SessionSecret says whether the volume's CHAP secret is the one the
+	// sessions were logged in with: "same" or "different" (problem
+	// CredentialDrift); empty when either is not recorded.
+	SessionSecret string `json:"sessionSecret,omitempty"`
 }
 
 // Session is one iSCSI session of a target.
@@ -212,6 +228,10 @@ type Resource struct {
 	// session's portal, or the portal a persistent login goes through.
 	Target string `json:"target,omitempty"`
 	Portal string `json:"portal,omitempty"`
+	// User is the user a mapping of the plugin was made as, or the CHAP
+	// user the plugin logged in to a session's target with ("(none)"
+	// without credentials); empty when no record of the plugin says.
+	User string `json:"user,omitempty"`
 	// UsedBy are the recorded volumes that use it now.
 	UsedBy []string `json:"usedBy"`
 	// Kept is set on a resource of the plugin that no volume uses and

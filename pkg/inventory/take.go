@@ -67,7 +67,7 @@ func Take(ctx context.Context, in Input) (*Report, error) {
 	if in.Journal == nil || in.Root == nil || in.DriverName == "" {
 		return nil, errors.New("inventory: journal, kubelet directory and driver name are required")
 	}
-	t := &taker{in: in, h: Snapshot(in.Host), rep: &Report{Volumes: []Volume{}, Resources: []Resource{}, Unexplained: []Item{}},
+	t := &taker{in: in, h: Snapshot(in.Host), rep: &Report{Volumes: []Volume{}, Resources: []Resource{}, Unexplained: []Item{}, Incomplete: []string{}},
 		byPath: map[string]int{}, targetDisks: map[string]map[uint32]bool{}}
 	if in.Checkers != nil {
 		t.checkers, t.disks = in.Checkers(t.h)
@@ -102,10 +102,12 @@ type taker struct {
 	rep      *Report
 
 	entries  []journal.Entry
-	infos    []host.PathInfo   // what is at each entry's staging path
-	readable []bool            // whether infos[i] could be read
-	byPath   map[string]int    // canonical staging path -> index of its volume
-	notes    map[string]string // SMB mapping notes by share root (mappingNotes)
+	infos    []host.PathInfo               // what is at each entry's staging path
+	readable []bool                        // whether infos[i] could be read
+	byPath   map[string]int                // canonical staging path -> index of its volume
+	notes    map[string]string             // SMB mapping notes by share root (mappingNotes)
+	macs     map[string]string             // SMB mapping password MACs by share root (secretNotes)
+	logins   map[string]backend.Credential // iSCSI session credentials by IQN (sessionCredentials)
 	// targetDisks caches the disks reached through each target's sessions.
 	targetDisks map[string]map[uint32]bool
 	// diskNumbers caches Volumes.DiskNumber by volume (diskNumber).

@@ -254,3 +254,33 @@ func TestOpenRefusesFilesOfOtherOwners(t *testing.T) {
 		t.Fatal("without owners a file was refused")
 	}
 }
+
+// TestCredentialKeyOfAnotherOwnerIsRefused: a key file someone else
+// planted is never used (its owner could check recorded MACs against
+// guessed passwords); one made by the plugin or an administrator is.
+func TestCredentialKeyOfAnotherOwnerIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.CredentialKey(); err != nil {
+		t.Fatal(err)
+	}
+	const user, service = "S-1-5-21-1-2-3-1001", "S-1-5-80-1-2-3-4-5"
+	for owner, ok := range map[string]bool{user: false, service: true, winacl.SIDAdministrators: true} {
+		sec := &fakeSecurity{token: service, owners: map[string]string{keyFile: owner}}
+		sec.dirSD, _ = stateDirDescriptor().Bytes()
+		j, err := open(dir, sec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = j.CredentialKey()
+		if got := err == nil; got != ok {
+			t.Fatalf("key owned by %s: err = %v, want used: %v", owner, err, ok)
+		}
+		if !ok && !strings.Contains(err.Error(), user) {
+			t.Fatalf("the refusal does not name the owner: %v", err)
+		}
+	}
+}

@@ -58,6 +58,15 @@ type Journal struct {
 	dir      string
 	readOnly bool
 	files    *inflight.KeyMutex // one writer per file
+	// writing is held for reading by every write of a file, and for
+	// writing by Seal: the process's last moment with no write half
+	// done.
+	writing  sync.RWMutex
+	sealOnce sync.Once
+	sealed   chan struct{} // closed once Seal holds writing
+
+	keyMu sync.Mutex
+	key   []byte // CredentialKey, once read or made
 
 	mu         sync.RWMutex // guards everything below (the in-memory copies)
 	m          map[string]Entry
@@ -331,7 +340,33 @@ func (j *Journal) lockFile(ctx context.Context, name string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("wait for another write of the same journal file: %w", err)
 	}
-	return unlock, nil
+	j.writing.RLock()
+	return func() {
+		j.writing.RUnlock()
+		unlock()
+	}, nil
+}
+
+// Seal waits for the writes in progress to finish and lets no other begin,
+// for a process about to exit at once (a second SIGTERM): every entry and
+// note is then on disk as a whole, and no write starts that the exit would
+// cut. A write after Seal waits until the process exits. ctx bounds the
+// wait; Seal returns ctx's error when it ends first (the journal is sealed
+// all the same once those writes finish).
+func (j *Journal) Seal(ctx context.Context) error {
+	j.sealOnce.Do(func() {
+		j.sealed = make(chan struct{})
+		go func() {
+			j.writing.Lock() // never unlocked: the process exits
+			close(j.sealed)
+		}()
+	})
+	select {
+	case <-j.sealed:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the journal writes in progress: %w", ctx.Err())
+	}
 }
 
 func (e Entry) clone() Entry {

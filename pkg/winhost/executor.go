@@ -11,6 +11,9 @@ const (
 	NamespaceStorage = `Root\Microsoft\Windows\Storage`
 	NamespaceSMB     = `Root\Microsoft\Windows\Smb`
 	NamespaceCIMV2   = `Root\CIMV2`
+	// NamespaceWMI holds the iSCSI initiator's own classes
+	// (MSiSCSIInitiator_*), below the Storage Management API's.
+	NamespaceWMI = `Root\WMI`
 )
 
 // Executor runs WMI and Win32 calls on a Windows host, one call per method,

@@ -83,8 +83,8 @@ type Set[T any] struct {
 	mu sync.Mutex
 	m  map[string]*resource[T]
 
-	// waiting counts the stages waiting in Acquire for a transition; tests
-	// read it to know a stage is waiting.
+	// waiting counts the stages, unstages and releases waiting for a
+	// transition to end; tests read it to know one waits.
 	waiting atomic.Int64
 }
 
@@ -124,6 +124,8 @@ func (s *Set[T]) State(key string) State {
 
 // wait waits until ch is closed (a transition ended) or ctx ends.
 func (s *Set[T]) wait(ctx context.Context, key string, ch <-chan struct{}) error {
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	select {
 	case <-ch:
 		return nil
@@ -205,10 +207,7 @@ func (u *Use[T]) Acquire(ctx context.Context, verify func(ctx context.Context, f
 			if !waited {
 				waited, waitedFrom = true, ends
 			}
-			s.waiting.Add(1)
-			err := s.wait(ctx, u.key, busy)
-			s.waiting.Add(-1)
-			if err != nil {
+			if err := s.wait(ctx, u.key, busy); err != nil {
 				return false, err
 			}
 			continue
