@@ -147,14 +147,15 @@ func ParseACL(b []byte) (ACL, error) {
 }
 
 // Bytes returns the binary ACL: the header, then every entry's Raw bytes
-// in order. It fails when the entries do not fit in an ACL (64 KiB).
+// in order, under Revision (ACLRevision when it is 0). It fails with
+// ErrTooLarge when the entries do not fit in an ACL (64 KiB).
 func (a ACL) Bytes() ([]byte, error) {
 	size := aclHeaderSize
 	for _, e := range a.ACEs {
 		size += len(e.Raw)
 	}
 	if size > maxACLSize || len(a.ACEs) > 0xffff {
-		return nil, fmt.Errorf("an ACL of %d entries and %d bytes is larger than Windows allows (%d bytes)", len(a.ACEs), size, maxACLSize)
+		return nil, fmt.Errorf("an ACL of %d entries and %d bytes is larger than Windows allows (%d bytes): %w", len(a.ACEs), size, maxACLSize, ErrTooLarge)
 	}
 	rev := a.Revision
 	if rev == 0 {

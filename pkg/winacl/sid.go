@@ -25,11 +25,22 @@ const (
 // ErrMalformed is wrapped by every parse error of this package.
 var ErrMalformed = errors.New("malformed")
 
+// ErrTooLarge is wrapped by the error of a build whose entries do not fit
+// in an ACL.
+var ErrTooLarge = errors.New("too large")
+
 // ParseSID parses a SID in its string form, S-1-<authority>-<sub>... (the
 // form ConvertSidToStringSid writes: the authority in decimal, or as 0x and
-// twelve hex digits when it does not fit in 32 bits; one to fifteen
-// decimal 32-bit subauthorities), and returns its binary form. The S may
-// be lower case. SDDL aliases ("BA", "SY") are not SIDs here.
+// twelve hex digits when it does not fit in 32 bits; up to fifteen decimal
+// 32-bit subauthorities), and returns its binary form. The S may be lower
+// case. SDDL aliases ("BA", "SY") are not SIDs here.
+//
+// It accepts exactly the SIDs FormatSID writes, so that a descriptor read
+// from Windows can be written back: that includes a SID without
+// subauthorities ("S-1-5", the NT authority itself), which the binary form
+// allows ([MS-DTYP] 2.4.2.2 bounds SubAuthorityCount at 15 only) although
+// the string syntax of [MS-DTYP] 2.4.2.1 asks for one. Callers that want an
+// account (pkg/contract) refuse it themselves.
 func ParseSID(s string) ([]byte, error) {
 	bad := func(why string) error { return fmt.Errorf("SID %q: %s: %w", s, why, ErrMalformed) }
 	parts := strings.Split(s, "-")
@@ -56,8 +67,8 @@ func ParseSID(s string) ([]byte, error) {
 		return nil, bad("the authority is out of range")
 	}
 	subs := parts[3:]
-	if len(subs) == 0 || len(subs) > maxSubAuthorities {
-		return nil, bad(fmt.Sprintf("it has %d subauthorities, want 1 to %d", len(subs), maxSubAuthorities))
+	if len(subs) > maxSubAuthorities {
+		return nil, bad(fmt.Sprintf("it has %d subauthorities, want at most %d", len(subs), maxSubAuthorities))
 	}
 	b := make([]byte, 8+4*len(subs))
 	b[0], b[1] = 1, byte(len(subs))
