@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,6 +165,8 @@ func TestIsProtected(t *testing.T) {
 	}
 	users, _ := winacl.AllowACE(winacl.SIDUsers, winacl.ReadExecute, 3)
 	sysRX, _ := winacl.AllowACE(winacl.SIDLocalSystem, winacl.ReadExecute, 3)
+	sysIO, _ := winacl.AllowACE(winacl.SIDLocalSystem, winacl.FullControl, winacl.ObjectInherit|winacl.ContainerInherit|winacl.InheritOnly)
+	sysOI, _ := winacl.AllowACE(winacl.SIDLocalSystem, winacl.FullControl, winacl.ObjectInherit)
 	for name, d := range map[string]winacl.Descriptor{
 		"not protected":      bad(func(d *winacl.Descriptor) { d.Control = 0 }),
 		"owned by a user":    bad(func(d *winacl.Descriptor) { d.Owner = "S-1-5-21-1-2-3-1001" }),
@@ -172,7 +175,11 @@ func TestIsProtected(t *testing.T) {
 		"Users instead":      bad(func(d *winacl.Descriptor) { d.DACL.ACEs[1] = users }),
 		"SYSTEM twice":       bad(func(d *winacl.Descriptor) { d.DACL.ACEs[1] = d.DACL.ACEs[0] }),
 		"SYSTEM less rights": bad(func(d *winacl.Descriptor) { d.DACL.ACEs[0] = sysRX }),
-		"NULL DACL":          bad(func(d *winacl.Descriptor) { d.DACL = nil }),
+		// Inherit-only: the entry gives SYSTEM nothing on the directory.
+		"SYSTEM inherit-only": bad(func(d *winacl.Descriptor) { d.DACL.ACEs[0] = sysIO }),
+		"SYSTEM files only":   bad(func(d *winacl.Descriptor) { d.DACL.ACEs[0] = sysOI }),
+		"owned by Users":      bad(func(d *winacl.Descriptor) { d.Owner = winacl.SIDUsers }),
+		"NULL DACL":           bad(func(d *winacl.Descriptor) { d.DACL = nil }),
 	} {
 		if isProtected(d) {
 			t.Errorf("%s: %s counts as protected", name, d)
@@ -197,7 +204,7 @@ func TestOpenRefusesFilesOfOtherOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"vol-admins", "vol-system", "vol-token", "vol-planted"} {
+	for _, id := range []string{"vol-admins", "vol-system", "vol-token", "vol-planted", "vol-users"} {
 		if err := j.Put(ctx, Entry{VolumeID: id, StagingPath: "/k/" + id, Backend: "iscsi", ResourceKey: "iscsi:iqn.2026-01.io.example:t"}); err != nil {
 			t.Fatal(err)
 		}
@@ -209,9 +216,12 @@ func TestOpenRefusesFilesOfOtherOwners(t *testing.T) {
 	}
 	const user, service = "S-1-5-21-1-2-3-1001", "S-1-5-80-1-2-3-4-5"
 	sec := &fakeSecurity{token: service, owners: map[string]string{
-		fileName("vol-system"):                  winacl.SIDLocalSystem,
-		fileName("vol-token"):                   service,
-		fileName("vol-planted"):                 user,
+		fileName("vol-system"):  winacl.SIDLocalSystem,
+		fileName("vol-token"):   service,
+		fileName("vol-planted"): user,
+		// A built-in group other than Administrators: any local user is in
+		// Users.
+		fileName("vol-users"):                   winacl.SIDUsers,
 		fileName("smb-mapping:\\\\evil\\share"): user,
 	}}
 	sec.dirSD, _ = stateDirDescriptor().Bytes()
@@ -232,7 +242,9 @@ func TestOpenRefusesFilesOfOtherOwners(t *testing.T) {
 	want := []Refused{
 		{Path: filepath.Join(dir, notesDir, fileName("smb-mapping:\\\\evil\\share")), Owner: user},
 		{Path: filepath.Join(dir, fileName("vol-planted")), Owner: user},
+		{Path: filepath.Join(dir, fileName("vol-users")), Owner: winacl.SIDUsers},
 	}
+	slices.SortFunc(want[1:], func(a, b Refused) int { return strings.Compare(a.Path, b.Path) })
 	if got := j.Refused(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Refused = %+v, want %+v", got, want)
 	}
@@ -241,7 +253,7 @@ func TestOpenRefusesFilesOfOtherOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := ro.Get(ctx, "vol-planted"); ok || len(ro.Refused()) != 2 {
+	if _, ok := ro.Get(ctx, "vol-planted"); ok || len(ro.Refused()) != 3 {
 		t.Fatalf("read-only view: planted entry loaded, or refused %+v", ro.Refused())
 	}
 	// With the system's own view (the plugin wrote every file; off Windows
