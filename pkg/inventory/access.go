@@ -48,7 +48,7 @@ func (t *taker) rootAccess(ctx context.Context, v *Volume, b *DiskBacking, e jou
 	if len(a.Grants) == 0 {
 		return
 	}
-	readOnly := strings.HasSuffix(e.AccessMode, "READER_ONLY")
+	readOnly := backend.StagedReadOnly(e)
 	var missing []string
 	for _, g := range a.Grants {
 		rg := RootGrant{Entry: g.String(), SID: g.SID}

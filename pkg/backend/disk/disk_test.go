@@ -606,6 +606,52 @@ func TestHealth(t *testing.T) {
 	}
 }
 
+// TestHealthReadOnlyStage: a volume staged read-only is on a disk the
+// stage made read-only, which is no condition of it (it was reported
+// Degraded, DiskReadOnly, "writes fail"); the same disk under a writable
+// stage's entry is.
+func TestHealthReadOnlyStage(t *testing.T) {
+	sel := contract.DiskSelector{Serial: "D"}
+	entry := func(mode string) journal.Entry {
+		return journal.Entry{VolumeID: "v", Backend: "disk", AccessMode: mode, Attrs: disk.RecordOf(&contract.DiskSpec{Selector: sel}).Attrs()}
+	}
+	off := true
+	for _, c := range []struct {
+		name    string
+		mode    string
+		offline bool
+		want    []string
+	}{
+		{name: "single-node reader", mode: "SINGLE_NODE_READER_ONLY"},
+		{name: "multi-node reader", mode: "MULTI_NODE_READER_ONLY"},
+		{name: "reader, disk offline", mode: "SINGLE_NODE_READER_ONLY", offline: true, want: []string{"DiskOffline"}},
+		{name: "writer", mode: "SINGLE_NODE_WRITER", want: []string{"DiskReadOnly"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, disk.Options{})
+			r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+			staging := r.staging("v", true)
+			// A file system first (a read-only stage never formats), then
+			// the read-only stage, which makes the disk read-only.
+			wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", staging, sel, contract.FileSystem{Type: "NTFS"}, false)), nil)
+			wantErr(t, "Unstage", r.b.Unstage(r.ctx, backend.UnstageRequest{VolumeID: "v", StagingPath: staging}), nil)
+			wantErr(t, "read-only Stage", r.b.Stage(r.ctx, stageRequest("v", staging, sel, contract.FileSystem{Type: "NTFS"}, true)), nil)
+			if c.offline {
+				must(t, r.sim.SetDiskState(1, sim.DiskChange{Offline: &off}))
+			}
+			conds, err := r.b.Health(r.ctx, backend.HealthRequest{VolumeID: "v", StagingPath: staging, Entry: entry(c.mode)})
+			wantErr(t, "Health", err, nil)
+			var got []string
+			for _, cond := range conds {
+				got = append(got, cond.Reason)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("conditions %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
 // TestHostErrorsPassThrough: a failing host call fails the operation with
 // the host's sentinel, which the node turns into a gRPC code.
 func TestHostErrorsPassThrough(t *testing.T) {
