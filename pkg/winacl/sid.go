@@ -50,21 +50,29 @@ func ParseSID(s string) ([]byte, error) {
 	if parts[1] != "1" {
 		return nil, bad("the revision is not 1")
 	}
+	// strconv.ParseUint takes digits only: no sign, space or underscore.
+	num := func(p string, base, bits int, what string) (uint64, error) {
+		n, err := strconv.ParseUint(p, base, bits)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return 0, bad(what + " is out of range")
+		case err != nil:
+			return 0, bad(what + " is not a number")
+		}
+		return n, nil
+	}
 	var auth uint64
 	var err error
 	if h, ok := strings.CutPrefix(strings.ToLower(parts[2]), "0x"); ok {
 		if len(h) != 12 {
 			return nil, bad("a hexadecimal authority has twelve digits")
 		}
-		auth, err = strconv.ParseUint(h, 16, 48)
+		auth, err = num(h, 16, 48, "the authority")
 	} else {
-		if !decimal(parts[2]) {
-			return nil, bad("the authority is not a number")
-		}
-		auth, err = strconv.ParseUint(parts[2], 10, 32)
+		auth, err = num(parts[2], 10, 32, "the authority")
 	}
 	if err != nil {
-		return nil, bad("the authority is out of range")
+		return nil, err
 	}
 	subs := parts[3:]
 	if len(subs) > maxSubAuthorities {
@@ -76,12 +84,9 @@ func ParseSID(s string) ([]byte, error) {
 		b[2+i] = byte(auth >> (8 * (5 - i))) // big-endian
 	}
 	for i, p := range subs {
-		if !decimal(p) {
-			return nil, bad("subauthority " + strconv.Quote(p) + " is not a number")
-		}
-		n, err := strconv.ParseUint(p, 10, 32)
+		n, err := num(p, 10, 32, "subauthority "+strconv.Quote(p))
 		if err != nil {
-			return nil, bad("subauthority " + p + " is out of range")
+			return nil, err
 		}
 		binary.LittleEndian.PutUint32(b[8+4*i:], uint32(n))
 	}
@@ -129,16 +134,4 @@ func FormatSID(b []byte) (string, int, error) {
 		sb.WriteString(strconv.FormatUint(uint64(binary.LittleEndian.Uint32(b[8+4*i:])), 10))
 	}
 	return sb.String(), size, nil
-}
-
-func decimal(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -49,9 +49,11 @@ func TestParseSID(t *testing.T) {
 		if want := unhex(t, c.hex); !bytes.Equal(got, want) {
 			t.Errorf("ParseSID(%q) = % x, want % x", c.in, got, want)
 		}
-		s, n, err := FormatSID(append(got, 0xaa)) // trailing bytes are not the SID's
-		if err != nil || n != len(got) || !strings.EqualFold(s, c.in) {
-			t.Errorf("FormatSID(ParseSID(%q)) = %q, %d, %v", c.in, s, n, err)
+		for _, b := range [][]byte{got, append(got, 0xaa)} { // trailing bytes are not the SID's
+			s, n, err := FormatSID(b)
+			if err != nil || n != len(got) || !strings.EqualFold(s, c.in) {
+				t.Errorf("FormatSID(% x) = %q, %d, %v; want %s", b, s, n, err, c.in)
+			}
 		}
 	}
 }
@@ -197,10 +199,45 @@ func TestParseACLMalformed(t *testing.T) {
 		"ACE size past ACL":    mutate(func(b []byte) []byte { b[10], b[11] = 0xff, 0; return b }),
 		"SID past the ACE":     mutate(func(b []byte) []byte { b[10] = 12; return b }),
 		"SID count too large":  mutate(func(b []byte) []byte { b[17] = 9; return b }),
+		// An allow entry that is a header only, last in the ACL: no mask,
+		// no SID.
+		"allow entry without a mask": unhex(t, "02 00 0c00 0100 0000 00 00 0400"),
 	} {
 		if _, err := ParseACL(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: ParseACL = %v, want ErrMalformed", name, err)
 		}
+	}
+}
+
+// TestACLBytesMalformed: an entry whose Raw is not an ACE is never written.
+func TestACLBytesMalformed(t *testing.T) {
+	for name, raw := range map[string][]byte{
+		"empty":                 nil,
+		"short of a header":     {5, 0, 3},
+		"size says more":        {5, 0, 8, 0},
+		"size says less":        {5, 0, 4, 0, 0, 0, 0, 0},
+		"a zero size in header": {5, 0, 0, 0},
+	} {
+		if _, err := (ACL{ACEs: []ACE{{Type: 5, Raw: raw}}}).Bytes(); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: Bytes = %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
+// TestACLLargest: 0xfffc bytes is the largest ACL Bytes writes (AclSize is
+// 16 bits, and a multiple of 4); four more are ErrTooLarge.
+func TestACLLargest(t *testing.T) {
+	entry := func(n int) ACE {
+		raw := make([]byte, n)
+		raw[0], raw[2], raw[3] = 5, byte(n), byte(n>>8)
+		return ACE{Type: 5, Raw: raw}
+	}
+	b, err := ACL{ACEs: []ACE{entry(0xfffc - 8)}}.Bytes()
+	if err != nil || len(b) != 0xfffc || b[2] != 0xfc || b[3] != 0xff {
+		t.Fatalf("an ACL of 0xfffc bytes: %d bytes, %v", len(b), err)
+	}
+	if _, err := (ACL{ACEs: []ACE{entry(0xfffc - 8), entry(4)}}).Bytes(); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("an ACL of 0x10000 bytes: %v, want ErrTooLarge", err)
 	}
 }
 
