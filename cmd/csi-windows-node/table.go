@@ -51,7 +51,10 @@ func writeTable(w io.Writer, rep *inventory.Report) error {
 		var asked []string
 		for _, g := range d.RootAccess {
 			state := "on root"
-			if !g.OnRoot {
+			switch {
+			case !g.Applied:
+				state = g.Reason
+			case !g.OnRoot:
 				state = "MISSING"
 			}
 			asked = append(asked, g.Entry+" ("+state+")")

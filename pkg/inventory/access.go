@@ -19,11 +19,20 @@ type RootGrant struct {
 	// SID is its principal's SID; "" when an account name could not be
 	// resolved now.
 	SID string `json:"sid,omitempty"`
+	// Applied: the volume's stage grants it on the root. False for a
+	// volume staged read-only, whose root's ACL the plugin leaves as it
+	// is on purpose; Reason then says so.
+	Applied bool   `json:"applied"`
+	Reason  string `json:"reason,omitempty"`
 	// OnRoot: the root's DACL has it (an explicit allow entry for the SID,
 	// inherited below, with at least the rights); false when it does not
 	// or the root could not be read.
 	OnRoot bool `json:"onRoot"`
 }
+
+// ReasonReadOnlyStage is RootGrant.Reason for the grants of a volume staged
+// read-only.
+const ReasonReadOnlyStage = "read-only stage: not applied"
 
 // rootAccess fills in the root's DACL of a mounted disk or iSCSI volume and,
 // when its stage recorded volumeRootAccess, whether the root still grants
@@ -51,7 +60,10 @@ func (t *taker) rootAccess(ctx context.Context, v *Volume, b *DiskBacking, e jou
 	readOnly := backend.StagedReadOnly(e)
 	var missing []string
 	for _, g := range a.Grants {
-		rg := RootGrant{Entry: g.String(), SID: g.SID}
+		rg := RootGrant{Entry: g.String(), SID: g.SID, Applied: !readOnly}
+		if readOnly {
+			rg.Reason = ReasonReadOnlyStage
+		}
 		if rg.SID == "" {
 			sid, lerr := t.h.Security.LookupAccountName(ctx, g.Principal)
 			if lerr != nil {

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
@@ -33,16 +36,24 @@ func TestRootAccess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Someone puts the root of vol-lost back as it was formatted.
-	for _, m := range n.Sim.Snapshot().Mounts {
-		if m.Dir == simnode.StagingPath(n.Kubelet, "vol-lost") {
-			if err := n.Sim.SetRootDACL(`\\?\Volume{`+m.Volume+`}\`, sim.DACLState{Entries: []sim.ACEState{
-				{Type: 0, Flags: 3, Mask: 0x1f01ff, SID: "S-1-5-32-544"},
-			}}); err != nil {
-				t.Fatal(err)
-			}
-		}
+	// vol-ro is staged read-only once it has a file system (without the
+	// grant, as another node or a restore may leave it): its root is left
+	// as it is, on purpose.
+	if err := n.Stage(ctx, "vol-ro", vctx, nil); err != nil {
+		t.Fatal(err)
 	}
+	resetRoot(t, n, "vol-ro")
+	if err := n.Unstage(ctx, "vol-ro"); err != nil {
+		t.Fatal(err)
+	}
+	req := simnode.StageRequest(n.Kubelet, "vol-ro", vctx, nil)
+	req.VolumeCapability = proto.Clone(req.VolumeCapability).(*csi.VolumeCapability)
+	req.VolumeCapability.AccessMode = &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY}
+	if _, err := n.Server.NodeStageVolume(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	// Someone puts the root of vol-lost back as it was formatted.
+	resetRoot(t, n, "vol-lost")
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +62,9 @@ func TestRootAccess(t *testing.T) {
 	for _, v := range rep.Volumes {
 		got[v.VolumeID] = v
 	}
-	kept, lost, none := got["vol-kept"], got["vol-lost"], got["vol-none"]
+	kept, lost, none, ro := got["vol-kept"], got["vol-lost"], got["vol-none"], got["vol-ro"]
 	if kept.State != inventory.StateHealthy || len(kept.Disk.RootAccess) != 1 ||
-		kept.Disk.RootAccess[0] != (inventory.RootGrant{Entry: "ContainerUser:modify", SID: "S-1-5-93-2-2", OnRoot: true}) ||
+		kept.Disk.RootAccess[0] != (inventory.RootGrant{Entry: "ContainerUser:modify", SID: "S-1-5-93-2-2", Applied: true, OnRoot: true}) ||
 		!strings.HasSuffix(kept.Disk.RootACL, "(A;OICI;0x1301bf;;;S-1-5-93-2-2)") {
 		t.Errorf("vol-kept: %s, %+v, root %s", kept.State, kept.Disk.RootAccess, kept.Disk.RootACL)
 	}
@@ -61,10 +72,33 @@ func TestRootAccess(t *testing.T) {
 		lost.Disk.RootAccess[0].OnRoot || lost.Disk.RootACL != "(A;OICI;0x1f01ff;;;S-1-5-32-544)" {
 		t.Errorf("vol-lost: %s, %+v, %+v, root %s", lost.State, lost.Problems, lost.Disk.RootAccess, lost.Disk.RootACL)
 	}
+	// Read-only: the grant is shown as not applied, which is no problem.
+	if ro.State != inventory.StateHealthy || len(ro.Problems) != 0 || len(ro.Disk.RootAccess) != 1 ||
+		ro.Disk.RootAccess[0] != (inventory.RootGrant{Entry: "ContainerUser:modify", SID: "S-1-5-93-2-2", Reason: "read-only stage: not applied"}) ||
+		ro.Disk.RootACL != "(A;OICI;0x1f01ff;;;S-1-5-32-544)" {
+		t.Errorf("vol-ro: %s, %+v, %+v, root %s", ro.State, ro.Problems, ro.Disk.RootAccess, ro.Disk.RootACL)
+	}
 	if none.State != inventory.StateHealthy || none.Disk.RootAccess != nil || !strings.Contains(none.Disk.RootACL, ";;;S-1-5-32-545)") {
 		t.Errorf("vol-none: %s, %+v, root %s", none.State, none.Disk.RootAccess, none.Disk.RootACL)
 	}
 	if rep.StateDir == nil || rep.StateDir.Path == "" || rep.StateDir.ACL != "" || len(rep.StateDir.Refused) != 0 {
 		t.Errorf("state directory: %+v", rep.StateDir)
 	}
+}
+
+// resetRoot gives the root of the volume staged for vol a DACL of one
+// entry, Administrators:(OI)(CI)(F).
+func resetRoot(t *testing.T, n *simnode.Node, vol string) {
+	t.Helper()
+	for _, m := range n.Sim.Snapshot().Mounts {
+		if m.Dir == simnode.StagingPath(n.Kubelet, vol) {
+			if err := n.Sim.SetRootDACL(`\\?\Volume{`+m.Volume+`}\`, sim.DACLState{Entries: []sim.ACEState{
+				{Type: 0, Flags: 3, Mask: 0x1f01ff, SID: "S-1-5-32-544"},
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s is not mounted", vol)
 }
