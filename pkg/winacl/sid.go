@@ -53,10 +53,10 @@ func ParseSID(s string) ([]byte, error) {
 	// strconv.ParseUint takes digits only: no sign, space or underscore.
 	num := func(p string, base, bits int, what string) (uint64, error) {
 		n, err := strconv.ParseUint(p, base, bits)
-		switch {
-		case errors.Is(err, strconv.ErrRange):
+		if errors.Is(err, strconv.ErrRange) {
 			return 0, bad(what + " is out of range")
-		case err != nil:
+		}
+		if err != nil {
 			return 0, bad(what + " is not a number")
 		}
 		return n, nil
