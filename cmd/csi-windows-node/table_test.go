@@ -69,7 +69,8 @@ func TestTableRootAccessAndStateDirectory(t *testing.T) {
 			{VolumeID: "vol-c", Backend: "smb", State: inventory.StateHealthy, SMB: &inventory.SMBBacking{}},
 		},
 		StateDir: &inventory.StateDir{Path: `C:\state`, ACL: "O:S-1-5-32-544D:P(A;OICI;0x1f01ff;;;S-1-5-18)(A;OICI;0x1f01ff;;;S-1-5-32-544)",
-			TokenOwner: "S-1-5-32-544", Refused: []inventory.RefusedFile{{Path: `C:\state\x.json`, Owner: "S-1-5-21-1-2-3-1001"}}},
+			TokenOwner: "S-1-5-32-544", Refused: []inventory.RefusedFile{{Path: `C:\state\x.json`, Owner: "S-1-5-21-1-2-3-1001", Reason: "owned by neither SYSTEM, Administrators nor the plugin"},
+				{Path: `C:\state\y.json`, Reason: "its DACL denies the plugin even its owner"}}},
 	}
 	var b strings.Builder
 	if err := writeTable(&b, rep); err != nil {
@@ -82,8 +83,10 @@ func TestTableRootAccessAndStateDirectory(t *testing.T) {
 			"vol-b      ContainerUser:modify (on root)                       (A;OICI;0x1301bf;;;S-1-5-93-2-2)\n" +
 			"vol-d      ContainerUser:modify (read-only stage: not applied)  (A;OICI;0x1f01ff;;;S-1-5-32-544)\n",
 		"STATE DIRECTORY (1)\n",
-		`C:\state  O:S-1-5-32-544D:P(A;OICI;0x1f01ff;;;S-1-5-18)(A;OICI;0x1f01ff;;;S-1-5-32-544)  S-1-5-32-544    1`,
-		`C:\state\x.json  S-1-5-21-1-2-3-1001`,
+		`C:\state  O:S-1-5-32-544D:P(A;OICI;0x1f01ff;;;S-1-5-18)(A;OICI;0x1f01ff;;;S-1-5-32-544)  S-1-5-32-544    2`,
+		"REFUSED JOURNAL FILES (not written by the plugin; never acted on) (2)\nPATH             OWNER                REASON\n" +
+			`C:\state\x.json  S-1-5-21-1-2-3-1001  owned by neither SYSTEM, Administrators nor the plugin` + "\n" +
+			`C:\state\y.json  -                    its DACL denies the plugin even its owner` + "\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +21,9 @@ type fakeSecurity struct {
 	dirSD    []byte            // what descriptor returns for the directory
 	refuse   map[string]bool   // owners protect refuses (by SID)
 	owners   map[string]string // by file name; the rest are owned by Administrators
+	links    map[string]uint32 // by file name; the rest have one name
+	denied   map[string]bool   // files whose DACL denies the plugin their owner
+	noData   map[string]bool   // files whose DACL denies the plugin their contents
 	token    string
 	protects [][2][]byte // owner and DACL of each protect call
 }
@@ -45,13 +49,27 @@ func (f *fakeSecurity) protect(_ string, owner, dacl []byte) error {
 	return err
 }
 
-func (f *fakeSecurity) read(path string) ([]byte, string, error) {
-	b, err := os.ReadFile(path)
-	owner, ok := f.owners[filepath.Base(path)]
-	if !ok {
-		owner = winacl.SIDAdministrators
+func (f *fakeSecurity) read(path string) (fileRead, error) {
+	name := filepath.Base(path)
+	if _, err := os.Stat(path); err != nil {
+		return fileRead{}, err
 	}
-	return b, owner, err
+	if f.denied[name] {
+		return fileRead{}, &fs.PathError{Op: "open", Path: path, Err: fs.ErrPermission}
+	}
+	r := fileRead{checked: true, owner: winacl.SIDAdministrators, links: 1}
+	if o, ok := f.owners[name]; ok {
+		r.owner = o
+	}
+	if n, ok := f.links[name]; ok {
+		r.links = n
+	}
+	if f.noData[name] {
+		r.dataErr = &fs.PathError{Op: "open", Path: path, Err: fs.ErrPermission}
+		return r, nil
+	}
+	r.data, r.dataErr = os.ReadFile(path)
+	return r, nil
 }
 
 func (f *fakeSecurity) tokenOwner() (string, error) { return f.token, nil }
@@ -215,6 +233,7 @@ func TestOpenRefusesFilesOfOtherOwners(t *testing.T) {
 		}
 	}
 	const user, service = "S-1-5-21-1-2-3-1001", "S-1-5-80-1-2-3-4-5"
+	const notOurs = "owned by neither SYSTEM, Administrators nor the plugin"
 	sec := &fakeSecurity{token: service, owners: map[string]string{
 		fileName("vol-system"):  winacl.SIDLocalSystem,
 		fileName("vol-token"):   service,
@@ -240,9 +259,9 @@ func TestOpenRefusesFilesOfOtherOwners(t *testing.T) {
 		t.Fatalf("notes loaded: %v", notes)
 	}
 	want := []Refused{
-		{Path: filepath.Join(dir, notesDir, fileName("smb-mapping:\\\\evil\\share")), Owner: user},
-		{Path: filepath.Join(dir, fileName("vol-planted")), Owner: user},
-		{Path: filepath.Join(dir, fileName("vol-users")), Owner: winacl.SIDUsers},
+		{Path: filepath.Join(dir, notesDir, fileName("smb-mapping:\\\\evil\\share")), Owner: user, Reason: notOurs},
+		{Path: filepath.Join(dir, fileName("vol-planted")), Owner: user, Reason: notOurs},
+		{Path: filepath.Join(dir, fileName("vol-users")), Owner: winacl.SIDUsers, Reason: notOurs},
 	}
 	slices.SortFunc(want[1:], func(a, b Refused) int { return strings.Compare(a.Path, b.Path) })
 	if got := j.Refused(); !reflect.DeepEqual(got, want) {
@@ -264,5 +283,64 @@ func TestOpenRefusesFilesOfOtherOwners(t *testing.T) {
 	}
 	if _, ok := plain.Get(ctx, "vol-planted"); !ok || len(plain.Refused()) != 0 {
 		t.Fatal("without owners a file was refused")
+	}
+}
+
+// TestOpenRefusesFilesItCannotTrust is the second half of the owner check:
+// a file whose DACL denies the plugin its owner made Open fail (the plugin
+// could not start), a hard link to a SYSTEM-owned file elsewhere passed
+// the check, and a file without an owner failed Open too. Each is refused
+// now, from its security alone, and Open loads the rest; only a file the
+// plugin wrote and cannot read still fails it.
+func TestOpenRefusesFilesItCannotTrust(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"vol-ok", "vol-denied", "vol-linked", "vol-ownerless", "vol-planted-unreadable"} {
+		if err := j.Put(ctx, Entry{VolumeID: id, StagingPath: "/k/" + id, Backend: "disk"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sec := &fakeSecurity{
+		owners: map[string]string{fileName("vol-ownerless"): "", fileName("vol-planted-unreadable"): "S-1-5-21-1-2-3-1001",
+			fileName("vol-linked"): winacl.SIDLocalSystem},
+		links:  map[string]uint32{fileName("vol-linked"): 2},
+		denied: map[string]bool{fileName("vol-denied"): true},
+		noData: map[string]bool{fileName("vol-planted-unreadable"): true},
+	}
+	sec.dirSD, _ = stateDirDescriptor().Bytes()
+	j, err = open(dir, sec)
+	if err != nil {
+		t.Fatalf("Open failed over files it should refuse: %v", err)
+	}
+	if got := volumeIDs(j.List(ctx)); !reflect.DeepEqual(got, []string{"vol-ok"}) {
+		t.Fatalf("entries loaded: %v", got)
+	}
+	reasons := map[string]Refused{}
+	for _, r := range j.Refused() {
+		reasons[filepath.Base(r.Path)] = r
+	}
+	for id, want := range map[string]Refused{
+		"vol-denied":             {Reason: "its DACL denies the plugin even its owner"},
+		"vol-linked":             {Owner: winacl.SIDLocalSystem, Reason: "it has 2 names (a hard link to a file elsewhere)"},
+		"vol-ownerless":          {Reason: "it has no owner"},
+		"vol-planted-unreadable": {Owner: "S-1-5-21-1-2-3-1001", Reason: "owned by neither SYSTEM, Administrators nor the plugin"},
+	} {
+		want.Path = filepath.Join(dir, fileName(id))
+		if got := reasons[fileName(id)]; got != want {
+			t.Errorf("%s: refused as %+v, want %+v", id, got, want)
+		}
+	}
+	if len(reasons) != 4 {
+		t.Errorf("refused %+v, want 4 files", j.Refused())
+	}
+	// A file the plugin wrote that it cannot read is not refused: it
+	// fails Open, since dropping it could hide a user of a resource.
+	sec = &fakeSecurity{noData: map[string]bool{fileName("vol-ok"): true}}
+	sec.dirSD, _ = stateDirDescriptor().Bytes()
+	if _, err := open(dir, sec); err == nil || errors.Is(err, errRefused) {
+		t.Fatalf("Open with an unreadable entry of the plugin's = %v, want a failure", err)
 	}
 }

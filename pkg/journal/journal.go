@@ -78,9 +78,9 @@ type Journal struct {
 // first gives dir a protected DACL (SYSTEM and Administrators only) and
 // Administrators as owner (acl.go). Leftover temporary files from a crash
 // are removed; an unreadable entry fails Open, because silently dropping it
-// could undercount the users of a shared resource. A file owned by neither
-// SYSTEM, Administrators nor the plugin is refused: not loaded, and listed
-// by Refused.
+// could undercount the users of a shared resource. A file the plugin did
+// not write (owned by neither SYSTEM, Administrators nor the plugin, or a
+// hard link) is refused: not loaded, and listed by Refused.
 func Open(dir string) (*Journal, error) {
 	return open(dir, osFileSecurity{})
 }
@@ -137,8 +137,8 @@ func load(dir string, readOnly bool, sec fileSecurity) (*Journal, error) {
 }
 
 // loadFiles calls use for every *.json file of dir, removing leftover
-// temporary files (unless the journal is read-only). A file refused for
-// its owner (readOwned) is skipped.
+// temporary files (unless the journal is read-only). A file refused
+// (readFile) is skipped.
 func (j *Journal) loadFiles(dir string, use func(path, name string, data []byte) error) error {
 	readOnly := j.readOnly
 	ents, err := os.ReadDir(dir)
@@ -157,7 +157,7 @@ func (j *Journal) loadFiles(dir string, use func(path, name string, data []byte)
 				return fmt.Errorf("remove leftover %s: %w", p, err)
 			}
 		case strings.HasSuffix(name, ".json"):
-			b, err := j.readOwned(p)
+			b, err := j.readFile(p)
 			if readOnly && errors.Is(err, os.ErrNotExist) {
 				continue // deleted by the plugin since the listing
 			}
