@@ -190,6 +190,9 @@ const (
 	KindLink Kind = "link"
 	// KindJournalEntry is a stage journal entry; its ID the volume ID.
 	KindJournalEntry Kind = "journal-entry"
+	// KindRefusedFile is a file in the state directory the journal
+	// refused (the plugin did not write it); its ID the path.
+	KindRefusedFile Kind = "refused-journal-file"
 )
 
 // Owner says who made a resource, as far as the plugin's records tell

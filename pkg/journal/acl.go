@@ -1,9 +1,11 @@
 package journal
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 
 	"github.com/wincsi/csi-windows-node/pkg/winacl"
 )
@@ -159,25 +161,28 @@ type Refused struct {
 	Owner string `json:"owner"`
 	// Reason says why it was refused.
 	Reason string `json:"reason"`
+	// VolumeID and ResourceKey are those of the entry the file holds,
+	// when it could be read and parses as an entry that names a shared
+	// resource: that resource is kept while the file is there
+	// (ByResource).
+	VolumeID    string `json:"volumeID,omitempty"`
+	ResourceKey string `json:"resourceKey,omitempty"`
 }
 
-// errRefused marks a file refused (Refused).
-var errRefused = errors.New("not written by the plugin")
-
-// readFile reads a journal file through j.sec and refuses it (errRefused,
-// listed by Refused) unless its owner is one the journal trusts and it has
-// one name. The decision rests on the file's security alone, never on its
-// contents, and a file refused never fails the read otherwise: a file
-// planted with a DACL that denies the plugin everything is refused like
-// the others.
-func (j *Journal) readFile(path string) ([]byte, error) {
+// readFile reads a journal file through j.sec and refuses it unless its
+// owner is one the journal trusts and it has one name. The decision rests
+// on the file's security alone, never on its contents, and a file refused
+// never fails the read otherwise: a file planted with a DACL that denies
+// the plugin everything is refused like the others. For a refused file it
+// returns the refusal and what could be read of its contents (nil when
+// nothing could), which are never trusted.
+func (j *Journal) readFile(path string) ([]byte, *Refused, error) {
 	f, err := j.sec.read(path)
 	if errors.Is(err, fs.ErrPermission) {
-		j.refused = append(j.refused, Refused{Path: path, Reason: "its DACL denies the plugin even its owner"})
-		return nil, fmt.Errorf("journal file %s: %w: %w", path, err, errRefused)
+		return nil, &Refused{Path: path, Reason: "its DACL denies the plugin even its owner"}, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var why string
 	switch {
@@ -190,17 +195,51 @@ func (j *Journal) readFile(path string) ([]byte, error) {
 		why = fmt.Sprintf("it has %d names (a hard link to a file elsewhere)", f.links)
 	}
 	if why != "" {
-		j.refused = append(j.refused, Refused{Path: path, Owner: f.owner, Reason: why})
-		return nil, fmt.Errorf("journal file %s: %s: %w", path, why, errRefused)
+		if f.dataErr != nil {
+			f.data = nil
+		}
+		return f.data, &Refused{Path: path, Owner: f.owner, Reason: why}, nil
 	}
 	if f.dataErr != nil {
-		return nil, f.dataErr
+		return nil, nil, f.dataErr
 	}
-	return f.data, nil
+	return f.data, nil, nil
 }
 
-// Refused returns the files Open refused (never loaded).
-func (j *Journal) Refused() []Refused { return append([]Refused(nil), j.refused...) }
+// refusedEntry notes what a refused entry file holds, when it parses as an
+// entry that names a shared resource: the plugin never acts on the entry,
+// but its resource counts as used by it (ByResource), so a volume of the
+// plugin's own that was refused (the DaemonSet's account changed, and with
+// it the owner of new files) never has its SMB mapping or iSCSI session
+// released under it. A planted file can then only keep a resource; it can
+// never make the plugin remove one. The caller holds j.mu (or owns j).
+func (j *Journal) refusedEntry(r *Refused, b []byte) {
+	var e Entry
+	if json.Unmarshal(b, &e) != nil || e.ResourceKey == "" {
+		return
+	}
+	if e.VolumeID == "" {
+		e.VolumeID = filepath.Base(r.Path)
+	}
+	r.VolumeID, r.ResourceKey = e.VolumeID, e.ResourceKey
+	e.Refused, e.Attrs = true, nil
+	j.blocking = append(j.blocking, refusedUser{path: r.Path, entry: e})
+}
+
+// refusedUser is a refused entry file's claim on a shared resource.
+type refusedUser struct {
+	path  string
+	entry Entry
+}
+
+// Refused returns the files Open refused (never loaded), less the entry
+// files the plugin has replaced or removed since (a stage or unstage of
+// the volume they name).
+func (j *Journal) Refused() []Refused {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	return append([]Refused(nil), j.refused...)
+}
 
 // TokenOwner returns the SID the plugin's files are owned by, "" off
 // Windows.

@@ -217,13 +217,14 @@ func TestIsProtected(t *testing.T) {
 // (owned by SYSTEM, Administrators or the plugin's token owner) are loaded.
 // Before the owner check the planted entry was loaded like any other.
 func TestOpenRefusesFilesOfOtherOwners(t *testing.T) {
+	const target = "iscsi:iqn.2026-01.io.example:t"
 	dir := t.TempDir()
 	j, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"vol-admins", "vol-system", "vol-token", "vol-planted", "vol-users"} {
-		if err := j.Put(ctx, Entry{VolumeID: id, StagingPath: "/k/" + id, Backend: "iscsi", ResourceKey: "iscsi:iqn.2026-01.io.example:t"}); err != nil {
+		if err := j.Put(ctx, Entry{VolumeID: id, StagingPath: "/k/" + id, Backend: "iscsi", ResourceKey: target}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -251,17 +252,14 @@ func TestOpenRefusesFilesOfOtherOwners(t *testing.T) {
 	if got := volumeIDs(j.List(ctx)); !reflect.DeepEqual(got, []string{"vol-admins", "vol-system", "vol-token"}) {
 		t.Fatalf("entries loaded: %v", got)
 	}
-	if es, _ := j.ByResource(ctx, "iscsi:iqn.2026-01.io.example:t"); len(es) != 3 {
-		t.Fatalf("the planted entry counts as a user of the target: %v", volumeIDs(es))
-	}
 	notes, _ := j.Notes(ctx, "smb-mapping:")
 	if _, ok := notes["smb-mapping:\\\\evil\\share"]; ok || len(notes) != 1 {
 		t.Fatalf("notes loaded: %v", notes)
 	}
 	want := []Refused{
 		{Path: filepath.Join(dir, notesDir, fileName("smb-mapping:\\\\evil\\share")), Owner: user, Reason: notOurs},
-		{Path: filepath.Join(dir, fileName("vol-planted")), Owner: user, Reason: notOurs},
-		{Path: filepath.Join(dir, fileName("vol-users")), Owner: winacl.SIDUsers, Reason: notOurs},
+		{Path: filepath.Join(dir, fileName("vol-planted")), Owner: user, Reason: notOurs, VolumeID: "vol-planted", ResourceKey: target},
+		{Path: filepath.Join(dir, fileName("vol-users")), Owner: winacl.SIDUsers, Reason: notOurs, VolumeID: "vol-users", ResourceKey: target},
 	}
 	slices.SortFunc(want[1:], func(a, b Refused) int { return strings.Compare(a.Path, b.Path) })
 	if got := j.Refused(); !reflect.DeepEqual(got, want) {
@@ -340,7 +338,80 @@ func TestOpenRefusesFilesItCannotTrust(t *testing.T) {
 	// fails Open, since dropping it could hide a user of a resource.
 	sec = &fakeSecurity{noData: map[string]bool{fileName("vol-ok"): true}}
 	sec.dirSD, _ = stateDirDescriptor().Bytes()
-	if _, err := open(dir, sec); err == nil || errors.Is(err, errRefused) {
+	if _, err := open(dir, sec); err == nil {
 		t.Fatalf("Open with an unreadable entry of the plugin's = %v, want a failure", err)
+	}
+}
+
+// TestRefusedEntriesKeepTheirResource: an entry refused for its owner is
+// never acted on, but the resource it names counts as used by it. Before,
+// ByResource did not see it, so a legitimate entry refused after the
+// DaemonSet's account changed let the unstage of another volume of the
+// same target log out under it; now a planted file can only keep a
+// resource. Once the plugin replaces the file (a stage of that volume ID)
+// or removes it, the claim goes.
+func TestRefusedEntriesKeepTheirResource(t *testing.T) {
+	const target, share = "iscsi:iqn.2026-01.io.example:t", `smb:\\srv\data`
+	dir := t.TempDir()
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []Entry{
+		{VolumeID: "vol-ours", StagingPath: "/k/ours", Backend: "iscsi", ResourceKey: target},
+		{VolumeID: "vol-old-account", StagingPath: "/k/old", Backend: "iscsi", ResourceKey: target, Staged: true},
+		{VolumeID: "vol-unreadable", StagingPath: "/k/u", Backend: "smb", ResourceKey: share},
+		{VolumeID: "vol-no-resource", StagingPath: "/k/n", Backend: "disk"},
+	} {
+		if err := j.Put(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const former = "S-1-5-21-1-2-3-1001"
+	if err := os.WriteFile(filepath.Join(dir, fileName("vol-garbage")), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sec := &fakeSecurity{owners: map[string]string{
+		fileName("vol-old-account"): former, fileName("vol-unreadable"): former,
+		fileName("vol-no-resource"): former, fileName("vol-garbage"): former,
+	}, noData: map[string]bool{fileName("vol-unreadable"): true}}
+	sec.dirSD, _ = stateDirDescriptor().Bytes()
+	if j, err = open(dir, sec); err != nil {
+		t.Fatal(err)
+	}
+	es, err := j.ByResource(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[0].VolumeID != "vol-old-account" || !es[0].Refused || es[0].Attrs != nil ||
+		es[1].VolumeID != "vol-ours" || es[1].Refused {
+		t.Fatalf("ByResource(%s) = %+v, want vol-old-account (refused) and vol-ours", target, es)
+	}
+	// Never acted on otherwise: not listed, not found, not the backend's.
+	if _, ok := j.Get(ctx, "vol-old-account"); ok || !reflect.DeepEqual(volumeIDs(j.List(ctx)), []string{"vol-ours"}) {
+		t.Fatalf("a refused entry is loaded: %v", volumeIDs(j.List(ctx)))
+	}
+	if bs, _ := j.ByBackend(ctx, "iscsi"); len(bs) != 1 {
+		t.Fatalf("ByBackend(iscsi) = %v", volumeIDs(bs))
+	}
+	// A file whose contents cannot be read or do not parse claims nothing.
+	if es, _ := j.ByResource(ctx, share); len(es) != 0 {
+		t.Fatalf("ByResource(%s) = %+v", share, es)
+	}
+	if len(j.Refused()) != 4 {
+		t.Fatalf("Refused = %+v", j.Refused())
+	}
+	// The plugin stages vol-old-account again: its file is the plugin's now.
+	if err := j.Put(ctx, Entry{VolumeID: "vol-old-account", StagingPath: "/k/old", Backend: "iscsi", ResourceKey: target}); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := j.ByResource(ctx, target); len(es) != 2 || es[0].Refused || len(j.Refused()) != 3 {
+		t.Fatalf("after the plugin rewrote the file: %+v, refused %+v", es, j.Refused())
+	}
+	if err := j.Delete(ctx, "vol-no-resource"); err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Refused()) != 2 {
+		t.Fatalf("after the plugin removed a refused file: refused %+v", j.Refused())
 	}
 }

@@ -44,6 +44,10 @@ type Entry struct {
 	// Staged is false while NodeStageVolume is in progress (or crashed),
 	// true once it completed.
 	Staged bool `json:"staged"`
+	// Refused is set on the entries ByResource returns for journal files
+	// the journal refused (Refused): the plugin never acts on such an
+	// entry, and never releases its resource under it. Never stored.
+	Refused bool `json:"-"`
 }
 
 // ErrReadOnly is returned by the writes of a journal opened with
@@ -68,10 +72,12 @@ type Journal struct {
 
 	// sec is the system's view of the directory's and files' security
 	// (acl.go); tokenOwner the SID the plugin's own files are owned by
-	// ("" off Windows); refused the files not loaded for their owner.
+	// ("" off Windows); refused the files not loaded, and blocking the
+	// shared resources the refused entries name (refusedEntry).
 	sec        fileSecurity
 	tokenOwner string
 	refused    []Refused
+	blocking   []refusedUser
 }
 
 // Open loads the journal in dir, creating dir if needed. On Windows it
@@ -119,7 +125,7 @@ func load(dir string, readOnly bool, sec fileSecurity) (*Journal, error) {
 	if j.notes, j.notesReady, err = j.loadNotes(); err != nil {
 		return nil, err
 	}
-	err = j.loadFiles(dir, func(p, name string, b []byte) error {
+	err = j.loadFiles(dir, j.refusedEntry, func(p, name string, b []byte) error {
 		var e Entry
 		if err := json.Unmarshal(b, &e); err != nil {
 			return fmt.Errorf("decode journal entry %s: %w", p, err)
@@ -138,8 +144,9 @@ func load(dir string, readOnly bool, sec fileSecurity) (*Journal, error) {
 
 // loadFiles calls use for every *.json file of dir, removing leftover
 // temporary files (unless the journal is read-only). A file refused
-// (readFile) is skipped.
-func (j *Journal) loadFiles(dir string, use func(path, name string, data []byte) error) error {
+// (readFile) is not used: it is listed by Refused, and refused (when not
+// nil) sees what could be read of it.
+func (j *Journal) loadFiles(dir string, refused func(r *Refused, data []byte), use func(path, name string, data []byte) error) error {
 	readOnly := j.readOnly
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -157,15 +164,19 @@ func (j *Journal) loadFiles(dir string, use func(path, name string, data []byte)
 				return fmt.Errorf("remove leftover %s: %w", p, err)
 			}
 		case strings.HasSuffix(name, ".json"):
-			b, err := j.readFile(p)
+			b, r, err := j.readFile(p)
 			if readOnly && errors.Is(err, os.ErrNotExist) {
 				continue // deleted by the plugin since the listing
 			}
-			if errors.Is(err, errRefused) {
-				continue // never acted on: Refused lists it
-			}
 			if err != nil {
 				return fmt.Errorf("read journal file %s: %w", p, err)
+			}
+			if r != nil { // never acted on: Refused lists it
+				if refused != nil && b != nil {
+					refused(r, b)
+				}
+				j.refused = append(j.refused, *r)
+				continue
 			}
 			if err := use(p, name, b); err != nil {
 				return err
@@ -195,15 +206,28 @@ func (j *Journal) List(_ context.Context) []Entry {
 
 // ByResource returns the entries whose ResourceKey is key, ordered by
 // volume ID: every volume that uses the shared resource or is being staged
-// on it (intents, Staged false, included). An empty key matches nothing.
-// It costs the entries it returns, not the size of the journal.
+// on it (intents, Staged false, included), and the entries of refused
+// files that name it (Entry.Refused set): their volumes may still use it,
+// as far as the plugin can tell. An empty key matches nothing. It costs
+// the entries it returns (and the refused files, of which there are
+// normally none), not the size of the journal.
 func (j *Journal) ByResource(_ context.Context, key string) ([]Entry, error) {
 	if key == "" {
 		return nil, nil
 	}
 	j.mu.RLock()
 	defer j.mu.RUnlock()
-	return j.collect(slices.Collect(maps.Keys(j.byResource[key]))), nil
+	out := j.collect(slices.Collect(maps.Keys(j.byResource[key])))
+	n := len(out)
+	for _, u := range j.blocking {
+		if u.entry.ResourceKey == key {
+			out = append(out, u.entry)
+		}
+	}
+	if len(out) > n {
+		slices.SortStableFunc(out, func(a, b Entry) int { return strings.Compare(a.VolumeID, b.VolumeID) })
+	}
+	return out, nil
 }
 
 // ByBackend returns the entries of one backend, ordered by volume ID,
@@ -259,6 +283,7 @@ func (j *Journal) Put(ctx context.Context, e Entry) error {
 	j.mu.Lock()
 	j.unindex(e.VolumeID)
 	j.index(e.clone())
+	j.forgetRefused(filepath.Join(j.dir, fileName(e.VolumeID)))
 	j.mu.Unlock()
 	return nil
 }
@@ -282,6 +307,7 @@ func (j *Journal) Delete(ctx context.Context, volumeID string) error {
 	// sync fails, so the two never disagree.
 	j.mu.Lock()
 	j.unindex(volumeID)
+	j.forgetRefused(p)
 	j.mu.Unlock()
 	if err := durable.SyncDir(j.dir); err != nil {
 		return fmt.Errorf("sync journal directory: %w", err)
@@ -320,6 +346,13 @@ func (j *Journal) unindex(volumeID string) {
 	drop(j.byResource, e.ResourceKey)
 	drop(j.byBackend, e.Backend)
 	delete(j.m, volumeID)
+}
+
+// forgetRefused drops what a refused file at path said: the plugin has
+// just replaced or removed it. The caller holds j.mu.
+func (j *Journal) forgetRefused(path string) {
+	j.refused = slices.DeleteFunc(j.refused, func(r Refused) bool { return r.Path == path })
+	j.blocking = slices.DeleteFunc(j.blocking, func(u refusedUser) bool { return u.path == path })
 }
 
 // lockFile serialises the writers of one file of the journal. A live ctx
