@@ -160,7 +160,7 @@ func (j *Journal) loadFiles(dir string, refused func(r *Refused, data []byte), u
 			if readOnly {
 				continue
 			}
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := durable.Remove(dir, name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("remove leftover %s: %w", p, err)
 			}
 		case strings.HasSuffix(name, ".json"):
@@ -299,8 +299,7 @@ func (j *Journal) Delete(ctx context.Context, volumeID string) error {
 		return fmt.Errorf("remove journal entry of volume %q: %w", volumeID, err)
 	}
 	defer unlock()
-	p := filepath.Join(j.dir, fileName(volumeID))
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := durable.Remove(j.dir, fileName(volumeID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove journal entry of volume %q: %w", volumeID, err)
 	}
 	// The file is gone: the in-memory copy follows even if the directory
