@@ -306,7 +306,7 @@ func (j *Journal) Delete(ctx context.Context, volumeID string) error {
 	// sync fails, so the two never disagree.
 	j.mu.Lock()
 	j.unindex(volumeID)
-	j.forgetRefused(p)
+	j.forgetRefused(filepath.Join(j.dir, fileName(volumeID)))
 	j.mu.Unlock()
 	if err := durable.SyncDir(j.dir); err != nil {
 		return fmt.Errorf("sync journal directory: %w", err)
