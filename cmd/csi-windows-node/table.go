@@ -52,7 +52,7 @@ func writeTable(w io.Writer, rep *inventory.Report) error {
 		for _, g := range d.RootAccess {
 			state := "on root"
 			switch {
-			case !g.Applied:
+			case g.Reason != "":
 				state = g.Reason
 			case !g.OnRoot:
 				state = "MISSING"
