@@ -67,10 +67,6 @@ type fileRead struct {
 	dataErr error
 }
 
-// maxFileSize bounds what is read of a journal file: an entry or a note is
-// a few hundred bytes; a larger file was not written by the plugin.
-const maxFileSize = 1 << 20
-
 // stateDirDescriptor is the owner and DACL Open gives the state directory:
 // O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA).
 func stateDirDescriptor() winacl.Descriptor {

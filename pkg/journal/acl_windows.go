@@ -56,6 +56,10 @@ func aligned(b []byte) []uint32 {
 	return buf
 }
 
+// maxFileSize bounds what is read of a journal file: an entry or a note is
+// a few hundred bytes; a larger file was not written by the plugin.
+const maxFileSize = 1 << 20
+
 // shareAll lets other processes read, write, rename and delete a journal
 // file while the plugin or diagnose has it open (the plugin replaces an
 // entry while diagnose reads it).
