@@ -593,17 +593,24 @@ func TestHealth(t *testing.T) {
 			if tt.change != nil {
 				tt.change(r, staging)
 			}
-			conds, err := r.b.Health(r.ctx, backend.HealthRequest{VolumeID: "v", StagingPath: staging, Entry: tt.entry})
-			wantErr(t, "Health", err, nil)
-			var got []string
-			for _, c := range conds {
-				got = append(got, c.Reason)
-			}
-			if !slices.Equal(got, tt.want) {
+			if got := healthReasons(t, r, staging, tt.entry); !slices.Equal(got, tt.want) {
 				t.Errorf("conditions %v, want %v", got, tt.want)
 			}
 		})
 	}
+}
+
+// healthReasons returns the reasons of the conditions Health reports for
+// volume "v" staged at staging with the journal entry e.
+func healthReasons(t *testing.T, r *rig, staging string, e journal.Entry) []string {
+	t.Helper()
+	conds, err := r.b.Health(r.ctx, backend.HealthRequest{VolumeID: "v", StagingPath: staging, Entry: e})
+	wantErr(t, "Health", err, nil)
+	var got []string
+	for _, c := range conds {
+		got = append(got, c.Reason)
+	}
+	return got
 }
 
 // TestHealthReadOnlyStage: a volume staged read-only is on a disk the
@@ -639,13 +646,7 @@ func TestHealthReadOnlyStage(t *testing.T) {
 			if c.offline {
 				must(t, r.sim.SetDiskState(1, sim.DiskChange{Offline: &off}))
 			}
-			conds, err := r.b.Health(r.ctx, backend.HealthRequest{VolumeID: "v", StagingPath: staging, Entry: entry(c.mode)})
-			wantErr(t, "Health", err, nil)
-			var got []string
-			for _, cond := range conds {
-				got = append(got, cond.Reason)
-			}
-			if !slices.Equal(got, c.want) {
+			if got := healthReasons(t, r, staging, entry(c.mode)); !slices.Equal(got, c.want) {
 				t.Errorf("conditions %v, want %v", got, c.want)
 			}
 		})
