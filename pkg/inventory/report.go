@@ -14,7 +14,7 @@ type Report struct {
 	// the rest of the report stands, without it.
 	Incomplete []string `json:"incomplete"`
 	// StateDir is the stage journal's directory, its ACL and the files
-	// refused for their owner; nil when it does not exist (or in the
+	// refused; nil when it does not exist (or in the
 	// orphan sweep's own stock-take).
 	StateDir *StateDir `json:"stateDir,omitempty"`
 }
@@ -30,15 +30,19 @@ type StateDir struct {
 	// TokenOwner is the SID the plugin's own files are owned by ("" off
 	// Windows).
 	TokenOwner string `json:"tokenOwner,omitempty"`
-	// Refused are the files in it owned by neither SYSTEM, Administrators
-	// nor the plugin: never loaded, never acted on.
+	// Refused are the files in it the plugin did not write (owned by
+	// neither SYSTEM, Administrators nor the plugin, without an owner,
+	// hard-linked, or denying the plugin their owner): never loaded, never
+	// acted on.
 	Refused []RefusedFile `json:"refused"`
 }
 
-// RefusedFile is a journal file refused for its owner.
+// RefusedFile is a journal file refused (journal.Refused).
 type RefusedFile struct {
-	Path  string `json:"path"`
-	Owner string `json:"owner"`
+	Path string `json:"path"`
+	// Owner is its owner's SID, "" when it has none or could not be read.
+	Owner  string `json:"owner"`
+	Reason string `json:"reason"`
 }
 
 // State is the state of a recorded volume.
@@ -203,6 +207,9 @@ const (
 	KindLink Kind = "link"
 	// KindJournalEntry is a stage journal entry; its ID the volume ID.
 	KindJournalEntry Kind = "journal-entry"
+	// KindRefusedFile is a file in the state directory the journal
+	// refused (the plugin did not write it); its ID the path.
+	KindRefusedFile Kind = "refused-journal-file"
 )
 
 // Owner says who made a resource, as far as the plugin's records tell

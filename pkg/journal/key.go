@@ -41,12 +41,16 @@ func (j *Journal) CredentialKey() ([]byte, error) {
 		return j.key, nil
 	}
 	p := filepath.Join(j.dir, keyFile)
-	b, owner, err := j.sec.read(p)
-	if err == nil && owner != "" && !systemOwner(owner) && owner != j.tokenOwner {
-		// As readOwned refuses an entry: a key someone else planted would
+	b, refused, err := j.readFile(p)
+	if err == nil && refused != nil {
+		// As readFile refuses an entry: a key someone else planted would
 		// let them check recorded MACs against guessed passwords.
-		return nil, fmt.Errorf("credential key %s is owned by %s, not by SYSTEM, Administrators or the plugin; "+
-			"remove it to make a new one", p, owner)
+		owner := refused.Owner
+		if owner == "" {
+			owner = "no one"
+		}
+		return nil, fmt.Errorf("credential key %s is not used: %s (owner %s); remove it to make a new one",
+			p, refused.Reason, owner)
 	}
 	switch {
 	case err == nil:

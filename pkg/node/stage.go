@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"strings"
 
@@ -87,12 +88,23 @@ func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 		}
 	}
 
-	err = b.Stage(ctx, backend.StageRequest{VolumeID: entry.VolumeID, StagingPath: staging, Volume: vol, ReadOnly: readerOnly(mode)})
+	learned := map[string]string{}
+	sr := backend.StageRequest{VolumeID: entry.VolumeID, StagingPath: staging, Volume: vol, ReadOnly: readerOnly(mode), Learned: learned}
+	if hadPrev {
+		sr.Recorded = prev.Attrs
+	}
+	err = b.Stage(ctx, sr)
 	if err != nil {
 		if !restage {
 			s.forgetFailedStage(ctx, entry)
 		}
 		return nil, toStatus(err)
+	}
+	if len(learned) > 0 {
+		if entry.Attrs == nil {
+			entry.Attrs = map[string]string{}
+		}
+		maps.Copy(entry.Attrs, learned)
 	}
 	entry.Staged = true
 	if !restage || !reflect.DeepEqual(prev, entry) {

@@ -106,3 +106,4 @@ func (emptyJournal) ByBackend(context.Context, string) ([]journal.Entry, error) 
 func (emptyJournal) Note(context.Context, string) (string, bool, error)          { return "", false, nil }
 func (emptyJournal) PutNote(context.Context, string, string) error               { return journal.ErrReadOnly }
 func (emptyJournal) DeleteNote(context.Context, string) error                    { return journal.ErrReadOnly }
+func (emptyJournal) Refused() []journal.Refused                                  { return nil }

@@ -79,7 +79,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	log := klog.FromContext(ctx).WithValues("iqn", spec.IQN, "lun", spec.LUN)
 	ctx = klog.NewContext(ctx, log)
 
-	access, err := b.disks.ResolveRootAccess(ctx, r.Volume.RootAccess, r.ReadOnly)
+	access, err := b.disks.ResolveRootAccess(ctx, r.Volume.RootAccess, r)
 	if err != nil {
 		return err
 	}

@@ -399,6 +399,49 @@ func TestOthers(t *testing.T) {
 	}
 }
 
+// withRefused is the journal with, among the entries of key, one of a
+// file the journal refused (as it returns one on Windows for a file the
+// plugin did not write).
+type withRefused struct{ *journal.Journal }
+
+func (w withRefused) ByResource(ctx context.Context, k string) ([]journal.Entry, error) {
+	es, err := w.Journal.ByResource(ctx, k)
+	if k == key {
+		es = append(es, journal.Entry{VolumeID: "refused", StagingPath: "/k/refused", Backend: "smb", ResourceKey: key, Refused: true})
+	}
+	return es, err
+}
+
+// TestOthersRefusedEntry: the volume of a refused journal file counts as
+// a user of the resource, whatever the host says (it is never checked),
+// so the last unstage of the plugin's own volumes keeps the resource.
+func TestOthersRefusedEntry(t *testing.T) {
+	jr, err := journal.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSet[string]("share", withRefused{jr})
+	put(t, jr, "self")
+	var inUse []string
+	var check []journal.Entry
+	released := false
+	_, err = s.Release(context.Background(), key, "self", false, func(ctx context.Context, tr *Transition[string]) (State, error) {
+		var err error
+		inUse, check, err = tr.Others(ctx)
+		if err != nil || len(inUse) > 0 || len(check) > 0 {
+			return tr.Prev(), err
+		}
+		released = true
+		return Absent, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if released || !slices.Equal(inUse, []string{"refused"}) || len(check) != 0 {
+		t.Fatalf("released %t, in use %v, to check %v; want the refused file's volume in use", released, inUse, check)
+	}
+}
+
 // TestHungCallKeepsTheResource: a host call still running after its stage
 // failed keeps the volume registered (so no release removes the resource
 // under it) and the transition's lock held (so the next transition does
