@@ -19,6 +19,23 @@ type Tracker struct {
 
 type trackersKey struct{}
 
+type backgroundKey struct{}
+
+// Background returns a context whose host calls are background work (the
+// orphan sweep's stock-take): hosts that share a limited resource with
+// RPCs, such as the Windows executor's worker threads, run them apart so
+// that they never make an RPC wait.
+func Background(ctx context.Context) context.Context {
+	return context.WithValue(ctx, backgroundKey{}, true)
+}
+
+// IsBackground reports whether ctx is the context of background work
+// (Background).
+func IsBackground(ctx context.Context) bool {
+	b, _ := ctx.Value(backgroundKey{}).(bool)
+	return b
+}
+
 // Track returns a context whose host calls are counted by the returned
 // tracker as well as by every tracker already in ctx.
 func Track(ctx context.Context) (context.Context, *Tracker) {
@@ -28,6 +45,15 @@ func Track(ctx context.Context) (context.Context, *Tracker) {
 	copy(next, prev)
 	next[len(prev)] = t
 	return context.WithValue(ctx, trackersKey{}, next), t
+}
+
+// Running reports whether a host call counted by ctx's innermost tracker
+// (the one the latest Track added) is still running, such as a call whose
+// caller stopped waiting when its context ended. Without a tracker it
+// reports false.
+func Running(ctx context.Context) bool {
+	ts, _ := ctx.Value(trackersKey{}).([]*Tracker)
+	return len(ts) > 0 && ts[len(ts)-1].Outstanding() > 0
 }
 
 // BeginCall records the start of a host call made on behalf of ctx. The

@@ -1,6 +1,9 @@
 package host
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Implementations wrap them with %w and the identity of the
 // object involved; the node service maps them onto gRPC codes in one place.
@@ -40,6 +43,11 @@ var (
 	// not permitted (ERROR_ACCESS_DENIED 5).
 	ErrAccessDenied = errors.New("access denied")
 
+	// ErrGuestLogonBlocked: the node's SMB client refused to connect as
+	// guest, which its policy forbids (ERROR_SMB_GUEST_LOGON_BLOCKED 1272;
+	// the default since Windows Server 2019).
+	ErrGuestLogonBlocked = errors.New("guest logon blocked by the node's policy")
+
 	// ErrUnreachable: the server or portal cannot be reached
 	// (ERROR_BAD_NETPATH 53, connection timeouts).
 	ErrUnreachable = errors.New("unreachable")
@@ -69,6 +77,12 @@ var (
 	// never means that the object asked for is gone, so callers must not
 	// read it as ErrNotFound.
 	ErrSchema = errors.New("the host lacks a class, method or parameter the plugin uses")
+
+	// ErrSessionUnknown: an iSCSI login succeeded but the host did not
+	// say which session it made. It wraps ErrNotReady: the caller finds
+	// the session by listing, or tries again later; a session is never
+	// returned without its identifier, which logging out needs.
+	ErrSessionUnknown = fmt.Errorf("logged in, but the host did not say which session the login made: %w", ErrNotReady)
 
 	// ErrNotImplemented: this host does not implement the operation. On
 	// Windows it means the executor for that area has not been built; it

@@ -20,6 +20,9 @@ type Journal interface {
 	List(ctx context.Context) []journal.Entry
 	// Notes returns the notes whose key starts with prefix.
 	Notes(ctx context.Context, prefix string) (map[string]string, error)
+	// Refused returns the journal files it did not load because the
+	// plugin did not write them.
+	Refused() []journal.Refused
 }
 
 // HealthChecker is a backend's health check of a staged volume, the one
@@ -38,16 +41,17 @@ type DiskLocator interface {
 
 // Input is what Take looks at.
 type Input struct {
-	// Host is the host as it is; Take only makes calls that read.
+	// Host is the host as it is; Take only makes calls that read, through
+	// a Snapshot of it, so that the calls of the disks, volumes, SMB and
+	// iSCSI areas do not grow with the volumes.
 	Host host.Host
 	// Journal is the plugin's stage journal.
 	Journal Journal
-	// Health holds each backend's health check, by backend name ("disk",
-	// "smb", "iscsi").
-	Health map[string]HealthChecker
-	// Disks places the disk of a disk volume that is not mounted; nil
-	// leaves it unplaced.
-	Disks DiskLocator
+	// Checkers builds each backend's health check, by backend name
+	// ("disk", "smb", "iscsi"), and the locator of a disk volume's disk
+	// that is not mounted (nil leaves it unplaced), over the host it is
+	// given: Take's snapshot, so that their reads are the snapshot's too.
+	Checkers func(h host.Host) (map[string]HealthChecker, DiskLocator)
 	// Root is the kubelet directory.
 	Root *winpath.Root
 	// DriverName is the CSI driver name: kubelet stages this driver's
@@ -66,8 +70,11 @@ func Take(ctx context.Context, in Input) (*Report, error) {
 	if in.Journal == nil || in.Root == nil || in.DriverName == "" {
 		return nil, errors.New("inventory: journal, kubelet directory and driver name are required")
 	}
-	t := &taker{in: in, h: in.Host, rep: &Report{Volumes: []Volume{}, Resources: []Resource{}, Unexplained: []Item{}},
+	t := &taker{in: in, h: Snapshot(in.Host), rep: &Report{Volumes: []Volume{}, Resources: []Resource{}, Unexplained: []Item{}, Incomplete: []string{}},
 		byPath: map[string]int{}, targetDisks: map[string]map[uint32]bool{}}
+	if in.Checkers != nil {
+		t.checkers, t.disks = in.Checkers(t.h)
+	}
 	t.entries = in.Journal.List(ctx)
 	t.infos = make([]host.PathInfo, len(t.entries))
 	t.readable = make([]bool, len(t.entries))
@@ -77,6 +84,7 @@ func Take(ctx context.Context, in Input) (*Report, error) {
 	t.kubelet(ctx)
 	t.smbResources(ctx)
 	t.iscsiResources(ctx)
+	t.refusedFiles()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("take stock of the node: %w", err)
 	}
@@ -91,15 +99,19 @@ func Take(ctx context.Context, in Input) (*Report, error) {
 
 // taker holds what one Take has learnt so far.
 type taker struct {
-	in  Input
-	h   host.Host
-	rep *Report
+	in       Input
+	h        host.Host // a Snapshot of in.Host
+	checkers map[string]HealthChecker
+	disks    DiskLocator
+	rep      *Report
 
 	entries  []journal.Entry
-	infos    []host.PathInfo   // what is at each entry's staging path
-	readable []bool            // whether infos[i] could be read
-	byPath   map[string]int    // canonical staging path -> index of its volume
-	notes    map[string]string // SMB mapping notes by share root (mappingNotes)
+	infos    []host.PathInfo               // what is at each entry's staging path
+	readable []bool                        // whether infos[i] could be read
+	byPath   map[string]int                // canonical staging path -> index of its volume
+	notes    map[string]string             // SMB mapping notes by share root (mappingNotes)
+	macs     map[string]string             // SMB mapping password MACs by share root (secretNotes)
+	logins   map[string]backend.Credential // iSCSI session credentials by IQN (sessionCredentials)
 	// targetDisks caches the disks reached through each target's sessions.
 	targetDisks map[string]map[uint32]bool
 	// diskNumbers caches Volumes.DiskNumber by volume (diskNumber).
@@ -129,6 +141,18 @@ func (t *taker) diskNumber(ctx context.Context, volume string) (uint32, error) {
 // incomplete records a part left out because a host call failed.
 func (t *taker) incomplete(what string, err error) {
 	t.rep.Incomplete = append(t.rep.Incomplete, fmt.Sprintf("%s: %v", what, err))
+}
+
+// refusedFiles reports the journal files the journal refused: nothing
+// explains them, and the resource one names is kept while it is there.
+func (t *taker) refusedFiles() {
+	for _, r := range t.in.Journal.Refused() {
+		reason := "a journal file the plugin did not write (" + r.Reason + "), never acted on"
+		if r.ResourceKey != "" {
+			reason += "; it names " + r.ResourceKey + " (volume " + r.VolumeID + "), which the plugin keeps while the file is there"
+		}
+		t.unexplained(KindRefusedFile, r.Path, reason)
+	}
 }
 
 func (t *taker) unexplained(kind Kind, id, reason string) {
@@ -183,7 +207,7 @@ func (v *Volume) problem(reason, message string) {
 // health runs the backend's health check and turns its conditions into a
 // state.
 func (t *taker) health(ctx context.Context, e journal.Entry) (State, []Problem) {
-	hc := t.in.Health[e.Backend]
+	hc := t.checkers[e.Backend]
 	if hc == nil {
 		return StateUnknown, []Problem{{Reason: "NoRecord", Message: fmt.Sprintf("unknown backend %q", e.Backend)}}
 	}

@@ -87,7 +87,7 @@ func (j *Journal) DeleteNote(ctx context.Context, key string) error {
 	}
 	defer unlock()
 	dir := filepath.Join(j.dir, notesDir)
-	err = os.Remove(filepath.Join(dir, fileName(key)))
+	err = durable.Remove(dir, fileName(key))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove journal note %q: %w", key, err)
 	}
@@ -130,7 +130,7 @@ func (j *Journal) loadNotes() (map[string]string, bool, error) {
 		return map[string]string{}, false, nil
 	}
 	notes := map[string]string{}
-	err := j.loadFiles(nd, func(p, name string, b []byte) error {
+	err := j.loadFiles(nd, nil, func(p, name string, b []byte) error {
 		var n note
 		if err := json.Unmarshal(b, &n); err != nil {
 			return fmt.Errorf("decode journal note %s: %w", p, err)

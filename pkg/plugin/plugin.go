@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -13,6 +14,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
 	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
 	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
+	"github.com/wincsi/csi-windows-node/pkg/cloud"
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -21,6 +23,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/registration"
+	"github.com/wincsi/csi-windows-node/pkg/server"
 	"github.com/wincsi/csi-windows-node/pkg/sweep"
 	"github.com/wincsi/csi-windows-node/pkg/version"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -52,6 +55,10 @@ type Options struct {
 	OfflineDiskOnUnstage bool
 	SMBKeepMappings      bool
 	KeepISCSIPortals     bool
+	// GCEDisks lists the instance's disks from the Compute Engine metadata
+	// server, for the gce-pd preset on NVMe machine types; FromConfig sets
+	// it with --cloud=gce (disk.Options.GCEDisks).
+	GCEDisks func(ctx context.Context) ([]cloud.GCEDisk, error)
 
 	// OrphanSweep and OrphanSweepInterval are --orphan-sweep and
 	// --orphan-sweep-interval (pkg/sweep); the zero mode is sweep.Off.
@@ -120,6 +127,9 @@ func FromConfig(c *config.Options, goos string) (Options, error) {
 	if goos == "windows" {
 		o.PathStyle = winpath.Windows
 	}
+	if c.Cloud == config.CloudGCE {
+		o.GCEDisks = cloud.NewGCEMetadata(c.CloudMetadataEndpoint, 0).Disks
+	}
 	root, err := winpath.NewRoot(o.KubeletDir, o.PathStyle)
 	if err != nil {
 		return Options{}, fmt.Errorf("--kubelet-dir: %w", err)
@@ -176,11 +186,10 @@ type Plugin struct {
 	// releasers are the backends whose volumes share host resources
 	// (ReleaseUnused).
 	releasers []backend.Releaser
-	// disks and backends are the backends New built, for TakeStock.
-	disks    *disk.Backend
-	backends map[contract.Kind]backend.Backend
 	// sweeper is the orphan sweep (Sweep; Serve runs it).
 	sweeper *sweep.Sweeper
+	// serving is the gRPC server while Serve runs (Halt names its RPCs).
+	serving atomic.Pointer[server.Server]
 
 	opts Options
 }
@@ -228,7 +237,14 @@ func New(o Options, h Host) (*Plugin, error) {
 		return nil, fmt.Errorf("upgrade the stage journal in %s: %w", o.StateDir, err)
 	}
 
-	disks, backends := newBackends(hh, jr, o)
+	key, err := jr.CredentialKey()
+	if err != nil {
+		return nil, err
+	}
+	if err := registerCredentialGauges(mm.GetRegistry(), jr); err != nil {
+		return nil, err
+	}
+	_, backends := newBackends(hh, jr, key, o)
 	// The backends whose volumes share host resources answer
 	// ReleaseUnused.
 	var releasers []backend.Releaser
@@ -262,7 +278,7 @@ func New(o Options, h Host) (*Plugin, error) {
 		served = h.Controller(ns, o.Contract)
 	}
 	p := &Plugin{Identity: ids, Metrics: mm, served: served, node: ns, journal: jr, host: hh, root: root,
-		releasers: releasers, disks: disks, backends: backends, opts: o}
+		releasers: releasers, opts: o}
 	if p.Registration, err = newRegistration(o, mm.GetRegistry()); err != nil {
 		return nil, err
 	}
@@ -315,13 +331,14 @@ func (p *Plugin) ReleaseUnused(ctx context.Context, key string, remove bool) (bo
 }
 
 // newBackends builds the disk, SMB and iSCSI backends over h and store, as
-// the plugin runs them; it returns the disk backend too, which the iSCSI
+// the plugin runs them; key is the node's credential key (nil for a tool
+// that records nothing). It returns the disk backend too, which the iSCSI
 // backend prepares its disks with.
-func newBackends(h host.Host, store backend.Store, o Options) (*disk.Backend, map[contract.Kind]backend.Backend) {
-	disks := disk.New(h, store, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff})
+func newBackends(h host.Host, store backend.Store, key []byte, o Options) (*disk.Backend, map[contract.Kind]backend.Backend) {
+	disks := disk.New(h, store, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff, GCEDisks: o.GCEDisks})
 	return disks, map[contract.Kind]backend.Backend{
 		contract.KindDisk:  disks,
-		contract.KindSMB:   smb.New(h, store, smb.Options{KeepMappings: o.SMBKeepMappings}),
-		contract.KindISCSI: iscsi.New(h, disks, store, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff}),
+		contract.KindSMB:   smb.New(h, store, smb.Options{KeepMappings: o.SMBKeepMappings, CredentialKey: key}),
+		contract.KindISCSI: iscsi.New(h, disks, store, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff, CredentialKey: key}),
 	}
 }

@@ -50,6 +50,7 @@ var Kinds = []inventory.Kind{
 	inventory.KindISCSIPortal,
 	inventory.KindMountPoint,
 	inventory.KindLink,
+	inventory.KindRefusedFile,
 }
 
 // Classify returns the orphans of a report, in the order of Kinds, then
@@ -60,9 +61,12 @@ func Classify(rep *inventory.Report) (orphans []Orphan, unattributed int) {
 	// persistent login ("<target>@<portal>").
 	targets := map[string]string{}
 	for _, r := range rep.Resources {
-		if r.Kind == inventory.KindISCSISession {
+		switch r.Kind {
+		case inventory.KindISCSISession:
 			targets[r.ID] = r.Target
 			targets[inventory.PersistentLoginID(r.Target, r.Portal)] = r.Target
+		case inventory.KindISCSIPersistentLogin:
+			targets[r.ID] = r.Target
 		}
 		if r.Owner == inventory.OwnerForeign && len(r.UsedBy) == 0 {
 			unattributed++

@@ -73,6 +73,17 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		// No instance: the documented answer of a WQL query that matches
 		// nothing (WHERE Clause (WMI)).
 		e.ExpectQuery(ns, wqlDisk(99), scripted.Reply{})
+	case "disks/identifiers-missing":
+		// A disk the fixture names only by number has no device path: no
+		// IOCTL is sent.
+	case "disks/identifiers":
+		disk(diskSpec{Style: gpt})
+		// A Hyper-V disk as kubernetes-sigs/azuredisk-csi-driver#2661 shows
+		// it: NAA 60022480… (its UniqueId, format "FCPH Name"), at
+		// "Adapter 1 : Port 0 : Target 0 : LUN 1".
+		e.ExpectWin32("StorageDeviceIDDescriptor", []any{devicePath(1)}, scripted.Reply{Bytes: winhost.BuildDeviceIDDescriptor(
+			winhost.StorageID{CodeSet: 1, Type: 3, ID: []byte{0x60, 0x02, 0x24, 0x80, 0xf4, 0x8d, 0x29, 0x4f, 0x40, 0xf1, 0x87, 0x27, 0xdf, 0x9a, 0x63, 0x49}})})
+		e.ExpectWin32("SCSIAddress", []any{devicePath(1)}, scripted.Reply{Bytes: []byte{8, 0, 0, 0, 1, 0, 0, 1}})
 	case "disks/offline-set-read-only":
 		// Uncertain which answer Windows gives (the case accepts both);
 		// this script gives the refusal, the next case the success.
@@ -140,6 +151,14 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		// CreateFile of a volume name no volume has: ERROR_FILE_NOT_FOUND
 		// (assumed; ERROR_PATH_NOT_FOUND would read the same).
 		e.ExpectWin32("VolumeDiskExtents", []any{guidB[:len(guidB)-1]}, scripted.Reply{Err: w32("CreateFileW", winhost.ErrorFileNotFound)})
+	case "volumes/list":
+		disk(diskSpec{Style: gpt})
+		volume("NTFS", 14)
+		d := data
+		d.AccessPaths = []any{guidA}
+		e.ExpectQuery(ns, wqlVolumeList, scripted.Reply{Instances: []winhost.Instance{volInst(guidA, "NTFS", 14, data.Size)}})
+		e.ExpectQuery(ns, wqlPartitionPaths, scripted.Reply{Instances: []winhost.Instance{
+			only(partInst(d), "ObjectId", "DiskNumber", "PartitionNumber", "AccessPaths")}})
 	case "volumes/format":
 		disk(diskSpec{Style: gpt})
 		volume("", 0)
@@ -216,23 +235,21 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		e.ExpectWin32("GetFileAttributes", []any{link}, scripted.Reply{Uint32: attrDir | attrReparse})
 		e.ExpectWin32("GetFileAttributes", []any{long(cPath("missing"))}, notFound)
 	case "security/missing-volume":
-		// Assumed: GetFileSecurityW answers a volume GUID path no volume
-		// has with ERROR_FILE_NOT_FOUND (its page lists no codes; the
-		// integration run checks it).
-		for range 2 {
-			e.ExpectWin32("GetFileSecurity", []any{guidB, dacl}, scripted.Reply{Err: w32("GetFileSecurity", winhost.ErrorFileNotFound)})
-		}
+		// Assumed: CreateFileW answers a volume GUID path no volume has
+		// with ERROR_FILE_NOT_FOUND (the integration run checks it).
+		e.ExpectWin32("FileSecurity", []any{guidB, dacl}, scripted.Reply{Err: w32("CreateFile", winhost.ErrorFileNotFound)})
+		e.ExpectWin32("UpdateFileDACL", []any{guidB}, scripted.Reply{Err: w32("CreateFile", winhost.ErrorFileNotFound)})
 	case "security/add-root-allow-entries":
 		volume("NTFS", 14)
 		// The root as the Windows Server dump of kubernetes/kubernetes#131341
-		// shows it (security_test.go), then the exact descriptor written.
+		// shows it (security_test.go), then the exact DACL written.
 		root, granted := scripted.Reply{Bytes: hexBytes(t, serverRoot)}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)}
-		e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, root)
-		e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, root)
-		e.ExpectWin32("SetFileSecurity", []any{guidA, dacl, hexBytes(t, serverRootGranted)}, ok())
-		for range 3 {
-			e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, granted)
-		}
+		e.ExpectWin32("FileSecurity", []any{guidA, dacl}, root)
+		e.ExpectWin32("UpdateFileDACL", []any{guidA}, root)
+		e.ExpectWin32("SetSecurityInfo", []any{guidA, dacl, hexBytes(t, serverRootGrantedACL)}, ok())
+		e.ExpectWin32("FileSecurity", []any{guidA, dacl}, granted)
+		e.ExpectWin32("UpdateFileDACL", []any{guidA}, granted)
+		e.ExpectWin32("FileSecurity", []any{guidA, dacl}, granted)
 	case "security/invalid-entry":
 		volume("NTFS", 14) // refused before any call
 	case "security/unknown-account":
@@ -248,7 +265,7 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		e.ExpectWin32("GetFileAttributes", []any{lcDir}, scripted.Reply{Uint32: attrDir})
 		e.ExpectQuery(nsSMB, wqlMappings, scripted.Reply{})
 		e.ExpectQuery(iscNS, wqlPortalList, scripted.Reply{})
-		e.ExpectWin32("GetFileSecurity", []any{guidB, dacl}, scripted.Reply{})
+		e.ExpectWin32("FileSecurity", []any{guidB, dacl}, scripted.Reply{})
 	default:
 		if !prepareNet(t, c, e, &f) {
 			t.Fatalf("no script for case %s", c.Name)

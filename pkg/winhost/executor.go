@@ -11,6 +11,9 @@ const (
 	NamespaceStorage = `Root\Microsoft\Windows\Storage`
 	NamespaceSMB     = `Root\Microsoft\Windows\Smb`
 	NamespaceCIMV2   = `Root\CIMV2`
+	// NamespaceWMI holds the iSCSI initiator's own classes
+	// (MSiSCSIInitiator_*), below the Storage Management API's.
+	NamespaceWMI = `Root\WMI`
 )
 
 // Executor runs WMI and Win32 calls on a Windows host, one call per method,
@@ -114,6 +117,10 @@ type Win32 interface {
 	// STORAGE_DEVICE_ID_DESCRIPTOR, parsed by the caller.
 	StorageDeviceIDDescriptor(ctx context.Context, devicePath string) ([]byte, error)
 
+	// SCSIAddress opens the device (access 0) and returns the raw output
+	// of IOCTL_SCSI_GET_ADDRESS: a SCSI_ADDRESS, parsed by the caller.
+	SCSIAddress(ctx context.Context, devicePath string) ([]byte, error)
+
 	// VolumeDiskExtents opens the volume (\\?\Volume{GUID} without the
 	// trailing backslash) and returns the raw output of
 	// IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS, parsed by the caller.
@@ -161,19 +168,53 @@ type Win32 interface {
 	// besides "." and "..".
 	DirectoryEntries(ctx context.Context, path string) ([]string, error)
 
-	// GetFileSecurity returns the parts of the file's or directory's
-	// security descriptor that info names (SECURITY_INFORMATION), in the
-	// self-relative form GetFileSecurityW writes, parsed by the caller.
-	GetFileSecurity(ctx context.Context, path string, info uint32) ([]byte, error)
+	// LookupHost returns the IP addresses name resolves to, as the system
+	// resolver gives them (net.Resolver.LookupNetIP, GetAddrInfoW on
+	// Windows). A name that does not resolve fails with a *net.DNSError.
+	LookupHost(ctx context.Context, name string) ([]string, error)
 
-	// SetFileSecurity sets the parts of the file's or directory's security
-	// descriptor that info names from sd, a self-relative descriptor
-	// (SetFileSecurityW: the object's own descriptor only, never
-	// propagated to existing children).
-	SetFileSecurity(ctx context.Context, path string, info uint32, sd []byte) error
+	// ReportIScsiPersistentLogins calls ReportIScsiPersistentLoginsW
+	// (iscsidsc.h) and returns the number of persistent logins and the
+	// fixed part of its buffer: count PERSISTENT_ISCSI_LOGIN_INFOW
+	// records, parsed by the caller. The variable part, which holds the
+	// logins' CHAP user names and secrets, is never returned, and the
+	// whole buffer is zeroed before the call returns.
+	ReportIScsiPersistentLogins(ctx context.Context) (count uint32, fixed []byte, err error)
+
+	// RemoveIScsiPersistentTarget calls RemoveIScsiPersistentTargetW
+	// (iscsidsc.h) with the portal's symbolic name, address and socket.
+	// A failure is a *Win32Error whose Code is the ISDSC status.
+	RemoveIScsiPersistentTarget(ctx context.Context, initiatorInstance string, initiatorPort uint32, targetName string, portal PortalW) error
+
+	// FileSecurity opens the file or directory for READ_CONTROL (with
+	// FILE_FLAG_BACKUP_SEMANTICS, which a directory needs) and returns the
+	// parts of its security descriptor that info names
+	// (SECURITY_INFORMATION), read with GetSecurityInfo(SE_FILE_OBJECT),
+	// self-relative, parsed by the caller.
+	FileSecurity(ctx context.Context, path string, info uint32) ([]byte, error)
+
+	// UpdateFileDACL opens the file or directory once, for READ_CONTROL
+	// and WRITE_DAC (with FILE_FLAG_BACKUP_SEMANTICS), reads its DACL
+	// through that handle (GetSecurityInfo, SE_FILE_OBJECT,
+	// DACL_SECURITY_INFORMATION: a self-relative descriptor) and passes it
+	// to update. When update returns an ACL, it is set through the same
+	// handle: SetSecurityInfo(SE_FILE_OBJECT, DACL_SECURITY_INFORMATION |
+	// the flags update returns, the ACL), which also propagates the ACL's
+	// inheritable entries to the existing files and directories below. An
+	// error of update is returned as it is, and nothing is set. update
+	// decides everything; the executor only makes the calls.
+	UpdateFileDACL(ctx context.Context, path string, update func(sd []byte) (acl []byte, info uint32, err error)) error
 
 	// LookupAccountName returns the SID (in binary form, parsed by the
 	// caller) and the SID_NAME_USE of an account name, as
 	// LookupAccountNameW resolves it on this computer.
 	LookupAccountName(ctx context.Context, name string) (sid []byte, use uint32, err error)
+}
+
+// PortalW is ISCSI_TARGET_PORTALW (iscsidsc.h): a target portal as the
+// iSCSI discovery API names it.
+type PortalW struct {
+	SymbolicName string
+	Address      string
+	Socket       uint16
 }

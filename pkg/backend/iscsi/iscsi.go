@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
 	"k8s.io/klog/v2"
 
@@ -24,14 +23,12 @@ type Options struct {
 	KeepPortals bool
 	// Backoff paces the wait for the LUN's disk to appear after login.
 	Backoff backend.Backoff
+	// CredentialKey is the node's credential key (journal.Journal.CredentialKey):
+	// the backend records the CHAP secret a target's sessions and a volume
+	// were logged in with as a MAC under it, never the secret. Nil
+	// records none.
+	CredentialKey []byte
 }
-
-// rollbackTimeout bounds the clean-up of a failed stage. The clean-up runs
-// on a context that keeps the RPC's values (so the node's host-call tracker
-// holds the volume's lock until it ends) but not its deadline: a stage that
-// failed because its deadline ran out (a LUN that never appeared) must still
-// log out of the sessions it created.
-const rollbackTimeout = 30 * time.Second
 
 // Backend is the iSCSI backend.
 type Backend struct {
@@ -82,7 +79,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	log := klog.FromContext(ctx).WithValues("iqn", spec.IQN, "lun", spec.LUN)
 	ctx = klog.NewContext(ctx, log)
 
-	access, err := b.disks.ResolveRootAccess(ctx, r.Volume.RootAccess, r.ReadOnly)
+	access, err := b.disks.ResolveRootAccess(ctx, r.Volume.RootAccess, r)
 	if err != nil {
 		return err
 	}
@@ -111,7 +108,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	_, err = use.Acquire(ctx,
 		func(ctx context.Context, fresh *loggedIn) (bool, error) { return b.sessionsUsable(ctx, spec, fresh) },
 		func(ctx context.Context, t *shared.Transition[loggedIn]) error {
-			c, a, now, err := b.ensureSessions(ctx, spec)
+			c, a, now, err := b.ensureSessions(ctx, t, spec, staged != "")
 			created, added = append(created, c...), append(added, a...)
 			if err == nil {
 				t.Keep(loggedIn(now))
@@ -143,10 +140,12 @@ type loggedIn []host.ISCSISession
 
 // sessionsUsable is a stage's check of a target the state calls ready: the
 // sessions the volume needs are there (one at least; with multipath one
-// through every portal) and, for a persistent volume, registered to come
-// back after a reboot. A stage that waited for the transition that made
-// the target ready (fresh) checks the sessions it left instead of asking
-// the host. Anything else is left to ensureSessions, as a transition.
+// through every portal, as the target's record and the portals' names say:
+// paths.go) and, for a persistent volume, registered to come back after a
+// reboot. A stage that waited for the transition that made the target
+// ready (fresh) checks the sessions it left instead of asking the host.
+// Anything else, a session to record included, is left to ensureSessions,
+// as a transition.
 func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, fresh *loggedIn) (bool, error) {
 	var existing loggedIn
 	if fresh != nil {
@@ -160,24 +159,38 @@ func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, 
 	if len(existing) == 0 || len(unregistered(spec, existing)) > 0 {
 		return false, nil
 	}
-	return len(missingPaths(spec, existing)) == 0, nil
+	if made, ok := b.loggedInAs(ctx, spec.IQN); ok && made.Compare(b.credentialOf(spec)) != backend.CredentialSame {
+		// Another CHAP user or secret: the transition decides
+		// (checkLogin).
+		return false, nil
+	}
+	if !spec.Multipath {
+		return true, nil
+	}
+	rec, err := b.targetRecordOf(ctx, spec.IQN)
+	if err != nil {
+		return false, err
+	}
+	p, err := b.pathsOf(ctx, rec, spec.Portals, existing)
+	if err != nil {
+		return false, err
+	}
+	return !p.pending() && len(missingPaths(spec, existing, p)) == 0, nil
 }
 
 // missingPaths returns the portals the volume needs a session through:
-// every portal without one under multipath, otherwise the volume's portals
-// (in the contract's order: the first that answers is used) when the target
-// has no session at all.
-func missingPaths(spec *contract.ISCSISpec, existing []host.ISCSISession) []host.Portal {
-	have := make(map[string]bool, len(existing))
-	for _, s := range existing {
-		have[portalKey(s.TargetPortal)] = true
-	}
+// under multipath every portal no session goes through (connected or not:
+// Windows reconnects a session whose portal came back, and a login next to
+// it would make a second session through the same portal), otherwise the
+// volume's portals (in the contract's order: the first that answers is
+// used) when the target has no session at all.
+func missingPaths(spec *contract.ISCSISpec, existing []host.ISCSISession, p paths) []host.Portal {
 	var want []host.Portal
 	switch {
 	case spec.Multipath:
-		for _, p := range spec.Portals {
-			if !have[portalKey(p)] {
-				want = append(want, p)
+		for _, pt := range spec.Portals {
+			if !p.covers(portalKey(pt), existing, false) {
+				want = append(want, pt)
 			}
 		}
 	case len(existing) == 0:
@@ -203,15 +216,30 @@ func unregistered(spec *contract.ISCSISpec, sessions []host.ISCSISession) []host
 
 // ensureSessions logs in to the target through the portals that need a
 // session: every portal without one under multipath, otherwise the first
-// portal that answers when the target has no session at all. It returns the
-// sessions it created and the portals it registered, also on error, so that
-// the caller can roll them back, and the target's sessions once it is done.
-// It runs as a transition of the target.
-func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) (created []host.ISCSISession, added []host.Portal, now []host.ISCSISession, err error) {
+// portal that answers when the target has no session at all. Each session
+// it makes is recorded in the target's note with the portal it was made
+// through, as are the sessions it finds through a portal's resolved name
+// (paths.go). It returns the sessions it created and the portals it
+// registered, also on error, so that the caller can roll them back, and
+// the target's sessions once it is done. It runs as a transition of the
+// target.
+//
+// Sessions logged in with another volume's credentials are never used
+// (checkLogin). restaging says the volume is staged already.
+func (b *Backend) ensureSessions(ctx context.Context, t *shared.Transition[loggedIn], spec *contract.ISCSISpec, restaging bool) (created []host.ISCSISession, added []host.Portal, now []host.ISCSISession, err error) {
 	log := klog.FromContext(ctx)
 	existing, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if len(existing) > 0 {
+		out, err := b.checkLogin(ctx, t, spec, restaging)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if out {
+			existing = nil
+		}
 	}
 	if err := b.makePersistent(ctx, spec, existing); err != nil {
 		return nil, nil, nil, err
@@ -221,14 +249,31 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 			existing[i].IsPersistent = true // makePersistent registered it
 		}
 	}
-	have := make(map[string]bool, len(existing))
-	for _, s := range existing {
-		have[portalKey(s.TargetPortal)] = true
+	rec, err := b.targetRecordOf(ctx, spec.IQN)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	want := missingPaths(spec, existing)
+	p, err := b.pathsOf(ctx, rec, spec.Portals, existing)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if p.pending() {
+		for id, k := range p.adopted {
+			log.V(2).Info("Recording a session found through its address", "sessionID", id, "portal", k)
+		}
+		p.record(&rec)
+		if err := b.putTargetRecord(ctx, spec.IQN, rec, existing); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	want := missingPaths(spec, existing, p)
 	if len(want) == 0 {
 		log.V(5).Info("Target already logged in", "sessions", len(existing))
 		return nil, nil, existing, nil
+	}
+	if unknown := p.unknown(existing); spec.Multipath && len(unknown) > 0 {
+		log.V(2).Info("Sessions of the target go through no portal the volume lists, by the record or the portals' names; "+
+			"logging in through the portals without one", "sessions", len(unknown))
 	}
 
 	ctx, unlockPortals, err := b.lockPortals(ctx, want)
@@ -259,25 +304,51 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 		}
 	}
 
+	if len(existing) == 0 {
+		// The first sessions of the target: recorded before the login, as
+		// a mapping's user is (the SMB backend's mapShare). A login that
+		// made nothing drops the record again, unless a call of it may
+		// still be running (a deadline), which could still make a session.
+		if err := b.recordLogin(ctx, spec); err != nil {
+			return nil, nil, nil, err
+		}
+		defer func() {
+			if err != nil && len(created) == 0 && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				b.forgetLogin(ctx, spec.IQN)
+			}
+		}()
+	}
 	var down []error
-	for _, p := range want {
-		s, addedPortal, err := b.login(ctx, spec, p, isRegistered[portalKey(p)])
+	loggedInAlready := len(existing) > 0
+	for _, pt := range want {
+		s, addedPortal, err := b.login(ctx, spec, pt, isRegistered[portalKey(pt)])
 		if addedPortal {
-			added = append(added, p)
+			added = append(added, pt)
+		}
+		if errors.Is(err, host.ErrSessionUnknown) {
+			// Logged in, but Windows did not say which session the login
+			// made: the one new session is it, or the stage fails for a
+			// retry (which then finds it through the portal's name, or
+			// logs in once more, never through a guess).
+			s, err = b.adoptLogin(ctx, spec.IQN, append(existing, created...), rec, err)
 		}
 		switch {
 		case err == nil:
-			log.V(2).Info("Logged in to target", "portal", p.String(), "sessionID", s.SessionID,
+			log.V(2).Info("Logged in to target", "portal", pt.String(), "sessionID", s.SessionID,
 				"multipath", spec.Multipath, "persistent", spec.Persistent)
 			created = append(created, s)
+			rec.Sessions[s.SessionID] = sessionRecord{Portal: portalKey(pt)}
+			if err := b.putTargetRecord(ctx, spec.IQN, rec, append(existing, created...)); err != nil {
+				return created, added, nil, err
+			}
 		case errors.Is(err, host.ErrAlreadyExists):
-			// Logged in by someone else since the listing above (or
-			// through an address the listing reported differently, such
-			// as the IP of a host-name portal): the session is there.
-			log.V(4).Info("Target already logged in through portal", "portal", p.String(), "err", err)
-			have[portalKey(p)] = true
+			// Logged in by someone else since the listing above, without
+			// multipath on one side (ISDSC_TARGET_ALREADY_LOGGED_IN): the
+			// target has a session.
+			log.V(4).Info("Target already logged in", "portal", pt.String(), "err", err)
+			loggedInAlready = true
 		case errors.Is(err, host.ErrUnreachable) && len(spec.Portals) > 1:
-			log.Info("Portal does not answer; trying the other portals", "portal", p.String(), "err", err)
+			log.Info("Portal does not answer; trying the other portals", "portal", pt.String(), "err", err)
 			down = append(down, err)
 			continue
 		default:
@@ -287,7 +358,7 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 			break
 		}
 	}
-	if len(have) == 0 && len(created) == 0 {
+	if !loggedInAlready && len(created) == 0 {
 		return created, added, nil, fmt.Errorf("log in to target %s: no portal answered: %w", spec.IQN, errors.Join(down...))
 	}
 	if len(down) > 0 && spec.Multipath {
@@ -451,7 +522,7 @@ func (b *Backend) lockPortals(ctx context.Context, ps []host.Portal) (context.Co
 // error is what the caller sees.
 func (b *Backend) rollback(ctx context.Context, spec *contract.ISCSISpec, created []host.ISCSISession, added []host.Portal, deferred bool) {
 	log := klog.FromContext(ctx)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	ctx, cancel := backend.CleanupContext(ctx)
 	defer cancel()
 	r := release{iqn: spec.IQN, added: added}
 	if deferred {

@@ -3,6 +3,7 @@ package hosttest
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,13 @@ var iscsiCases = []Case{
 		is(t, "Sessions of a target without one", err, nil)
 		if len(s) != 0 {
 			t.Fatalf("sessions %+v", s)
+		}
+		// REPORT LUNS needs a session to go through. ErrNotFound says
+		// there is none; Windows may also fail the initiator's class when
+		// its service is stopped, which callers read as "unknown" too.
+		luns, err := f.Host.ISCSI.ReportLUNs(ctx, f.MissingTarget)
+		if err == nil || len(luns) != 0 {
+			t.Fatalf("ReportLUNs of a target without a session: %v, %v; want an error", luns, err)
 		}
 	}},
 	// A portal added runs discovery (its targets are listed at once),
@@ -92,6 +100,11 @@ var iscsiCases = []Case{
 		s := login(t, ctx, f, false)
 		if disks := sessionDisks(t, ctx, f, s); len(disks) == 0 {
 			t.Fatal("SessionDisks: the session reaches no disk")
+		}
+		// The target reports its LUNs (SCSI REPORT LUNS) through the
+		// session: the fixture's target has at least one.
+		if luns, err := f.Host.ISCSI.ReportLUNs(ctx, f.Target); err != nil || len(luns) == 0 {
+			t.Fatalf("ReportLUNs of a logged-in target: %v, %v; want its LUNs", luns, err)
 		}
 		_, err := f.Host.ISCSI.Connect(ctx, host.ConnectRequest{TargetIQN: f.Target, Portal: f.Portal, Auth: host.AuthOneWay, CHAP: f.CHAP})
 		is(t, "Connect again through the same portal", err, host.ErrAlreadyExists)
@@ -174,6 +187,84 @@ var iscsiCases = []Case{
 		if err != nil {
 			is(t, "RemovePortal after the logout", f.Host.ISCSI.RemovePortal(ctx, f.Portal), nil)
 		}
+	}},
+}
+
+// The reads of a stock-take: every session at once, with the portal a
+// target's own listing gives; every session's disks at once, as
+// SessionDisks gives them. Uncertain: whether the provider answers an
+// enumeration of the association classes (winhost reads one session at a
+// time when it does not); the answers are the same either way.
+var iscsiBulkCases = []Case{
+	{Name: "iscsi/all-sessions", Given: BusyISCSITarget, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		all, err := f.Host.ISCSI.Sessions(ctx, "")
+		is(t, "Sessions of every target", err, nil)
+		one := sessionsOf(t, ctx, f)
+		find := func(ss []host.ISCSISession) *host.ISCSISession {
+			for i := range ss {
+				if ss[i].SessionID == f.Session.SessionID {
+					return &ss[i]
+				}
+			}
+			return nil
+		}
+		a, o := find(all), find(one)
+		if a == nil || o == nil || a.TargetPortal != o.TargetPortal || !strings.EqualFold(a.TargetNodeAddress, f.Target) {
+			t.Fatalf("session %s: in every target's %+v, in its target's %+v; want it in both, with one portal", f.Session.SessionID, all, one)
+		}
+		by, err := f.Host.ISCSI.DisksBySession(ctx)
+		is(t, "DisksBySession", err, nil)
+		disks := sessionDisks(t, ctx, f, f.Session)
+		got := slices.Clone(by[f.Session.SessionID])
+		slices.Sort(got)
+		slices.Sort(disks)
+		if !slices.Equal(got, disks) || !slices.Contains(disks, f.Disk.Number) {
+			t.Fatalf("disks of session %s: %v at once, %v alone; want the same, with disk %d", f.Session.SessionID, got, disks, f.Disk.Number)
+		}
+	}},
+	// A persistent login is listed as such (iscsicli ListPersistentTargets;
+	// whether or not its session is up), and removing it keeps the
+	// session connected; removing it again is ErrNotFound
+	// (ISDSC_NOT_FOUND, or not listed).
+	{Name: "iscsi/persistent-logins", Given: ISCSITarget, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "AddPortal", f.Host.ISCSI.AddPortal(ctx, f.Portal, "", nil), nil)
+		s := login(t, ctx, f, true)
+		listed := func() *host.PersistentLogin {
+			logins, err := f.Host.ISCSI.PersistentLogins(ctx)
+			is(t, "PersistentLogins", err, nil)
+			for i, l := range logins {
+				if strings.EqualFold(l.TargetNodeAddress, f.Target) && strings.EqualFold(l.Portal.Address, f.Portal.Address) &&
+					l.Portal.Port == f.Portal.Port {
+					return &logins[i]
+				}
+			}
+			return nil
+		}
+		l := listed()
+		if l == nil {
+			t.Fatalf("PersistentLogins does not list the login of %s through %s", f.Target, f.Portal)
+		}
+		is(t, "RemovePersistentLogin", f.Host.ISCSI.RemovePersistentLogin(ctx, *l), nil)
+		if listed() != nil {
+			t.Fatalf("PersistentLogins still lists the login removed")
+		}
+		if got := sessionsOf(t, ctx, f); len(got) != 1 || !got[0].IsConnected {
+			t.Fatalf("Sessions after RemovePersistentLogin: %+v, want the session, connected", got)
+		}
+		is(t, "RemovePersistentLogin again", f.Host.ISCSI.RemovePersistentLogin(ctx, *l), host.ErrNotFound)
+		is(t, "Disconnect", f.Host.ISCSI.Disconnect(ctx, s), nil)
+		is(t, "RemovePortal", f.Host.ISCSI.RemovePortal(ctx, f.Portal), nil)
+	}},
+	// An IP address resolves to itself; a name of the .invalid domain
+	// never resolves (RFC 6761 section 6.4): ErrNotFound.
+	{Name: "iscsi/resolve-portal", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		addrs, err := f.Host.ISCSI.ResolvePortal(ctx, host.Portal{Address: "192.0.2.1", Port: host.DefaultISCSIPort})
+		is(t, "ResolvePortal of an IP address", err, nil)
+		if len(addrs) != 1 || addrs[0].String() != "192.0.2.1" {
+			t.Fatalf("ResolvePortal of 192.0.2.1 = %v", addrs)
+		}
+		_, err = f.Host.ISCSI.ResolvePortal(ctx, host.Portal{Address: "nowhere.invalid", Port: host.DefaultISCSIPort})
+		is(t, "ResolvePortal of a name that does not resolve", err, host.ErrNotFound)
 	}},
 }
 

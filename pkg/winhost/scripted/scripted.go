@@ -51,12 +51,13 @@ type Call struct {
 type Reply struct {
 	Instances []winhost.Instance // Query, Associators
 	Result    winhost.Result     // Call
-	Bytes     []byte             // raw IOCTL output; GetFileSecurity's descriptor; LookupAccountName's SID
+	Bytes     []byte             // raw IOCTL output; the descriptor FileSecurity and UpdateFileDACL read; LookupAccountName's SID
 	String    string             // GetVolumeNameForVolumeMountPoint
 	Uint32    uint32             // GetFileAttributes; LookupAccountName's SID_NAME_USE
 	Bool      bool               // DirectoryHasEntries
 	Strings   []string           // DirectoryEntries
 	Space     [3]uint64          // GetDiskFreeSpaceEx: available, total, free
+	Count     uint32             // ReportIScsiPersistentLogins (with Bytes)
 	Err       error
 	// Block, when set, makes the call wait until ctx ends (a hung
 	// provider); it then returns ctx.Err().
@@ -77,6 +78,7 @@ type Executor struct {
 	script []expectation
 	next   int
 	log    []Call
+	serve  func(Call) (Reply, bool)
 }
 
 var _ winhost.Executor = (*Executor)(nil)
@@ -134,6 +136,20 @@ func (e *Executor) expect(c Call, r Reply, match func(Call) string) *Executor {
 	return e
 }
 
+// Serve answers the calls made once the script is used up, in any order
+// and any number of times, with what serve returns for them; a call serve
+// refuses (false) fails the test as an unexpected call does. It is for
+// tests whose calls follow the data rather than an order, such as a
+// stock-take of hundreds of volumes: serve stands for the host's state,
+// and what it answers is checked as scripted replies are (the schema check
+// records it). The script, if any, is still consumed first, in order.
+func (e *Executor) Serve(serve func(Call) (Reply, bool)) *Executor {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.serve = serve
+	return e
+}
+
 // Calls returns every call made so far.
 func (e *Executor) Calls() []Call {
 	e.mu.Lock()
@@ -164,6 +180,20 @@ func (e *Executor) Reset() {
 func (e *Executor) take(ctx context.Context, got Call) Reply {
 	e.mu.Lock()
 	e.log = append(e.log, got)
+	if e.next >= len(e.script) && e.serve != nil {
+		serve := e.serve
+		e.mu.Unlock()
+		if r, ok := serve(got); ok {
+			record(got, r)
+			if err := ctx.Err(); err != nil {
+				return Reply{Err: err}
+			}
+			return r
+		}
+		e.t.Helper()
+		e.t.Errorf("scripted executor: unexpected call %s", describe(got))
+		return Reply{Err: fmt.Errorf("scripted executor: unexpected call %s", got.Kind)}
+	}
 	if e.next >= len(e.script) {
 		e.mu.Unlock()
 		e.t.Helper()
@@ -315,6 +345,12 @@ func (e *Executor) StorageDeviceIDDescriptor(ctx context.Context, devicePath str
 	return r.Bytes, r.Err
 }
 
+// SCSIAddress implements winhost.Executor.
+func (e *Executor) SCSIAddress(ctx context.Context, devicePath string) ([]byte, error) {
+	r := e.win32(ctx, "SCSIAddress", devicePath)
+	return r.Bytes, r.Err
+}
+
 // VolumeDiskExtents implements winhost.Executor.
 func (e *Executor) VolumeDiskExtents(ctx context.Context, volumeName string) ([]byte, error) {
 	r := e.win32(ctx, "VolumeDiskExtents", volumeName)
@@ -387,16 +423,45 @@ func (e *Executor) DirectoryEntries(ctx context.Context, path string) ([]string,
 	return r.Strings, r.Err
 }
 
-// GetFileSecurity implements winhost.Executor.
-func (e *Executor) GetFileSecurity(ctx context.Context, path string, info uint32) ([]byte, error) {
-	r := e.win32(ctx, "GetFileSecurity", path, info)
+// LookupHost implements winhost.Win32: the reply's Strings.
+func (e *Executor) LookupHost(ctx context.Context, name string) ([]string, error) {
+	r := e.win32(ctx, "LookupHost", name)
+	return r.Strings, r.Err
+}
+
+// ReportIScsiPersistentLogins implements winhost.Win32: the reply's Count
+// and Bytes.
+func (e *Executor) ReportIScsiPersistentLogins(ctx context.Context) (uint32, []byte, error) {
+	r := e.win32(ctx, "ReportIScsiPersistentLogins")
+	return r.Count, r.Bytes, r.Err
+}
+
+// RemoveIScsiPersistentTarget implements winhost.Win32.
+func (e *Executor) RemoveIScsiPersistentTarget(ctx context.Context, initiatorInstance string, initiatorPort uint32, targetName string, portal winhost.PortalW) error {
+	return e.win32(ctx, "RemoveIScsiPersistentTarget", initiatorInstance, initiatorPort, targetName, portal).Err
+}
+
+// FileSecurity implements winhost.Executor.
+func (e *Executor) FileSecurity(ctx context.Context, path string, info uint32) ([]byte, error) {
+	r := e.win32(ctx, "FileSecurity", path, info)
 	return r.Bytes, r.Err
 }
 
-// SetFileSecurity implements winhost.Executor. The descriptor is recorded
-// as given, so a script states the exact bytes it expects.
-func (e *Executor) SetFileSecurity(ctx context.Context, path string, info uint32, sd []byte) error {
-	return e.win32(ctx, "SetFileSecurity", path, info, append([]byte(nil), sd...)).Err
+// UpdateFileDACL implements winhost.Executor as two scripted calls: the
+// open and read, "UpdateFileDACL" (path), whose Reply.Bytes is the
+// descriptor read (Reply.Err: the open or the read failed); then, when
+// update returns an ACL, the write, "SetSecurityInfo" (path, info, the ACL
+// as given, so a script states the exact bytes it expects).
+func (e *Executor) UpdateFileDACL(ctx context.Context, path string, update func(sd []byte) ([]byte, uint32, error)) error {
+	r := e.win32(ctx, "UpdateFileDACL", path)
+	if r.Err != nil {
+		return r.Err
+	}
+	acl, info, err := update(r.Bytes)
+	if err != nil || acl == nil {
+		return err
+	}
+	return e.win32(ctx, "SetSecurityInfo", path, info, append([]byte(nil), acl...)).Err
 }
 
 // LookupAccountName implements winhost.Executor.
