@@ -104,6 +104,64 @@ func TestRestartForgetsNothing(t *testing.T) {
 	}
 }
 
+// TestRebootMakesNoSession: a persistent multipath target whose sessions
+// answer on other addresses than its portals is staged, the node reboots
+// (Windows replays the persistent logins; the sessions come back with new
+// identifiers, which the record does not know) and its volumes are staged
+// again: the restage matches the restored sessions to their portals and
+// logs in nowhere, whether one LUN or several were staged before the
+// reboot. With one LUN, what the record learned at the login is all that
+// matches a redirected session: no later stage listed the sessions before
+// the reboot.
+func TestRebootMakesNoSession(t *testing.T) {
+	for _, c := range []struct {
+		name, iqn, portal, other string
+		luns                     int
+	}{
+		{"redirect, one LUN", iqnMoved, "10.0.6.1", "10.0.6.2", 1},
+		{"redirect, two LUNs", iqnMoved, "10.0.6.1", "10.0.6.2", 2},
+		{"host names, one LUN", iqnNamed, "array-a.example.com", "array-b.example.com", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, false)
+			var vols []volume
+			for i := range c.luns {
+				vols = append(vols, vol(fmt.Sprintf("v%d", i), c.portal, c.iqn, i, "portals", c.other, "persistent", "true"))
+			}
+			for _, v := range vols {
+				must(t, "stage "+v.id, e.stage(v))
+			}
+			onePerPortal(t, e, c.iqn, "before the reboot", 2)
+			e.reboot()
+			for _, v := range vols {
+				must(t, "stage "+v.id+" after the reboot", e.stage(v))
+			}
+			onePerPortal(t, e, c.iqn, "after the reboot and the restage", 2)
+			for _, v := range vols {
+				must(t, "unstage "+v.id, e.unstage(v))
+			}
+			onePerPortal(t, e, c.iqn, "after the last unstage", 0)
+		})
+	}
+}
+
+// onePerPortal checks that target iqn has want sessions, each through
+// another portal, and as many persistent logins.
+func onePerPortal(t *testing.T, e *env, iqn, when string, want int) {
+	t.Helper()
+	ss := e.sessions(iqn)
+	perPortal := map[string]int{}
+	for _, s := range ss {
+		perPortal[s.Portal]++
+	}
+	if len(ss) != want || len(perPortal) != want {
+		t.Fatalf("%s: %d sessions (by portal %v), want %d, one per portal", when, len(ss), perPortal, want)
+	}
+	if n := e.logins(iqn); n != want {
+		t.Fatalf("%s: %d persistent logins, want %d", when, n, want)
+	}
+}
+
 // TestLoginWithoutIdentifier: Connect logs in but cannot say which session
 // it made (host.ErrSessionUnknown). The one session that appeared is the
 // login's: the stage records it, and the unstage logs it out.
