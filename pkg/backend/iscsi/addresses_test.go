@@ -32,6 +32,8 @@ func TestTargetAnsweringElsewhere(t *testing.T) {
 	}{
 		{"host names", iqnNamed, "array-a.example.com:3260", "array-b.example.com"},
 		{"redirect", iqnMoved, "10.0.6.1", "10.0.6.2:3260"},
+		{"a name and one of its addresses", iqnMixed, "array-c.example.com", "10.0.7.2"},
+		{"a name whose first address is the other portal", iqnMixed2, "array-d.example.com", "10.0.8.2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, false)
@@ -121,6 +123,14 @@ func TestRebootMakesNoSession(t *testing.T) {
 		{"redirect, one LUN", iqnMoved, "10.0.6.1", "10.0.6.2", 1},
 		{"redirect, two LUNs", iqnMoved, "10.0.6.1", "10.0.6.2", 2},
 		{"host names, one LUN", iqnNamed, "array-a.example.com", "array-b.example.com", 1},
+		// The session through 10.0.7.2 answers on 10.0.7.2, which the
+		// name also resolves to: it is 10.0.7.2's, not the name's.
+		{"a name and one of its addresses, two LUNs", iqnMixed, "array-c.example.com", "10.0.7.2", 2},
+		{"a name and one of its addresses, one LUN", iqnMixed, "array-c.example.com", "10.0.7.2", 1},
+		// Both sessions answer on 10.0.8.2: one is the address's, the
+		// other the name's.
+		{"a name whose first address is the other portal", iqnMixed2, "array-d.example.com", "10.0.8.2", 2},
+		{"the same, the address first", iqnMixed2, "10.0.8.2", "array-d.example.com", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, false)
