@@ -111,12 +111,12 @@ func (st *State) toHostSession(s *SessionState) host.ISCSISession {
 // simulated network: an IP address itself, a name what Names lists.
 func (st *State) resolve(p host.Portal) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(p.Address); err == nil {
-		return []netip.Addr{a.Unmap()}, nil
+		return []netip.Addr{host.PlainAddr(a)}, nil
 	}
 	var out []netip.Addr
 	for _, s := range st.Names[strings.ToLower(p.Address)] {
 		if a, err := netip.ParseAddr(s); err == nil {
-			out = append(out, a.Unmap())
+			out = append(out, host.PlainAddr(a))
 		}
 	}
 	if len(out) == 0 {

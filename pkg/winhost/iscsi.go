@@ -623,7 +623,7 @@ func (x *ISCSI) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32
 // the initiator resolves a portal given by name.
 func (x *ISCSI) ResolvePortal(ctx context.Context, p host.Portal) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(strings.Trim(p.Address, "[]")); err == nil {
-		return []netip.Addr{plainAddr(a)}, nil
+		return []netip.Addr{host.PlainAddr(a)}, nil
 	}
 	names, err := x.s.e.LookupHost(ctx, p.Address)
 	var dns *net.DNSError
@@ -636,22 +636,13 @@ func (x *ISCSI) ResolvePortal(ctx context.Context, p host.Portal) ([]netip.Addr,
 	out := make([]netip.Addr, 0, len(names))
 	for _, n := range names {
 		if a, err := netip.ParseAddr(n); err == nil {
-			out = append(out, plainAddr(a))
+			out = append(out, host.PlainAddr(a))
 		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("resolve the host name of iSCSI portal %s: no address: %w", withPort(p), host.ErrNotFound)
 	}
 	return out, nil
-}
-
-// plainAddr returns a as it compares with the address of a connection: an
-// IPv4 address in IPv6 form as IPv4, without a zone.
-func plainAddr(a netip.Addr) netip.Addr {
-	if a.Is4In6() {
-		return netip.AddrFrom4(a.As4())
-	}
-	return a.WithZone("")
 }
 
 // DisksBySession implements host.ISCSI in two round trips whatever the

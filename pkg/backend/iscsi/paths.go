@@ -317,7 +317,7 @@ func sessionAddr(s host.ISCSISession) (netip.Addr, bool) {
 	if err != nil {
 		return netip.Addr{}, false // not an address: nothing to compare
 	}
-	return plainAddr(a), true
+	return host.PlainAddr(a), true
 }
 
 // literalAddr is the IP address a portal is given as, if it is one.
@@ -326,7 +326,7 @@ func literalAddr(pt host.Portal) (netip.Addr, bool) {
 	if err != nil {
 		return netip.Addr{}, false
 	}
-	return plainAddr(a), true
+	return host.PlainAddr(a), true
 }
 
 // resolve returns the addresses portal pt's name resolves to: an IP
@@ -346,18 +346,9 @@ func (b *Backend) resolve(ctx context.Context, pt host.Portal) ([]netip.Addr, er
 	}
 	out := make([]netip.Addr, len(addrs))
 	for i, a := range addrs {
-		out[i] = plainAddr(a)
+		out[i] = host.PlainAddr(a)
 	}
 	return out, nil
-}
-
-// plainAddr is a as a connection's address compares with it: IPv4 in IPv6
-// form as IPv4, without a zone.
-func plainAddr(a netip.Addr) netip.Addr {
-	if a.Is4In6() {
-		return netip.AddrFrom4(a.As4())
-	}
-	return a.WithZone("")
 }
 
 func withDefaultPort(p host.Portal) host.Portal {
