@@ -107,6 +107,37 @@ func TestLoginWithoutID(t *testing.T) {
 	}
 }
 
+// TestSecondSessionAtLogin: every login also makes another session
+// through the same portal, not persistent; the login's own is the one
+// Connect returns, and the only one with a persistent login.
+func TestSecondSessionAtLogin(t *testing.T) {
+	ctx := context.Background()
+	s := newSim(t)
+	if err := s.AddTarget(TargetSpec{IQN: iqnOpen, Portals: []host.Portal{portalA}, LUNs: []LUNSpec{{LUN: 0}}, SecondSessionAtLogin: true}); err != nil {
+		t.Fatal(err)
+	}
+	h := s.Host()
+	if err := h.ISCSI.AddPortal(ctx, portalA, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	made, err := h.ISCSI.Connect(ctx, host.ConnectRequest{TargetIQN: iqnOpen, Portal: portalA, Persistent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.ISCSI.Sessions(ctx, iqnOpen)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Sessions = %+v, %v; want the login's and another", got, err)
+	}
+	for _, g := range got {
+		if g.TargetPortal != portalA || g.IsPersistent != (g.SessionID == made.SessionID) {
+			t.Fatalf("session %+v; want both through %s, only the login's (%s) persistent", g, portalA, made.SessionID)
+		}
+	}
+	if n := len(s.Snapshot().PersistentLogins); n != 1 {
+		t.Fatalf("%d persistent logins, want 1", n)
+	}
+}
+
 // TestPersistentLoginsWithoutSession: a persistent login whose target did
 // not answer at the reboot has no session, and is listed all the same;
 // removing it keeps it from coming back.

@@ -403,10 +403,14 @@ func (h iscsiHost) Connect(ctx context.Context, r host.ConnectRequest) (host.ISC
 			st.PersistentLogins = append(st.PersistentLogins, LoginState{Target: sess.Target, Portal: key,
 				InitiatorPortal: r.InitiatorPortal, Auth: r.Auth, CHAPUser: user, CHAPSecretSHA256: hash, Multipath: r.Multipath})
 		}
+		made := st.toHostSession(sess)
+		if t.SecondSessionAtLogin {
+			h.s.newSession(st, r.TargetIQN, key, r.InitiatorPortal, r.Auth, r.Multipath, false, false)
+		}
 		if t.LoginWithoutID {
 			return host.ISCSISession{}, fmt.Errorf("target %s via portal %s: %w", r.TargetIQN, key, host.ErrSessionUnknown)
 		}
-		return st.toHostSession(sess), nil
+		return made, nil
 	})
 }
 
@@ -621,6 +625,12 @@ type TargetSpec struct {
 	// host.ErrSessionUnknown (a Connect that returns no session
 	// identifier; uncertain on Windows).
 	LoginWithoutID bool
+	// SecondSessionAtLogin makes every login also make a second,
+	// non-persistent session through the same portal, as another
+	// initiator's login at the same moment would: with LoginWithoutID,
+	// two new sessions appear for one login and neither can be told to be
+	// the caller's.
+	SecondSessionAtLogin bool
 }
 
 // LUNSpec describes a LUN of a target.
@@ -681,6 +691,7 @@ func (st *State) addTarget(spec TargetSpec) error {
 		t.Redirects[portalKey(from)] = portalKey(to)
 	}
 	t.LoginWithoutID = spec.LoginWithoutID
+	t.SecondSessionAtLogin = spec.SecondSessionAtLogin
 	st.NextTargetOrdinal++
 	st.Targets = append(st.Targets, t)
 	return nil

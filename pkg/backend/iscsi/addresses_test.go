@@ -9,8 +9,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+
+	"google.golang.org/grpc/codes"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -189,6 +192,45 @@ func TestLoginWithoutIdentifier(t *testing.T) {
 	}
 	if !slices.Contains(e.sim.CallLog(), sim.OpISCSIConnect) {
 		t.Fatalf("no login was made")
+	}
+}
+
+// TestLoginNotAdoptedAmongSeveral: Connect logs in without saying which
+// session it made (host.ErrSessionUnknown) and two new sessions appear
+// (someone else logged in at the same moment). Which one is the login's
+// cannot be told: the stage fails with Unavailable and an error that
+// names both; neither is recorded, and neither is logged out (one of them
+// is someone else's). The retry finds them through the portal's address
+// and logs in nowhere; the last unstage logs out of the target.
+func TestLoginNotAdoptedAmongSeveral(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, false)
+	v := vol("v", "10.0.0.1", iqnTwo, 0)
+	err := e.stage(v)
+	wantCode(t, "stage", err, codes.Unavailable)
+	ss := e.sessions(iqnTwo)
+	if len(ss) != 2 {
+		t.Fatalf("%d sessions after the failed stage, want both left", len(ss))
+	}
+	for _, s := range ss {
+		if !strings.Contains(err.Error(), s.ID) {
+			t.Errorf("the stage's error does not name session %s: %v", s.ID, err)
+		}
+	}
+	if note, ok, err := e.journal().Note(ctx, iscsi.TargetNotePrefix+iqnTwo); err != nil || ok {
+		t.Fatalf("the target's record after the failed stage: %q, %t, %v; want none (nothing adopted)", note, ok, err)
+	}
+	logins := e.sim.Count(sim.OpISCSIConnect)
+	must(t, "stage again", e.stage(v))
+	if n := e.sim.Count(sim.OpISCSIConnect); n != logins {
+		t.Fatalf("the retry logged in %d more times, want none", n-logins)
+	}
+	if n := len(e.sessions(iqnTwo)); n != 2 {
+		t.Fatalf("%d sessions after the retry, want the two", n)
+	}
+	must(t, "unstage", e.unstage(v))
+	if n := len(e.sessions(iqnTwo)); n != 0 {
+		t.Fatalf("%d sessions after the unstage, want none", n)
 	}
 }
 

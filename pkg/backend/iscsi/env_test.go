@@ -41,6 +41,7 @@ const (
 	iqnNamed  = "iqn.2024-01.test.array:named"
 	iqnMoved  = "iqn.2024-01.test.array:moved"
 	iqnNoID   = "iqn.2024-01.test.array:no-id"
+	iqnTwo    = "iqn.2024-01.test.array:two-at-login"
 	iqnMixed  = "iqn.2024-01.test.array:mixed"
 	iqnMixed2 = "iqn.2024-01.test.array:mixed-first"
 
@@ -85,6 +86,7 @@ func targets() []sim.TargetSpec {
 		{IQN: iqnMoved, Portals: []host.Portal{groupA, groupB}, LUNs: luns, Redirects: map[host.Portal]host.Portal{
 			groupA: {Address: "10.0.6.11", Port: 3260}, groupB: {Address: "10.0.6.12", Port: 3260}}},
 		{IQN: iqnNoID, Portals: []host.Portal{groupA}, LUNs: []sim.LUNSpec{{LUN: 0}}, LoginWithoutID: true},
+		{IQN: iqnTwo, Portals: []host.Portal{portal1}, LUNs: []sim.LUNSpec{{LUN: 0}}, LoginWithoutID: true, SecondSessionAtLogin: true},
 		{IQN: iqnMixed, Portals: []host.Portal{mixedName, mixedAddr}, LUNs: luns},
 		{IQN: iqnMixed2, Portals: []host.Portal{mixed2Name, mixed2Addr}, LUNs: luns},
 		{IQN: iqnOpen, Portals: []host.Portal{portal1, portal2}, LUNs: []sim.LUNSpec{{LUN: 0}, {LUN: 1}}},

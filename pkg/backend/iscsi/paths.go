@@ -365,6 +365,15 @@ func withDefaultPort(p host.Portal) host.Portal {
 // as the stage's error (retryable), never a guess. The caller holds the
 // target's transition and the portal's lock, so no login of this plugin
 // runs in between.
+//
+// Sessions that appeared beside the login's (another initiator, or a tool,
+// logging in to the target at the same moment) are neither recorded nor
+// logged out: a session can be told to be this login's only by the
+// identifier Connect did not give, and logging out the wrong one would cut
+// another initiator's path (under multipath Windows refuses no logout but
+// the last). They are named in the error and the log instead; the retry
+// matches them to the portals by their addresses (pathsOf) or logs in
+// again, and the stock-take lists every session of the target.
 func (b *Backend) adoptLogin(ctx context.Context, iqn string, before []host.ISCSISession, rec targetRecord, loginErr error) (host.ISCSISession, error) {
 	now, err := b.h.ISCSI.Sessions(ctx, iqn)
 	if err != nil {
@@ -377,10 +386,19 @@ func (b *Backend) adoptLogin(ctx context.Context, iqn string, before []host.ISCS
 			fresh = append(fresh, s)
 		}
 	}
-	if len(fresh) != 1 {
-		klog.FromContext(ctx).Info("Cannot tell which session the login made; failing the stage for a retry",
-			"iqn", iqn, "sessions", len(fresh))
+	if len(fresh) == 1 {
+		return fresh[0], nil
+	}
+	names := make([]string, len(fresh))
+	for i, s := range fresh {
+		names[i] = s.SessionID + " at " + s.TargetPortal.String()
+	}
+	klog.FromContext(ctx).Info("Cannot tell which session the login made; leaving the target's new sessions as they are and failing the stage for a retry",
+		"iqn", iqn, "sessions", names)
+	if len(fresh) == 0 {
 		return host.ISCSISession{}, loginErr
 	}
-	return fresh[0], nil
+	return host.ISCSISession{}, fmt.Errorf("%w; %d sessions of the target appeared meanwhile (%s) and which is this login's cannot be told: "+
+		"none is recorded or logged out (all but one are another initiator's), the retry matches them to the portals by their addresses",
+		loginErr, len(fresh), strings.Join(names, ", "))
 }
