@@ -378,28 +378,19 @@ func (h iscsiHost) Connect(ctx context.Context, r host.ConnectRequest) (host.ISC
 		if _, err := st.answerAddress(t, key); err != nil {
 			return host.ISCSISession{}, fmt.Errorf("target %s via portal %s: the DNS name was not resolved: %w", r.TargetIQN, key, err)
 		}
-		for _, s := range st.Sessions {
-			if !strings.EqualFold(s.Target, r.TargetIQN) {
-				continue
-			}
-			// Without MPIO a second session to the same target is refused
-			// (ISDSC_TARGET_ALREADY_LOGGED_IN, which democratic-csi
-			// tolerates; docs/windows.md#iscsi-discovery-and-second-sessions);
-			// uncertain. With multipath on both, Windows makes another
-			// session even through the same portal: "the login is allowed
-			// to proceed and create a new login session even if there is
-			// already a login session to the target"
-			// (VDS_ISCSI_LOGIN_FLAG, VDS_ILF_MULTIPATH_ENABLED, on
-			// learn.microsoft.com).
-			if !s.Multipath || !r.Multipath {
-				return host.ISCSISession{}, fmt.Errorf("target %s: already logged in via portal %s without multipath: %w", r.TargetIQN, s.Portal, host.ErrAlreadyExists)
-			}
+		if err := st.secondLogin(r.TargetIQN, key, r.Multipath); err != nil {
+			return host.ISCSISession{}, err
 		}
 		sess := h.s.newSession(st, r.TargetIQN, key, r.InitiatorPortal, r.Auth, r.Multipath, r.Persistent, false)
 		if r.Persistent {
-			st.PersistentLogins = slices.DeleteFunc(st.PersistentLogins, func(l LoginState) bool {
-				return strings.EqualFold(l.Target, r.TargetIQN) && l.Portal == key
-			})
+			// Whether Windows keeps a second persistent login of the
+			// target through the portal beside the first is uncertain
+			// (WindowsAnswers.SecondPersistentLogin).
+			if h.s.cfg.Windows.SecondPersistentLogin != SecondPersistentLoginAdd {
+				st.PersistentLogins = slices.DeleteFunc(st.PersistentLogins, func(l LoginState) bool {
+					return strings.EqualFold(l.Target, r.TargetIQN) && l.Portal == key
+				})
+			}
 			st.PersistentLogins = append(st.PersistentLogins, LoginState{Target: sess.Target, Portal: key,
 				InitiatorPortal: r.InitiatorPortal, Auth: r.Auth, CHAPUser: user, CHAPSecretSHA256: hash, Multipath: r.Multipath})
 		}
@@ -412,6 +403,24 @@ func (h iscsiHost) Connect(ctx context.Context, r host.ConnectRequest) (host.ISC
 		}
 		return made, nil
 	})
+}
+
+// secondLogin refuses a login to target iqn next to a session of it unless
+// both are multipath. Without MPIO a second session to the same target is
+// refused (ISDSC_TARGET_ALREADY_LOGGED_IN, which democratic-csi tolerates;
+// docs/windows.md#iscsi-discovery-and-second-sessions); uncertain. With
+// multipath on both, Windows makes another session even through the same
+// portal: "the login is allowed to proceed and create a new login session
+// even if there is already a login session to the target"
+// (VDS_ISCSI_LOGIN_FLAG, VDS_ILF_MULTIPATH_ENABLED, on learn.microsoft.com).
+// A persistent login replayed at boot meets the same rule.
+func (st *State) secondLogin(iqn, key string, multipath bool) error {
+	for _, s := range st.Sessions {
+		if strings.EqualFold(s.Target, iqn) && (!s.Multipath || !multipath) {
+			return fmt.Errorf("target %s via portal %s: already logged in via portal %s without multipath: %w", iqn, key, s.Portal, host.ErrAlreadyExists)
+		}
+	}
+	return nil
 }
 
 func (h iscsiHost) ResolvePortal(ctx context.Context, p host.Portal) ([]netip.Addr, error) {

@@ -175,6 +175,63 @@ func onePerPortal(t *testing.T, e *env, iqn, when string, want int) {
 	}
 }
 
+// TestSecondPersistentLogin: a session of a persistent multipath volume is
+// logged out behind the plugin's back (its persistent login stays), and
+// the restage logs in through its portal again, persistently. Whether
+// Windows then lists one persistent login for the portal or two is
+// uncertain (sim.WindowsAnswers.SecondPersistentLogin); with two, the
+// reboot restores two sessions through the portal. Either way the restage
+// after the reboot logs in nowhere, and the last unstage leaves no session
+// and no persistent login, so that nothing comes back at the next boot.
+func TestSecondPersistentLogin(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		answer   string
+		logins   int // after the second login through portal 1
+		restored int // sessions after the reboot
+	}{
+		{sim.SecondPersistentLoginReplace, 2, 2},
+		{sim.SecondPersistentLoginAdd, 3, 3},
+	} {
+		t.Run(c.answer, func(t *testing.T) {
+			e := newEnv(t, false)
+			e.windows.SecondPersistentLogin = c.answer
+			e.restart()
+			v := vol("v", "10.0.0.1", iqnOpen, 0, "portals", "10.0.1.1", "persistent", "true")
+			must(t, "stage", e.stage(v))
+			onePerPortal(t, e, iqnOpen, "after the stage", 2)
+			for _, s := range e.sessions(iqnOpen) {
+				if s.Portal == "10.0.0.1:3260" {
+					must(t, "log out behind the plugin's back", e.sim.Host().ISCSI.Disconnect(ctx, host.ISCSISession{SessionID: s.ID}))
+				}
+			}
+			must(t, "stage again", e.stage(v))
+			if ss := e.sessions(iqnOpen); len(ss) != 2 || ss[0].Portal == ss[1].Portal {
+				t.Fatalf("sessions after the restage: %+v, want one through each portal", ss)
+			}
+			if n := e.logins(iqnOpen); n != c.logins {
+				t.Fatalf("%d persistent logins after the second login through 10.0.0.1, want %d", n, c.logins)
+			}
+			e.reboot()
+			if n := len(e.sessions(iqnOpen)); n != c.restored {
+				t.Fatalf("%d sessions after the reboot, want %d", n, c.restored)
+			}
+			logins := e.sim.Count(sim.OpISCSIConnect)
+			must(t, "stage after the reboot", e.stage(v))
+			if n := e.sim.Count(sim.OpISCSIConnect); n != logins {
+				t.Fatalf("the stage after the reboot logged in %d times, want none", n-logins)
+			}
+			if r := reasons(e.health(v)); len(r) != 0 {
+				t.Fatalf("health %v, want none", r)
+			}
+			must(t, "unstage", e.unstage(v))
+			onePerPortal(t, e, iqnOpen, "after the unstage", 0)
+			e.reboot()
+			onePerPortal(t, e, iqnOpen, "after the unstage and a reboot", 0)
+		})
+	}
+}
+
 // TestLoginWithoutIdentifier: Connect logs in but cannot say which session
 // it made (host.ErrSessionUnknown). The one session that appeared is the
 // login's: the stage records it, and the unstage logs it out.

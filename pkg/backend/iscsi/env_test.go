@@ -114,6 +114,7 @@ type env struct {
 	kubelet     string
 	keepPortals bool // --keep-iscsi-portals
 	wrap        func(host.Host) host.Host
+	windows     sim.WindowsAnswers // the sim's answers where Windows' are uncertain
 
 	sim    *sim.Sim
 	srv    csi.NodeServer
@@ -159,7 +160,7 @@ func newEnv(t *testing.T, keepPortals bool) *env {
 // kubelet directory.
 func (e *env) open() {
 	e.t.Helper()
-	s, err := sim.New(sim.Config{Dir: e.simDir})
+	s, err := sim.New(sim.Config{Dir: e.simDir, Windows: e.windows})
 	if err != nil {
 		e.t.Fatal(err)
 	}
