@@ -736,10 +736,11 @@ func (x *ISCSI) disksBySession(ctx context.Context) (map[string][]uint32, error)
 // PersistentLogins implements host.ISCSI with ReportIScsiPersistentLoginsW
 // through the executor: Windows' own list of the logins it replays at
 // boot (iscsicli ListPersistentTargets shows the same), whether or not a
-// session of theirs is up. WMI lists them only on Windows Server 2022 and
-// later (root\wmi MSiSCSIInitiator_PersistentLoginClass), and its
-// LoginOptions would carry the CHAP secret into a reply; the executor
-// never hands that part over.
+// session of theirs is up. WMI has them too, as root\wmi
+// MSiSCSIInitiator_PersistentLoginClass, but its LoginOptions carry the
+// CHAP user name and secret into every reply and the class has no method
+// to remove a login (RemovePersistentLogin); the executor never hands the
+// login options over.
 func (x *ISCSI) PersistentLogins(ctx context.Context) ([]host.PersistentLogin, error) {
 	ls, err := x.persistentLogins(ctx)
 	if err != nil {
