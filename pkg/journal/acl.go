@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wincsi/csi-windows-node/internal/durable"
 	"github.com/wincsi/csi-windows-node/pkg/winacl"
 )
 
@@ -130,10 +131,24 @@ type Refused struct {
 // errRefused marks a file refused for its owner.
 var errRefused = errors.New("owned by neither SYSTEM nor Administrators")
 
+// retryRead retries a read of a journal file that another process holds
+// (durable.RetryRead); tests replace it.
+var retryRead = durable.RetryRead
+
 // readOwned reads a journal file through sec and refuses it (errRefused)
-// when its owner is not one the journal trusts.
+// when its owner is not one the journal trusts. A file another process
+// holds without sharing it (a scanner, for a moment) is read again, as
+// long as the writes wait for one (retryRead).
 func (j *Journal) readOwned(path string) ([]byte, error) {
-	b, owner, err := j.sec.read(path)
+	var (
+		b     []byte
+		owner string
+	)
+	err := retryRead(func() error {
+		var err error
+		b, owner, err = j.sec.read(path)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

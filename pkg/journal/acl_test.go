@@ -21,7 +21,14 @@ type fakeSecurity struct {
 	owners   map[string]string // by file name; the rest are owned by Administrators
 	token    string
 	protects [][2][]byte // owner and DACL of each protect call
+	// held fails the reads of files by name with errHeld, as many times
+	// as it says (another process holding them open).
+	held map[string]int
 }
+
+// errHeld stands for ERROR_SHARING_VIOLATION: a scanner holds the file
+// open without sharing it.
+var errHeld = errors.New("the process cannot access the file because it is being used by another process")
 
 func (f *fakeSecurity) descriptor(string) ([]byte, error) { return f.dirSD, nil }
 
@@ -45,6 +52,10 @@ func (f *fakeSecurity) protect(_ string, owner, dacl []byte) error {
 }
 
 func (f *fakeSecurity) read(path string) ([]byte, string, error) {
+	if f.held[filepath.Base(path)] > 0 {
+		f.held[filepath.Base(path)]--
+		return nil, "", &os.PathError{Op: "open", Path: path, Err: errHeld}
+	}
 	b, err := os.ReadFile(path)
 	owner, ok := f.owners[filepath.Base(path)]
 	if !ok {
@@ -252,5 +263,42 @@ func TestOpenRefusesFilesOfOtherOwners(t *testing.T) {
 	}
 	if _, ok := plain.Get(ctx, "vol-planted"); !ok || len(plain.Refused()) != 0 {
 		t.Fatal("without owners a file was refused")
+	}
+}
+
+// TestOpenWaitsForAHeldFile: a journal file another process holds open
+// without sharing it (a scanner that opened it just after the write) fails
+// the owner-checked read for a while; Open retries that read as the writes
+// retry theirs (durable.RetryRead), instead of failing the plugin's start.
+// The retry is the test's: it passes errHeld, which off Windows nothing
+// does.
+func TestOpenWaitsForAHeldFile(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Put(ctx, Entry{VolumeID: "v", StagingPath: "/k/v", Backend: "disk"}); err != nil {
+		t.Fatal(err)
+	}
+	saved := retryRead
+	t.Cleanup(func() { retryRead = saved })
+	tries := 0
+	retryRead = func(read func() error) error {
+		for {
+			tries++
+			if err := read(); !errors.Is(err, errHeld) || tries == 10 {
+				return err
+			}
+		}
+	}
+	sec := &fakeSecurity{held: map[string]int{fileName("v"): 2}}
+	sec.dirSD, _ = stateDirDescriptor().Bytes()
+	j, err = open(dir, sec)
+	if err != nil {
+		t.Fatalf("Open with a journal file held for two reads: %v", err)
+	}
+	if _, ok := j.Get(ctx, "v"); !ok || tries != 3 {
+		t.Fatalf("entry loaded %t after %d tries; want it loaded on the third", ok, tries)
 	}
 }

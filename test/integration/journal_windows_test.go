@@ -84,8 +84,9 @@ func TestJournalUnderConcurrentReaders(t *testing.T) {
 	}
 }
 
-// TestDurableReaderSharesDelete holds a file open through durable.ReadFile's
-// kind of handle (os.Root, FILE_SHARE_DELETE) and replaces and removes it
+// TestDurableReaderSharesDelete holds a file open through a handle that
+// shares delete, as the journal's owner-checked reads open theirs (os.Root's
+// open shares it too), and replaces and removes it
 // meanwhile: with POSIX rename and delete semantics nothing waits for the
 // reader, and the open handle still reads the old content.
 func TestDurableReaderSharesDelete(t *testing.T) {
@@ -106,7 +107,7 @@ func TestDurableReaderSharesDelete(t *testing.T) {
 	if err := durable.WriteFile(dir, "e.json", []byte("new")); err != nil {
 		t.Fatalf("WriteFile while a sharing reader holds the file: %v", err)
 	}
-	if b, err := durable.ReadFile(dir, "e.json"); err != nil || string(b) != "new" {
+	if b, err := root.ReadFile("e.json"); err != nil || string(b) != "new" {
 		t.Fatalf("ReadFile = %q, %v; want the new content", b, err)
 	}
 	old := make([]byte, 8)
@@ -122,7 +123,7 @@ func TestDurableReaderSharesDelete(t *testing.T) {
 	if err := durable.Remove(dir, "e.json"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := durable.ReadFile(dir, "e.json"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := root.ReadFile("e.json"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("ReadFile of a removed file = %v, want fs.ErrNotExist", err)
 	}
 	if err := durable.SyncDir(dir); err != nil {
