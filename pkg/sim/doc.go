@@ -18,7 +18,9 @@
 // paths are host-native absolute paths ("/var/lib/kubelet/...").
 //
 // What belongs here: the model, its persistence, fault injection, the
-// control API tests use to set up and disturb the host (AttachDisk,
+// operator's calls of host.Admin (admin.go: the node's services and
+// settings as preflight reads them, the VHDX files, local users and shares
+// selftest makes), the control API tests use to set up and disturb the host (AttachDisk,
 // AddShare, AddTarget, Reboot, ...) and the setup file a user declares a
 // simulated network in (Setup). What does not: policy (which disk to
 // pick, when to format), which belongs to the backends.
@@ -84,6 +86,13 @@
 //	                        chapSecretSHA256, multipath
 //	unreachablePortals[]    "host:port"
 //	initiatorSecretSHA256   the mutual-CHAP initiator secret's hash
+//	services[]              name, state, startType: services changed from the
+//	                        defaults of admin.go (preflight --fix)
+//	virtualDisks[]          path, size, diskID (while attached), partitionStyle and
+//	                        partitions (while detached): selftest's VHDX files,
+//	                        each also a small marker file at its path
+//	localUsers[]            name, passwordSHA256: local accounts of the node
+//	localShares[]           name, dir: shares of the node itself (server SIMNODE)
 //
 // No plaintext password or secret is ever written.
 //

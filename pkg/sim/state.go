@@ -63,6 +63,14 @@ type State struct {
 	UnreachablePortals []string       `json:"unreachablePortals"`
 	// InitiatorSecretSHA256 is the hash of the initiator's mutual-CHAP secret.
 	InitiatorSecretSHA256 string `json:"initiatorSecretSHA256,omitempty"`
+
+	// The node's own configuration and the operator's scratch objects
+	// (admin.go): services changed from their defaults, VHDX files, local
+	// users and shares of the node itself.
+	Services     []ServiceRecord     `json:"services,omitempty"`
+	VirtualDisks []VirtualDiskRecord `json:"virtualDisks,omitempty"`
+	LocalUsers   []LocalUserRecord   `json:"localUsers,omitempty"`
+	LocalShares  []LocalShareRecord  `json:"localShares,omitempty"`
 }
 
 // DiskState is one disk.
