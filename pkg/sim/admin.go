@@ -429,7 +429,9 @@ func (h localSMB) DeleteUser(ctx context.Context, name string) error {
 		for j := range st.Shares {
 			sh := &st.Shares[j]
 			if strings.EqualFold(sh.Server, simComputerName) {
-				sh.Users = slices.DeleteFunc(sh.Users, func(u ShareUser) bool { return strings.EqualFold(u.Name, name) })
+				sh.Users = slices.DeleteFunc(sh.Users, func(u ShareUser) bool {
+					return strings.EqualFold(u.Name, name) || strings.EqualFold(u.Name, simComputerName+`\`+name)
+				})
 			}
 		}
 		return struct{}{}, nil
@@ -468,8 +470,11 @@ func (h localSMB) CreateShare(ctx context.Context, name, dir, user string) error
 		if err := os.MkdirAll(h.s.shareDir(simComputerName, name), 0o750); err != nil {
 			return struct{}{}, pathError("share", uncRoot(simComputerName, name), err)
 		}
+		// The local account is known by its bare name and as
+		// COMPUTER\user, the form a loopback mapping uses.
+		u := st.LocalUsers[i]
 		st.Shares = append(st.Shares, ShareState{Server: simComputerName, Share: name, Capacity: DefaultShareCapacity, Reachable: true,
-			Users: []ShareUser{{Name: st.LocalUsers[i].Name, PasswordSHA256: st.LocalUsers[i].PasswordSHA256}}})
+			Users: []ShareUser{{Name: u.Name, PasswordSHA256: u.PasswordSHA256}, {Name: simComputerName + `\` + u.Name, PasswordSHA256: u.PasswordSHA256}}})
 		st.LocalShares = append(st.LocalShares, LocalShareRecord{Name: name, Dir: d})
 		return struct{}{}, nil
 	})

@@ -1,0 +1,145 @@
+package selftest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
+)
+
+// smb runs the SMB backend's steps against the operator's share, or a
+// share and user selftest makes on the node (mapped through the node's
+// own name, as a loopback connection).
+func (r *runner) smb(ctx context.Context) {
+	mark := len(r.undo)
+	defer r.unwindTo(ctx, mark)
+	src, user, pw := r.cfg.SMB.Source, r.cfg.SMB.User, r.cfg.SMB.Password
+	if r.cfg.SMB.Local {
+		local, shareName := r.name(""), r.name("")
+		shareDir := r.work.Join(Prefix+r.cfg.Run, "share")
+		smb := r.n.Admin.LocalSMB
+		r.step(ctx, "create local user", func(ctx context.Context) (string, error) {
+			if err := smb.CreateUser(ctx, local, r.cfg.LocalPassword); err != nil {
+				return "", err
+			}
+			r.push("user "+local, "local user "+local, func(ctx context.Context) error { return smb.DeleteUser(ctx, local) })
+			return local + ", with a random password", nil
+		})
+		r.step(ctx, "create local share", func(ctx context.Context) (string, error) {
+			if err := r.n.Host.Files.MakeDir(ctx, shareDir); err != nil {
+				return "", err
+			}
+			if err := smb.CreateShare(ctx, shareName, shareDir, local); err != nil {
+				return "", err
+			}
+			r.push("share "+shareName, "share "+shareName, func(ctx context.Context) error { return smb.DeleteShare(ctx, shareName) })
+			return fmt.Sprintf(`\\%s\%s of %s`, r.rep.Windows.ComputerName, shareName, shareDir), nil
+		})
+		src = `\\` + r.rep.Windows.ComputerName + `\` + shareName
+		user, pw = r.rep.Windows.ComputerName+`\`+local, r.cfg.LocalPassword
+		defer func() {
+			r.step(ctx, "delete local share", func(ctx context.Context) (string, error) {
+				if err := smb.DeleteShare(ctx, shareName); err != nil {
+					return "", err
+				}
+				r.done("share " + shareName)
+				return "", nil
+			})
+			r.step(ctx, "delete local user", func(ctx context.Context) (string, error) {
+				if err := smb.DeleteUser(ctx, local); err != nil {
+					return "", err
+				}
+				r.done("user " + local)
+				return "", nil
+			})
+		}()
+	}
+	var secrets map[string]string
+	if user != "" {
+		secrets = map[string]string{"username": user, "password": pw.Reveal()}
+	}
+	v := r.newVolume("-smb", "", csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER,
+		map[string]string{"backend": "smb", "source": src}, secrets)
+	r.step(ctx, "stage: global mapping of "+src+", link", func(ctx context.Context) (string, error) { return r.stage(ctx, v) })
+	r.step(ctx, "publish", func(ctx context.Context) (string, error) { return r.publish(ctx, v) })
+	r.step(ctx, "write and read back", func(ctx context.Context) (string, error) { return r.writeRead(ctx, v) })
+	r.step(ctx, "remove the test file", func(ctx context.Context) (string, error) { return r.removeTestFile(ctx, v) })
+	r.step(ctx, "volume stats", func(ctx context.Context) (string, error) {
+		_, detail, err := r.stats(ctx, v)
+		return detail, err
+	})
+	r.step(ctx, "volume health", func(ctx context.Context) (string, error) { return r.health(ctx, v) })
+	r.step(ctx, "unpublish", func(ctx context.Context) (string, error) { return r.unpublish(ctx, v) })
+	r.step(ctx, "unstage", func(ctx context.Context) (string, error) {
+		if _, err := r.unstage(ctx, v); err != nil {
+			return "", err
+		}
+		root := shareRoot(src)
+		if r.cfg.Plugin.SMBKeepMappings {
+			return "mapping of " + root + " kept (--smb-keep-mappings)", nil
+		}
+		_, err := r.n.Host.SMB.Mapping(ctx, root)
+		switch {
+		case err == nil:
+			return "", fmt.Errorf("the global mapping of %s is still there after the last volume's unstage", root)
+		case !errors.Is(err, host.ErrNotFound):
+			return "", err
+		}
+		return "mapping of " + root + " removed", nil
+	})
+}
+
+// shareRoot returns \\server\share of a share path.
+func shareRoot(src string) string {
+	s := strings.TrimLeft(strings.ReplaceAll(src, "/", `\`), `\`)
+	parts := strings.SplitN(s, `\`, 3)
+	if len(parts) < 2 {
+		return `\\` + s
+	}
+	return `\\` + parts[0] + `\` + parts[1]
+}
+
+// iscsi runs the iSCSI backend's steps against the operator's target: its
+// LUN is formatted if it is blank (as any new volume's would be), and the
+// test file is removed again.
+func (r *runner) iscsi(ctx context.Context) {
+	mark := len(r.undo)
+	defer r.unwindTo(ctx, mark)
+	t := r.cfg.ISCSI
+	vctx := map[string]string{"backend": "iscsi", "targetPortal": t.Portal, "iqn": t.IQN, "lun": strconv.FormatUint(uint64(t.LUN), 10)}
+	var secrets map[string]string
+	if t.CHAPUser != "" {
+		vctx["sessionCHAPAuth"] = "true"
+		secrets = map[string]string{"node.session.auth.username": t.CHAPUser, "node.session.auth.password": t.CHAPSecret.Reveal()}
+	}
+	v := r.newVolume("-iscsi", "NTFS", csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, vctx, secrets)
+	r.step(ctx, fmt.Sprintf("stage: log in to %s at %s, LUN %d, format NTFS if blank, mount", t.IQN, t.Portal, t.LUN),
+		func(ctx context.Context) (string, error) { return r.stage(ctx, v) })
+	r.step(ctx, "publish", func(ctx context.Context) (string, error) { return r.publish(ctx, v) })
+	r.step(ctx, "write and read back", func(ctx context.Context) (string, error) { return r.writeRead(ctx, v) })
+	r.step(ctx, "remove the test file", func(ctx context.Context) (string, error) { return r.removeTestFile(ctx, v) })
+	r.step(ctx, "volume stats", func(ctx context.Context) (string, error) {
+		_, detail, err := r.stats(ctx, v)
+		return detail, err
+	})
+	r.step(ctx, "volume health", func(ctx context.Context) (string, error) { return r.health(ctx, v) })
+	r.step(ctx, "unpublish", func(ctx context.Context) (string, error) { return r.unpublish(ctx, v) })
+	r.step(ctx, "unstage: log out", func(ctx context.Context) (string, error) {
+		if _, err := r.unstage(ctx, v); err != nil {
+			return "", err
+		}
+		sessions, err := r.n.Host.ISCSI.Sessions(ctx, t.IQN)
+		if err != nil {
+			return "", err
+		}
+		if len(sessions) > 0 {
+			return fmt.Sprintf("%d session(s) to %s remain: another volume or another initiator user holds them", len(sessions), t.IQN), nil
+		}
+		return "logged out of " + t.IQN, nil
+	})
+}
