@@ -307,7 +307,7 @@ func (r *runner) unwind(ctx context.Context) {
 }
 
 // runDir is the run's directory, and name a name carrying the run's ID.
-func (r *runner) runDir() string         { return r.work.Join(Prefix + r.cfg.Run) }
+func (r *runner) runDir() string            { return r.work.Join(Prefix + r.cfg.Run) }
 func (r *runner) name(suffix string) string { return Prefix + r.cfg.Run + suffix }
 
 // step runs one step unless an earlier one of the backend failed, and
