@@ -25,7 +25,8 @@ const diagnoseUsage = `Usage: csi-windows-node diagnose [-o table|json] [--timeo
 Reports, read-only, what the plugin's stage journal records set against the
 host as it is: every staged volume, what backs it and whether it is healthy;
 its publications; every SMB global mapping, iSCSI session and portal and
-whether the plugin made it; and what nothing explains. It changes nothing and
+whether the plugin made it; what nothing explains; and the preflight
+checks (csi-windows-node preflight). It changes nothing and
 can run while the plugin serves (inside its pod: kubectl exec). It takes the
 plugin's own flags, so the container's arguments can be reused: it reads
 --driver-name, --kubelet-dir, --state-dir, --host, --sim-dir,
@@ -88,17 +89,23 @@ func diagnose(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	ctx = klog.NewContext(ctx, klog.Background().WithValues("driver", opts.DriverName))
-	h, closeHost, err := diagnoseHost(ctx, opts)
+	n, err := readHost(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", diagnoseCommand, err)
 		return 1
 	}
-	defer closeHost()
-	rep, err := plugin.Inventory(ctx, popts, h)
+	defer n.close()
+	rep, err := plugin.Inventory(ctx, popts, n.plugin.Host)
 	if err != nil {
 		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", diagnoseCommand, err)
 		return 1
 	}
+	checks, err := plugin.Preflight(ctx, popts, n.plugin.Host, n.admin.System)
+	if err != nil {
+		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", diagnoseCommand, err)
+		return 1
+	}
+	rep.Preflight = &checks
 	if output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

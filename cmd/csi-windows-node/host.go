@@ -10,15 +10,40 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
+	"github.com/wincsi/csi-windows-node/pkg/winhost/recording"
 )
 
-// newHost starts the host backend the flags name and returns it with the
-// function that stops it. Only this package chooses between the real and
-// the simulated host. setup is --sim-config, read.
-func newHost(ctx context.Context, opts *config.Options, setup *sim.Setup) (plugin.Host, func(), error) {
+// node is a started host: what the plugin uses, what the operator's
+// commands use, and how to stop it.
+type node struct {
+	plugin plugin.Host
+	admin  host.Admin
+	// roundTrips counts the host's round trips so far (WMI round trips on
+	// Windows, host calls on the simulated host).
+	roundTrips func() int
+	// recorder is set when the executor's calls are recorded.
+	recorder *recording.Recorder
+	close    func()
+}
+
+// record asks for the executor's calls to be written to path, with the
+// header's scenario and parameters (the source, format and Windows are
+// filled in).
+type record struct {
+	path   string
+	header recording.Header
+}
+
+// newHost starts the host backend the flags name. Only this package
+// chooses between the real and the simulated host. setup is --sim-config,
+// read; rec, when set, records the Windows executor's calls.
+func newHost(ctx context.Context, opts *config.Options, setup *sim.Setup, rec *record) (*node, error) {
 	logger := klog.FromContext(ctx)
 	switch opts.Host {
 	case config.HostSim:
+		if rec != nil {
+			return nil, fmt.Errorf("recording %s: only the Windows host's calls are recorded; --host=sim makes none", rec.path)
+		}
 		logger.Info("SIMULATED WINDOWS HOST: no real disk, share or iSCSI target is touched; "+
 			"this mode is for development and tests only", "simDir", opts.SimDir, "autoAttach", opts.SimAutoAttach)
 		s, err := sim.New(sim.Config{
@@ -31,41 +56,54 @@ func newHost(ctx context.Context, opts *config.Options, setup *sim.Setup) (plugi
 		})
 		if err != nil {
 			if setup != nil {
-				return plugin.Host{}, nil, fmt.Errorf("start the simulated host with --sim-config %s: %w", opts.SimConfig, err)
+				return nil, fmt.Errorf("start the simulated host with --sim-config %s: %w", opts.SimConfig, err)
 			}
-			return plugin.Host{}, nil, fmt.Errorf("start the simulated host: %w", err)
+			return nil, fmt.Errorf("start the simulated host: %w", err)
 		}
 		// The volume of each RPC's host calls is what auto-attach reads,
 		// and an expansion's size what its stand-in for the controller's
 		// expansion reads.
-		return plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume, ForExpand: sim.WithExpansion}, func() {
-			if err := s.Close(); err != nil {
-				logger.Error(err, "Closing the simulated host")
-			}
+		return &node{
+			plugin:     plugin.Host{Host: s.Host(), System: s.Admin().System, ForVolume: sim.WithVolume, ForExpand: sim.WithExpansion},
+			admin:      s.Admin(),
+			roundTrips: simCalls(s),
+			close: func() {
+				if err := s.Close(); err != nil {
+					logger.Error(err, "Closing the simulated host")
+				}
+			},
 		}, nil
 	case config.HostWindows:
-		return windowsHost(ctx, opts)
+		return windowsHost(ctx, opts, rec)
 	}
-	return plugin.Host{}, nil, fmt.Errorf("unknown host %q", opts.Host)
+	return nil, fmt.Errorf("unknown host %q", opts.Host)
 }
 
-// diagnoseHost opens the host diagnose reads while the plugin may be
-// serving it: the Windows host as the plugin opens it (diagnose makes only
-// calls that read; WMI and Win32 serve any number of processes), or the
-// simulated host read-only (sim.OpenReadOnly: no lock taken, nothing
-// written, every call that would change it refused).
-func diagnoseHost(ctx context.Context, opts *config.Options) (host.Host, func(), error) {
+// simCalls counts the simulated host's calls.
+func simCalls(s *sim.Sim) func() int {
+	return func() int {
+		n := 0
+		for _, c := range s.Calls() {
+			n += c
+		}
+		return n
+	}
+}
+
+// readHost opens the host to read while the plugin may be serving it
+// (diagnose, preflight without --fix): the Windows host as the plugin
+// opens it (only calls that read are made; WMI and Win32 serve any number
+// of processes), or the simulated host read-only (sim.OpenReadOnly: no
+// lock taken, nothing written, every call that would change it refused).
+func readHost(ctx context.Context, opts *config.Options) (*node, error) {
 	logger := klog.FromContext(ctx)
 	if opts.Host == config.HostSim {
 		s, err := sim.OpenReadOnly(opts.SimDir, logger)
 		if err != nil {
-			return host.Host{}, nil, fmt.Errorf("open the simulated host read-only: %w", err)
+			return nil, fmt.Errorf("open the simulated host read-only: %w", err)
 		}
-		return s.Host(), func() { _ = s.Close() }, nil // closing a read-only sim cannot fail
+		return &node{plugin: plugin.Host{Host: s.Host(), System: s.Admin().System}, admin: s.Admin(), roundTrips: simCalls(s),
+			close: func() { _ = s.Close() }}, nil // closing a read-only sim cannot fail
 	}
-	h, closeHost, err := newHost(ctx, opts, nil)
-	if err != nil {
-		return host.Host{}, nil, err
-	}
-	return h.Host, closeHost, nil
+	return newHost(ctx, opts, nil, nil)
 }

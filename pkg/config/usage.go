@@ -33,7 +33,7 @@ var groupFlags = map[Group][]string{
 		"context-alias", "disk-preset", "volume-id-disk", "smb-require-privacy", "smb-default-domain", "version"},
 	GroupCloud: {"cloud", "cloud-metadata-endpoint", "cloud-metadata-timeout"},
 	GroupWindows: {"host", "offline-disk-on-unstage", "smb-keep-mappings", "keep-iscsi-portals",
-		"orphan-sweep", "orphan-sweep-interval"},
+		"orphan-sweep", "orphan-sweep-interval", "record-host-calls"},
 	GroupSim:     {"sim-dir", "sim-config", "sim-auto-attach", "sim-disk-size", "sim-latency"},
 	GroupLogging: loggingFlags,
 }

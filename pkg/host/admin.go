@@ -67,18 +67,18 @@ type System interface {
 
 // OSInfo describes the running Windows.
 type OSInfo struct {
-	Caption string // "Microsoft Windows Server 2022 Datacenter"
-	Version string // "10.0.20348"
-	Build   uint32 // 20348
+	Caption string `json:"caption"` // "Microsoft Windows Server 2022 Datacenter"
+	Version string `json:"version"` // "10.0.20348"
+	Build   uint32 `json:"build"`   // 20348
 	// UBR is the update build revision (the 2849 of 20348.2849); 0 when
 	// unknown.
-	UBR uint32
+	UBR uint32 `json:"ubr"`
 	// DisplayVersion is the release's marketing version ("21H2", "24H2";
 	// "1809" on Server 2019); "" when unknown.
-	DisplayVersion string
-	ProductType    ProductType
+	DisplayVersion string      `json:"displayVersion,omitempty"`
+	ProductType    ProductType `json:"productType"`
 	// ComputerName is the machine's NetBIOS name, as SMB clients reach it.
-	ComputerName string
+	ComputerName string `json:"computerName"`
 }
 
 // ProductType is Win32_OperatingSystem.ProductType.
@@ -94,14 +94,14 @@ const (
 // Token describes an access token.
 type Token struct {
 	// User is the token user's SID ("S-1-5-18").
-	User string
+	User string `json:"user"`
 	// System: the user is LocalSystem (S-1-5-18).
-	System bool
+	System bool `json:"system"`
 	// Administrators: the token holds BUILTIN\Administrators enabled
 	// (not as a deny-only group of a filtered token).
-	Administrators bool
+	Administrators bool `json:"administrators"`
 	// Elevated is TokenElevation.
-	Elevated bool
+	Elevated bool `json:"elevated"`
 }
 
 // DriveType is GetDriveType's answer.
@@ -207,9 +207,9 @@ func (t StartType) String() string {
 
 // Service is a service's state and start type.
 type Service struct {
-	Name      string
-	State     ServiceState
-	StartType StartType
+	Name      string       `json:"name"`
+	State     ServiceState `json:"state"`
+	StartType StartType    `json:"startType"`
 }
 
 // FeatureState is Win32_OptionalFeature.InstallState.

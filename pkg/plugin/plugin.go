@@ -19,6 +19,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/identity"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/preflight"
 	"github.com/wincsi/csi-windows-node/pkg/sweep"
 	"github.com/wincsi/csi-windows-node/pkg/version"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -123,6 +124,9 @@ type Host struct {
 	// Healthy reports a host that can no longer serve (a wedged Windows
 	// executor); Probe turns not ready while it fails. Nil: always healthy.
 	Healthy func() error
+	// System is what the preflight checks read, which Serve runs once at
+	// start (pkg/preflight); nil runs none.
+	System host.System
 	// ForVolume annotates the context of the host calls made for one
 	// volume; nil for hosts that need nothing. The wiring of the
 	// simulated host sets sim.WithVolume, which its auto-attach reads.
@@ -157,6 +161,10 @@ type Plugin struct {
 	backends map[contract.Kind]node.Backend
 	// sweeper is the orphan sweep (Sweep; Serve runs it).
 	sweeper *sweep.Sweeper
+	// system and preflight are the preflight checks Serve runs at start
+	// and their gauge.
+	system    host.System
+	preflight *preflight.Gauge
 
 	opts Options
 }
@@ -229,7 +237,10 @@ func New(o Options, h Host) (*Plugin, error) {
 		Contract:   o.Contract,
 	})
 	p := &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root,
-		releasers: releasers, disks: disks, backends: backends, opts: o}
+		releasers: releasers, disks: disks, backends: backends, system: h.System, opts: o}
+	if p.preflight, err = preflight.NewGauge(mm.GetRegistry()); err != nil {
+		return nil, err
+	}
 	mode := o.OrphanSweep
 	if mode == "" {
 		mode = sweep.Off

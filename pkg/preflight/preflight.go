@@ -224,6 +224,10 @@ func checkKubeletDir(ctx context.Context, cfg Config, h host.Host, sys host.Syst
 
 func checkStateDir(ctx context.Context, cfg Config, sys host.System) Finding {
 	f := Finding{Check: CheckStateDir}
+	if cfg.StateDir == "" {
+		f.Result, f.Detail = Info, "not checked: give --state-dir, or --driver-name for its default"
+		return f
+	}
 	sd, err := sys.Security(ctx, cfg.StateDir)
 	switch {
 	case errors.Is(err, host.ErrNotFound):

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+
+	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/config"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
+	"github.com/wincsi/csi-windows-node/pkg/preflight"
+)
+
+// preflightCommand checks the node the plugin is about to serve.
+const preflightCommand = "preflight"
+
+const preflightUsage = `Usage: csi-windows-node preflight [-o table|json] [--fix] [--backends disk,smb,iscsi] [--timeout=2m] [plugin flags]
+
+Checks that this node can serve the plugin, each check pass, warn, fail or
+info (reported, not judged), with what it found and a one-line fix: the
+Windows release, the process's rights, the kubelet directory (--kubelet-dir)
+and the state directory (--state-dir, or the default under --driver-name),
+the storage provider, the SMB client, the iSCSI initiator service MSiSCSI,
+Multipath-IO, the SAN policy, and Windows Server 2025's native NVMe stack.
+It only reads, unless --fix: that sets MSiSCSI to start automatically and
+starts it (it is manual and stopped on a fresh Windows Server, and every
+iSCSI login fails until it runs), says what it changed, and checks again.
+Nothing else is ever changed. It takes the plugin's own flags, so the
+container's arguments can be reused. docs/troubleshooting.md explains each
+check.
+
+Exit status: 0 when no check fails (warnings allowed), 1 when a check fails
+(or --fix could not make its change), 2 for bad flags.
+
+Flags:
+`
+
+// preflightOutput is preflight -o json.
+type preflightOutput struct {
+	preflight.Report
+	// Result is the worst result: pass, warn or fail.
+	Result preflight.Result `json:"result"`
+	// Fixed lists what --fix changed.
+	Fixed []string `json:"fixed,omitempty"`
+}
+
+func preflightCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("csi-windows-node "+preflightCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	po := config.RegisterPreflight(fs)
+	logging := config.RegisterLogging(fs)
+	opts := config.Register(fs, runtime.GOOS)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), preflightUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitFlagError
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "csi-windows-node %s: "+format+"\n", append([]any{preflightCommand}, a...)...)
+		return exitFlagError
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	if err := po.Finish(); err != nil {
+		return fail("invalid flags:\n%v", err)
+	}
+	if err := logging.Apply(); err != nil {
+		return fail("invalid flags:\n%v", err)
+	}
+	// The driver name only places the default state directory: without
+	// it (and without --state-dir) that check is left out.
+	noDriver := opts.DriverName == ""
+	if noDriver {
+		opts.DriverName = "preflight.invalid"
+	}
+	hostname, _ := os.Hostname() // only --node-id's default, which preflight does not use
+	if err := opts.Finish(fs, runtime.GOOS, hostname); err != nil {
+		return fail("invalid flags:\n%v", err)
+	}
+	popts, err := plugin.FromConfig(opts, runtime.GOOS)
+	if err != nil {
+		return fail("invalid flags:\n%v", err)
+	}
+	if noDriver && !opts.IsSet("state-dir") {
+		popts.StateDir = ""
+	}
+	defer klog.Flush()
+
+	ctx, cancel := context.WithTimeout(context.Background(), po.Timeout)
+	defer cancel()
+	ctx = klog.NewContext(ctx, klog.Background())
+	open := readHost
+	if po.Fix {
+		open = func(ctx context.Context, opts *config.Options) (*node, error) { return newHost(ctx, opts, nil, nil) }
+	}
+	n, err := open(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", preflightCommand, err)
+		return exitFailed
+	}
+	defer n.close()
+
+	out := preflightOutput{}
+	if po.Fix {
+		changes, err := preflight.Fix(ctx, n.admin.System)
+		out.Fixed = changes
+		if err != nil {
+			fmt.Fprintf(stderr, "csi-windows-node %s: --fix: %v\n", preflightCommand, err)
+			for _, c := range changes {
+				fmt.Fprintf(stderr, "changed: %s\n", c)
+			}
+			return exitFailed
+		}
+	}
+	cfg := plugin.PreflightConfig(popts, nil)
+	cfg.SMB, cfg.ISCSI = slices.Contains(po.Backends, "smb"), slices.Contains(po.Backends, "iscsi")
+	out.Report = preflight.Run(ctx, cfg, n.plugin.Host, n.admin.System)
+	out.Result = out.Report.Worst()
+	if output := po.Output; output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(out)
+	} else {
+		err = writePreflight(stdout, out, po.Fix)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "csi-windows-node %s: write the report: %v\n", preflightCommand, err)
+		return exitFailed
+	}
+	if out.Result == preflight.Fail {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// writePreflight prints what --fix changed, the checks, and a summary
+// line.
+func writePreflight(w io.Writer, out preflightOutput, fixed bool) error {
+	p := &printer{w: w}
+	switch {
+	case fixed && len(out.Fixed) == 0:
+		p.print("FIXED: nothing to change, MSiSCSI runs and starts automatically\n")
+		p.n++
+	case fixed:
+		p.section("FIXED", len(out.Fixed), "CHANGE")
+		for _, c := range out.Fixed {
+			p.row(c)
+		}
+	}
+	findingsSection(p, out.Findings)
+	p.flush()
+	counts := map[preflight.Result]int{}
+	for _, f := range out.Findings {
+		counts[f.Result]++
+	}
+	p.print(fmt.Sprintf("\n%d pass, %d warn, %d fail, %d info: %s\n", counts[preflight.Pass], counts[preflight.Warn],
+		counts[preflight.Fail], counts[preflight.Info], out.Result))
+	return p.err
+}
