@@ -46,8 +46,8 @@ func (c Config) Params() map[string]string {
 func ConfigFromParams(p map[string]string) (Config, error) {
 	c := Config{
 		Run: p["run"], WorkDir: p["workDir"],
-		SMB:   SMBTarget{Source: p["smbSource"], User: p["smbUser"]},
-		ISCSI: ISCSITarget{Portal: p["iscsiPortal"], IQN: p["iscsiIQN"], CHAPUser: p["iscsiCHAPUser"]},
+		SMB:    SMBTarget{Source: p["smbSource"], User: p["smbUser"]},
+		ISCSI:  ISCSITarget{Portal: p["iscsiPortal"], IQN: p["iscsiIQN"], CHAPUser: p["iscsiCHAPUser"]},
 		Plugin: plugin.Options{Contract: contract.Options{DefaultDomain: p["smbDefaultDomain"]}},
 	}
 	if b := p["backends"]; b != "" {
