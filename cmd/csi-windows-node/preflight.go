@@ -16,12 +16,13 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/preflight"
+	"github.com/wincsi/csi-windows-node/pkg/winhost/recording"
 )
 
 // preflightCommand checks the node the plugin is about to serve.
 const preflightCommand = "preflight"
 
-const preflightUsage = `Usage: csi-windows-node preflight [-o table|json] [--fix] [--backends disk,smb,iscsi] [--timeout=2m] [plugin flags]
+const preflightUsage = `Usage: csi-windows-node preflight [-o table|json] [--fix] [--backends disk,smb,iscsi] [--record FILE] [--timeout=2m] [plugin flags]
 
 Checks that this node can serve the plugin, each check pass, warn, fail or
 info (reported, not judged), with what it found and a one-line fix: the
@@ -102,9 +103,18 @@ func preflightCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), po.Timeout)
 	defer cancel()
 	ctx = klog.NewContext(ctx, klog.Background())
+	cfg := plugin.PreflightConfig(popts, nil)
+	cfg.SMB, cfg.ISCSI = slices.Contains(po.Backends, "smb"), slices.Contains(po.Backends, "iscsi")
+	var rec *record
+	if po.Record != "" {
+		if opts.Host != config.HostWindows {
+			return fail("--record: only the Windows host's calls are recorded; --host=%s makes none", opts.Host)
+		}
+		rec = &record{path: po.Record, header: recording.Header{Scenario: recording.ScenarioPreflight, Params: cfg.Params(po.Fix)}}
+	}
 	open := readHost
-	if po.Fix {
-		open = func(ctx context.Context, opts *config.Options) (*node, error) { return newHost(ctx, opts, nil, nil) }
+	if po.Fix || rec != nil {
+		open = func(ctx context.Context, opts *config.Options) (*node, error) { return newHost(ctx, opts, nil, rec) }
 	}
 	n, err := open(ctx, opts)
 	if err != nil {
@@ -125,10 +135,13 @@ func preflightCmd(args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 	}
-	cfg := plugin.PreflightConfig(popts, nil)
-	cfg.SMB, cfg.ISCSI = slices.Contains(po.Backends, "smb"), slices.Contains(po.Backends, "iscsi")
 	out.Report = preflight.Run(ctx, cfg, n.plugin.Host, n.admin.System)
 	out.Result = out.Report.Worst()
+	if n.recorder != nil {
+		if err := n.recorder.WriteResult(out.Report.Outcome()); err != nil {
+			fmt.Fprintf(stderr, "csi-windows-node %s: --record %s: %v\n", preflightCommand, po.Record, err)
+		}
+	}
 	if output := po.Output; output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -19,6 +19,7 @@ type PreflightOptions struct {
 	Fix      bool
 	Backends []string
 	Timeout  time.Duration
+	Record   string
 }
 
 // RegisterPreflight adds preflight's own flags to fs.
@@ -28,6 +29,7 @@ func RegisterPreflight(fs *flag.FlagSet) *PreflightOptions {
 	fs.BoolVar(&o.Fix, "fix", false, "make the one change preflight knows: set the iSCSI initiator service MSiSCSI to start automatically and start it; nothing else is ever changed")
 	fs.Var(&backendsFlag{l: &o.Backends}, "backends", "the backends this node must serve: a service only an absent backend needs warns instead of failing")
 	fs.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "how long the checks (and the fix) may take")
+	fs.StringVar(&o.Record, "record", "", "write every WMI and Win32 call and its answer to this file (JSON lines), to contribute as a test (docs/selftest.md)")
 	return o
 }
 

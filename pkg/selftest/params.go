@@ -13,6 +13,7 @@ import (
 // enough to run the same steps again with the same names over the
 // recording (ConfigFromParams). Secrets are not in it.
 func (c Config) Params() map[string]string {
+	c = c.withDefaults()
 	p := map[string]string{
 		"run":                  c.Run,
 		"backends":             strings.Join(c.Backends, ","),

@@ -148,11 +148,14 @@ func (r *Report) Passed() bool {
 }
 
 // Outcome is what a recording keeps of a report to compare a replay with:
-// every step and its result, without durations.
+// the Windows found, every step with its result and detail, what was not
+// removed; no duration or round-trip count.
 func (r *Report) Outcome() []string {
-	out := make([]string, 0, len(r.Steps)+len(r.NotRemoved))
+	out := make([]string, 0, 1+len(r.Steps)+len(r.NotRemoved))
+	out = append(out, fmt.Sprintf("windows: %s %s.%d %s %s", r.Windows.Caption, r.Windows.Version, r.Windows.UBR,
+		r.Windows.DisplayVersion, r.Windows.ComputerName))
 	for _, s := range r.Steps {
-		out = append(out, s.Backend+" "+s.Name+": "+s.Result)
+		out = append(out, s.Backend+" "+s.Name+": "+s.Result+": "+s.Detail)
 	}
 	for _, n := range r.NotRemoved {
 		out = append(out, "not removed: "+n)
@@ -190,23 +193,9 @@ func Run(ctx context.Context, n Node, cfg Config) (*Report, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	if cfg.Run == "" {
-		cfg.Run = NewRunID()
-	}
+	cfg = cfg.withDefaults()
 	if cfg.LocalPassword.IsZero() {
 		cfg.LocalPassword = NewPassword()
-	}
-	if cfg.DiskSize == 0 {
-		cfg.DiskSize = 3 << 30
-	}
-	if cfg.GrowTo == 0 {
-		cfg.GrowTo = cfg.DiskSize + 1<<30
-	}
-	if cfg.CleanupTimeout == 0 {
-		cfg.CleanupTimeout = 2 * time.Minute
-	}
-	if cfg.LocalDir == "" {
-		cfg.LocalDir = cfg.WorkDir
 	}
 	work, err := winpath.NewRoot(cfg.WorkDir, n.Style)
 	if err != nil {
@@ -238,6 +227,27 @@ func Run(ctx context.Context, n Node, cfg Config) (*Report, error) {
 	}
 	r.run(ctx)
 	return r.rep, nil
+}
+
+// withDefaults fills in what a zero field means: a random run ID, the
+// disk sizes, the cleanup bound, the local directory.
+func (c Config) withDefaults() Config {
+	if c.Run == "" {
+		c.Run = NewRunID()
+	}
+	if c.DiskSize == 0 {
+		c.DiskSize = 3 << 30
+	}
+	if c.GrowTo == 0 {
+		c.GrowTo = c.DiskSize + 1<<30
+	}
+	if c.CleanupTimeout == 0 {
+		c.CleanupTimeout = 2 * time.Minute
+	}
+	if c.LocalDir == "" {
+		c.LocalDir = c.WorkDir
+	}
+	return c
 }
 
 func (c *Config) check() error {

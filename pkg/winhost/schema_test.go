@@ -57,6 +57,14 @@ func TestMain(m *testing.M) {
 			fmt.Println("FAIL")
 			code = 1
 		}
+		if errs := checkRecordingShapes(scripted.Recorded()); len(errs) > 0 {
+			fmt.Fprintln(os.Stderr, "--- FAIL: scripted replies against Windows recordings (shape_test.go)")
+			for _, err := range errs {
+				fmt.Fprintln(os.Stderr, "    "+err.Error())
+			}
+			fmt.Println("FAIL")
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

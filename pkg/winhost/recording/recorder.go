@@ -25,7 +25,7 @@ type Recorder struct {
 	inner winhost.AdminExecutor
 
 	mu  sync.Mutex
-	w   io.Writer
+	w   *Writer
 	seq int
 	err error
 }
@@ -34,12 +34,11 @@ var _ winhost.AdminExecutor = (*Recorder)(nil)
 
 // NewRecorder writes the header and returns the recorder.
 func NewRecorder(inner winhost.AdminExecutor, w io.Writer, h Header) (*Recorder, error) {
-	h.Kind, h.Format = KindHeader, FormatVersion
-	r := &Recorder{inner: inner, w: w}
-	if err := r.writeLine(h); err != nil {
+	wr, err := NewWriter(w, h)
+	if err != nil {
 		return nil, fmt.Errorf("write the recording's header: %w", err)
 	}
-	return r, nil
+	return &Recorder{inner: inner, w: wr}, nil
 }
 
 // WriteResult ends the recording with the scenario's outcome.
@@ -53,7 +52,7 @@ func (r *Recorder) WriteResult(outcome any) error {
 	if r.err != nil {
 		return r.err
 	}
-	r.err = r.writeLine(Result{Kind: KindResult, Outcome: b})
+	r.err = r.w.Raw(Result{Kind: KindResult, Outcome: b})
 	return r.err
 }
 
@@ -69,15 +68,6 @@ func (r *Recorder) Calls() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.seq
-}
-
-func (r *Recorder) writeLine(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = r.w.Write(append(b, '\n'))
-	return err
 }
 
 // record writes one call: l carries the call, reply its answer's value
@@ -99,7 +89,7 @@ func (r *Recorder) record(l Line, reply *Reply, err error, start time.Time) {
 	}
 	r.seq++
 	l.Seq = r.seq
-	r.err = r.writeLine(l)
+	r.err = r.w.Line(l)
 }
 
 // recordErr notes a value the recording cannot encode, which would be a

@@ -240,3 +240,30 @@ func strictUnmarshal(text string, v any) error {
 	d.DisallowUnknownFields()
 	return d.Decode(v)
 }
+
+// Writer writes a recording line by line: the header first, then calls
+// and a result. It does no locking; Recorder serialises its calls.
+type Writer struct{ w io.Writer }
+
+// NewWriter writes the header (its kind and format filled in).
+func NewWriter(w io.Writer, h Header) (*Writer, error) {
+	h.Kind, h.Format = KindHeader, FormatVersion
+	wr := &Writer{w: w}
+	if err := wr.Raw(h); err != nil {
+		return nil, err
+	}
+	return wr, nil
+}
+
+// Line writes one call.
+func (w *Writer) Line(l Line) error { return w.Raw(l) }
+
+// Raw writes any value as one JSON line (a Result, for example).
+func (w *Writer) Raw(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.w.Write(append(b, '\n'))
+	return err
+}
