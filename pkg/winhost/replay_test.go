@@ -174,10 +174,12 @@ type replayTB struct {
 	cleanups []func()
 }
 
-func (r *replayTB) Helper()                           {}
-func (r *replayTB) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
-func (r *replayTB) Cleanup(f func())                  { r.cleanups = append(r.cleanups, f) }
-func (r *replayTB) TempDir() string                   { return r.dir }
+func (r *replayTB) Helper() {}
+func (r *replayTB) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+func (r *replayTB) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+func (r *replayTB) TempDir() string  { return r.dir }
 func (r *replayTB) cleanup() {
 	for i := len(r.cleanups) - 1; i >= 0; i-- {
 		r.cleanups[i]()

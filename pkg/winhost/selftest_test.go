@@ -153,10 +153,10 @@ func zeroDurations(t *testing.T, b []byte) []byte {
 // each host operation, answered as the tests of that operation answer.
 type st struct{ e *scripted.Executor }
 
-
-
 // dir: GetFileAttributes of a plain directory.
-func (s st) dir(p string) { s.e.ExpectWin32("GetFileAttributes", []any{long(p)}, scripted.Reply{Uint32: attrDir}) }
+func (s st) dir(p string) {
+	s.e.ExpectWin32("GetFileAttributes", []any{long(p)}, scripted.Reply{Uint32: attrDir})
+}
 
 // gone: GetFileAttributes of a missing path.
 func (s st) gone(p string) {
