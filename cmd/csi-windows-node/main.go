@@ -133,8 +133,9 @@ func prepare(fs *flag.FlagSet, opts *config.Options, hostname string) (startup, 
 }
 
 // serve starts the plugin and serves it until ctx ends. The order makes a
-// failed start-up harmless: the socket is claimed first (a second plugin on
-// it stops here, before it touches anything), then the HTTP endpoint is
+// failed start-up harmless: the socket is claimed first, and with
+// --kubelet-registration the registration socket (a second plugin on
+// either stops here, before it touches anything), then the HTTP endpoint is
 // bound (a taken port stops the start-up before the socket exists, so no
 // sidecar reaches a plugin that then exits), then the host is started and
 // the plugin wired, and only then does the socket appear.
@@ -151,6 +152,14 @@ func serve(ctx context.Context, opts *config.Options, st startup) (err error) {
 	}
 	defer claim.Release() // a no-op once the socket's listener holds it
 	var ls plugin.Listeners
+	// With --kubelet-registration, the registration socket is claimed the
+	// same way, before anything else is touched.
+	if ls.Registration, err = plugin.ClaimRegistration(ctx, st.plugin); err != nil {
+		return err
+	}
+	if ls.Registration != nil {
+		defer ls.Registration.Release() // a no-op once Serve listens on it
+	}
 	if opts.HTTPEndpoint != "" {
 		if ls.HTTP, err = server.BindHTTP(opts.HTTPEndpoint); err != nil {
 			return err

@@ -55,6 +55,10 @@ type Options struct {
 	Version           bool
 	ShutdownGrace     time.Duration
 
+	// Kubelet registration by the plugin itself (pkg/registration).
+	KubeletRegistration     bool
+	KubeletRegistrationPath string
+
 	// Parameter contract.
 	DefaultBackend   string
 	ContextAliases   map[string]string // vendor key -> contract key
@@ -167,6 +171,8 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port serving /metrics and /healthz; empty disables it")
 	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "also serve the Go profiler on --http-endpoint under /debug/pprof/ (keep that endpoint on localhost)")
 	fs.BoolVar(&o.Version, "version", false, "print the version and exit")
+	fs.BoolVar(&o.KubeletRegistration, "kubelet-registration", false, "register with kubelet itself, as node-driver-registrar does, on <kubelet-dir>/plugins_registry/<driver-name>-reg.sock: for a pod without the registrar and livenessprobe sidecars (/healthz then also waits for kubelet's confirmation)")
+	fs.StringVar(&o.KubeletRegistrationPath, "kubelet-registration-path", "", "with --kubelet-registration: the CSI socket's path as kubelet dials it, told to kubelet. Default: the path of --endpoint")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", 25*time.Second, "how long in-flight RPCs may run after SIGTERM before they are cancelled")
 	fs.StringVar(&o.DefaultBackend, "default-backend", "", "backend when volume_context sets none and names no source or iqn: disk, smb or iscsi")
 	fs.Var(mapFlag{m: &o.ContextAliases, name: "context-alias"}, "context-alias", "VENDORKEY=ourKey: read a vendor's volume_context/publish_context key as one of ours (repeatable)")
@@ -283,6 +289,14 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 	}
 	if o.OrphanSweepInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--orphan-sweep-interval=%s: must be positive", o.OrphanSweepInterval))
+	}
+	if o.KubeletRegistrationPath != "" {
+		if !o.KubeletRegistration {
+			errs = append(errs, errors.New("--kubelet-registration-path only applies with --kubelet-registration"))
+		}
+		if strings.HasPrefix(strings.ToLower(o.KubeletRegistrationPath), "unix:") {
+			errs = append(errs, fmt.Errorf("--kubelet-registration-path=%s: want the socket's path, without unix:// (kubelet dials the path it is given)", o.KubeletRegistrationPath))
+		}
 	}
 	if o.SimLatency < 0 {
 		errs = append(errs, fmt.Errorf("--sim-latency=%s: must not be negative", o.SimLatency))

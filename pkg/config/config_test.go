@@ -56,6 +56,12 @@ func TestFinish(t *testing.T) {
 		{name: "negative orphan sweep interval", goos: "windows", args: []string{"--driver-name=a.b", "--orphan-sweep-interval=-1m"}, wantErr: "--orphan-sweep-interval"},
 		{name: "orphan sweep clean", goos: "windows", args: []string{"--driver-name=a.b", "--orphan-sweep=clean", "--orphan-sweep-interval=1h"},
 			endpoint: `unix://C:\var\lib\kubelet\plugins\a.b\csi.sock`, stateDir: `C:\var\lib\kubelet\plugins\a.b\state`},
+		{name: "registration path without registration", goos: "windows", args: []string{"--driver-name=a.b", `--kubelet-registration-path=C:\k\csi.sock`},
+			wantErr: "--kubelet-registration-path only applies with --kubelet-registration"},
+		{name: "registration path with scheme", goos: "windows", args: []string{"--driver-name=a.b", "--kubelet-registration", `--kubelet-registration-path=unix://C:\k\csi.sock`},
+			wantErr: "--kubelet-registration-path=unix://"},
+		{name: "kubelet registration", goos: "windows", args: []string{"--driver-name=a.b", "--kubelet-registration", `--kubelet-registration-path=C:\k\csi.sock`},
+			endpoint: `unix://C:\var\lib\kubelet\plugins\a.b\csi.sock`, stateDir: `C:\var\lib\kubelet\plugins\a.b\state`},
 		{name: "volume-id-disk none in sim", goos: "linux", args: []string{"--driver-name=a.b", "--host=sim", "--sim-dir=/s", "--volume-id-disk=none"},
 			endpoint: "unix:///var/lib/kubelet/plugins/a.b/csi.sock", stateDir: "/s/journal", volIDDsk: ""},
 	}

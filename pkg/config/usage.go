@@ -29,7 +29,8 @@ var Groups = []Group{GroupPlugin, GroupCloud, GroupWindows, GroupSim, GroupLoggi
 // flags.
 var groupFlags = map[Group][]string{
 	GroupPlugin: {"driver-name", "node-id", "endpoint", "kubelet-dir", "state-dir", "topology",
-		"max-volumes-per-node", "http-endpoint", "enable-pprof", "shutdown-grace", "default-backend",
+		"max-volumes-per-node", "http-endpoint", "enable-pprof", "shutdown-grace",
+		"kubelet-registration", "kubelet-registration-path", "default-backend",
 		"context-alias", "disk-preset", "volume-id-disk", "smb-require-privacy", "smb-default-domain", "version"},
 	GroupCloud: {"cloud", "cloud-metadata-endpoint", "cloud-metadata-timeout"},
 	GroupWindows: {"host", "offline-disk-on-unstage", "smb-keep-mappings", "keep-iscsi-portals",

@@ -2,7 +2,9 @@
 // started host it opens the stage journal, wraps the host with host-call
 // metrics, builds the disk, SMB and iSCSI backends over the host and the
 // journal, and the node and identity services over them (New), and serves
-// them (Serve), running the orphan sweep (pkg/sweep) beside them.
+// them (Serve), running the orphan sweep (pkg/sweep) beside them and, with
+// --kubelet-registration, kubelet's plugin registration (pkg/registration:
+// ClaimRegistration, then Serve once the CSI socket is served).
 //
 // It is the one place that decides how those parts are wired. The binary
 // (cmd/csi-windows-node: flags, then FromConfig, then its host, then New,

@@ -20,6 +20,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/preflight"
+	"github.com/wincsi/csi-windows-node/pkg/registration"
 	"github.com/wincsi/csi-windows-node/pkg/sweep"
 	"github.com/wincsi/csi-windows-node/pkg/version"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -66,6 +67,15 @@ type Options struct {
 	// once ready; zero means when New was called.
 	Started time.Time
 
+	// KubeletRegistration is --kubelet-registration: Serve also serves
+	// kubelet's plugin registration API (pkg/registration) on
+	// RegistrationSocket, once the CSI socket is served, and tells kubelet
+	// KubeletRegistrationPath as the CSI endpoint. The caller claims the
+	// socket (ClaimRegistration) and hands it to Serve.
+	KubeletRegistration     bool
+	RegistrationSocket      string
+	KubeletRegistrationPath string
+
 	// Backoff paces the waits for a disk or LUN to appear; zero means
 	// backend.DefaultBackoff. Tests shorten it; no flag sets it.
 	Backoff backend.Backoff
@@ -109,8 +119,14 @@ func FromConfig(c *config.Options, goos string) (Options, error) {
 	if goos == "windows" {
 		o.PathStyle = winpath.Windows
 	}
-	if _, err := winpath.NewRoot(o.KubeletDir, o.PathStyle); err != nil {
+	root, err := winpath.NewRoot(o.KubeletDir, o.PathStyle)
+	if err != nil {
 		return Options{}, fmt.Errorf("--kubelet-dir: %w", err)
+	}
+	if c.KubeletRegistration {
+		if err := o.registrationFromConfig(c, root); err != nil {
+			return Options{}, err
+		}
 	}
 	if err := o.Contract.Validate(); err != nil {
 		return Options{}, fmt.Errorf("parameter contract flags (--context-alias, --disk-preset, --default-backend, --volume-id-disk): %w", err)
@@ -152,6 +168,9 @@ type Plugin struct {
 	Host host.Host
 	// Root is the confinement root (the kubelet directory).
 	Root *winpath.Root
+	// Registration is the plugin's own kubelet registration; nil unless
+	// Options.KubeletRegistration.
+	Registration *registration.Service
 
 	// releasers are the backends whose volumes share host resources
 	// (ReleaseUnused).
@@ -239,6 +258,9 @@ func New(o Options, h Host) (*Plugin, error) {
 	p := &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root,
 		releasers: releasers, disks: disks, backends: backends, system: h.System, opts: o}
 	if p.preflight, err = preflight.NewGauge(mm.GetRegistry()); err != nil {
+		return nil, err
+	}
+	if p.Registration, err = newRegistration(o, mm.GetRegistry()); err != nil {
 		return nil, err
 	}
 	mode := o.OrphanSweep

@@ -24,13 +24,24 @@ type Listeners struct {
 	// HTTP serves /metrics, /healthz and, when enabled, pprof; nil for
 	// none (Options.HTTPEndpoint "").
 	HTTP net.Listener
+	// Registration is the claimed registration socket
+	// (ClaimRegistration), listened on once the CSI socket is served; nil
+	// unless Options.KubeletRegistration.
+	Registration *server.Socket
 }
 
 // Serve serves the identity and node services on ls.CSI (and /metrics,
 // /healthz and, when enabled, pprof on ls.HTTP) until ctx ends, then stops
 // accepting RPCs and gives the in-flight ones Options.ShutdownGrace to
 // finish. Probe answers ready from the moment both listeners serve until
-// the shutdown starts. It returns an error when a server stops by itself.
+// the shutdown starts. With Options.KubeletRegistration it then serves
+// kubelet's plugin registration on ls.Registration, and /healthz also
+// waits for kubelet's confirmation; at shutdown the registration socket
+// goes first, as node-driver-registrar removes its socket on SIGTERM
+// (node_register.go:179-190). It returns an error when a server stops by
+// itself, and when kubelet refuses the registration (after the same
+// graceful shutdown), so that the process exits non-zero and kubelet
+// restarts it.
 func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	logger := klog.FromContext(ctx)
 	srv := server.New(server.Config{Identity: p.Identity, Node: p.Node, Metrics: p.Metrics, Logger: logger})
@@ -40,13 +51,20 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	var web *server.HTTP
 	httpAddr := ""
 	if ls.HTTP != nil {
-		web = server.NewHTTP(server.HTTPConfig{Listener: ls.HTTP, Metrics: p.Metrics, Ready: p.Identity.Ready, Pprof: p.opts.EnablePprof})
+		web = server.NewHTTP(server.HTTPConfig{Listener: ls.HTTP, Metrics: p.Metrics, Ready: p.Identity.Ready, Health: p.health(), Pprof: p.opts.EnablePprof})
 		httpAddr = web.Addr()
 		go func() {
 			if err := web.Serve(); err != nil {
 				logger.Error(err, "HTTP endpoint failed")
 			}
 		}()
+	}
+	// Kubelet calls NodeGetInfo on the CSI socket right after GetInfo, so
+	// the registration socket appears only once that is served.
+	reg, err := p.serveRegistration(ctx, ls.Registration)
+	if err != nil {
+		p.stop(ctx, srv, web)
+		return err
 	}
 	p.Identity.SetReady(true)
 	logger.Info("Ready", "socket", ls.CSI.Addr().String(), "httpEndpoint", httpAddr, "startup", time.Since(p.opts.Started))
@@ -71,23 +89,38 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 		<-checked
 	}()
 
+	var failure error
 	select {
 	case <-ctx.Done():
 		logger.Info("Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace)
 	case err := <-served:
+		reg.stop()
 		return fmt.Errorf("gRPC server stopped: %w", err)
+	case err := <-reg.failed():
+		failure = fmt.Errorf("kubelet registration server stopped: %w", err)
+		logger.Error(failure, "Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace)
+	case reason := <-reg.refused():
+		failure = fmt.Errorf("kubelet refused the plugin's registration: %s", reason)
+		logger.Info("Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace)
 	}
 	p.Identity.SetReady(false)
+	reg.stop()
 	stopSweep()
 	<-swept
 	<-checked
+	p.stop(ctx, srv, web)
+	return failure
+}
+
+// stop ends the serving Serve started: the RPCs in flight get
+// Options.ShutdownGrace, then the HTTP endpoint stops.
+func (p *Plugin) stop(ctx context.Context, srv *server.Server, web *server.HTTP) {
 	srv.Stop(p.opts.ShutdownGrace)
 	if web != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
 		defer cancel()
 		if err := web.Shutdown(sctx); err != nil {
-			logger.Error(err, "HTTP endpoint did not stop cleanly")
+			klog.FromContext(ctx).Error(err, "HTTP endpoint did not stop cleanly")
 		}
 	}
-	return nil
 }

@@ -52,14 +52,24 @@ var ErrEndpointInUse = errors.New("endpoint is served by another process")
 // before a sidecar may reach it (its HTTP endpoint, its host);
 // Socket.Listen then creates the socket.
 func Claim(ctx context.Context, path string) (*Socket, error) {
-	dir, ok := winpath.Parent(path)
-	if !ok {
-		dir = "."
+	return ClaimLocked(ctx, path, path+".lock")
+}
+
+// ClaimLocked is Claim with the lock file at lock instead of beside the
+// socket, for a socket in a directory that another program scans, where
+// no other file belongs: kubelet takes every file in its plugins_registry
+// directory for a plugin's socket. The lock's directory is created too.
+func ClaimLocked(ctx context.Context, path, lock string) (*Socket, error) {
+	for _, p := range []string{path, lock} {
+		dir, ok := winpath.Parent(p)
+		if !ok {
+			dir = "."
+		}
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("create the directory of %s: %w", p, err)
+		}
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("create socket directory of %s: %w", path, err)
-	}
-	unlock, err := filelock.TryLock(path + ".lock")
+	unlock, err := filelock.TryLock(lock)
 	if errors.Is(err, filelock.ErrLocked) {
 		return nil, fmt.Errorf("socket %s: %w", path, ErrEndpointInUse)
 	}

@@ -26,6 +26,10 @@ type HTTPConfig struct {
 	Metrics metrics.CSIMetricsManager
 	// Ready backs /healthz.
 	Ready func() bool
+	// Health, when set, is asked once Ready is true: while it fails,
+	// /healthz answers 503 with its error as the body (the plugin's own
+	// kubelet registration, pkg/registration).
+	Health func() error
 	// Pprof also serves the Go profiler under /debug/pprof/ (the CSI
 	// sidecars' --enable-pprof). Anyone who can reach the endpoint can
 	// then profile the process: keep the endpoint on localhost.
@@ -52,9 +56,10 @@ func BindHTTP(addr string) (net.Listener, error) {
 
 // NewHTTP prepares the endpoint on c.Listener: /metrics (when c.Metrics is
 // not nil), /healthz, which answers 200 "ok" while c.Ready() is true and
-// 503 otherwise (the livenessprobe sidecar answers its /healthz from Probe
-// the same way, with 500 for not ready: kubernetes-csi/livenessprobe
-// v2.19.0 cmd/livenessprobe/main.go), and with c.Pprof /debug/pprof/.
+// c.Health (if set) passes, and 503 otherwise (the livenessprobe sidecar
+// answers its /healthz from Probe the same way, with 500 for not ready:
+// kubernetes-csi/livenessprobe v2.19.0 cmd/livenessprobe/main.go), and
+// with c.Pprof /debug/pprof/.
 func NewHTTP(c HTTPConfig) *HTTP {
 	mux := http.NewServeMux()
 	if c.Metrics != nil {
@@ -67,11 +72,17 @@ func NewHTTP(c HTTPConfig) *HTTP {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	ready := c.Ready
+	ready, health := c.Ready, c.Health
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
+		}
+		if health != nil {
+			if err := health(); err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
 		}
 		_, _ = w.Write([]byte("ok")) // a failed write means the client left
 	})

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -75,5 +76,38 @@ func TestHTTPEndpoints(t *testing.T) {
 				t.Errorf("GET %s = %d (%q), want %d", tt.path, code, body, tt.wantCode)
 			}
 		})
+	}
+}
+
+// TestHealthzReason: with a Health check, /healthz of a ready plugin
+// answers 503 with the check's error as the body until it passes; a plugin
+// that is not ready says so first.
+func TestHealthzReason(t *testing.T) {
+	var ready atomic.Bool
+	var reason atomic.Pointer[string]
+	health := func() error {
+		if r := reason.Load(); r != nil {
+			return errors.New(*r)
+		}
+		return nil
+	}
+	base := startHTTP(t, HTTPConfig{Ready: ready.Load, Health: health})
+	waiting := "not registered with kubelet yet"
+	reason.Store(&waiting)
+	for _, tt := range []struct {
+		ready    bool
+		reason   *string
+		wantCode int
+		wantBody string
+	}{
+		{false, &waiting, http.StatusServiceUnavailable, "not ready\n"},
+		{true, &waiting, http.StatusServiceUnavailable, waiting + "\n"},
+		{true, nil, http.StatusOK, "ok"},
+	} {
+		ready.Store(tt.ready)
+		reason.Store(tt.reason)
+		if code, body := get(t, base+"/healthz"); code != tt.wantCode || body != tt.wantBody {
+			t.Errorf("ready=%t reason=%v: /healthz = %d %q, want %d %q", tt.ready, tt.reason != nil, code, body, tt.wantCode, tt.wantBody)
+		}
 	}
 }

@@ -143,7 +143,7 @@ var firstRetry, notReached atomic.Int64
 
 // runCase runs one crash case: prepare, crash, restart, retry, check.
 func runCase(t *testing.T, bin string, sc scenario, c crashCase) {
-	base := shortTempDir(t)
+	base := testbin.ShortDir(t)
 	files := prepare(t, base, sc)
 	prepareRPC(t, base, sc)
 	kubelet, simDir, _ := simnode.Dirs(base)
@@ -446,7 +446,7 @@ func dataPartitions(d sim.DiskState) int {
 // in-process sequence lists, by running the RPC once on the binary and
 // reading its host-call counters from /metrics.
 func checkBinaryCalls(t *testing.T, bin string, sc scenario, seq []string) {
-	base := shortTempDir(t)
+	base := testbin.ShortDir(t)
 	prepare(t, base, sc)
 	prepareRPC(t, base, sc)
 	kubelet, _, _ := simnode.Dirs(base)
@@ -483,19 +483,4 @@ func (n nodeClient) NodeStageVolume(ctx context.Context, r *csi.NodeStageVolumeR
 
 func (n nodeClient) NodeUnstageVolume(ctx context.Context, r *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
 	return n.c.NodeUnstageVolume(ctx, r)
-}
-
-// shortTempDir is a temporary directory with a short name: the plugin's
-// unix socket lives below it, and socket paths are limited to 108 bytes.
-func shortTempDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "crash-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := os.RemoveAll(dir); err != nil {
-			t.Error(err)
-		}
-	})
-	return dir
 }

@@ -139,7 +139,7 @@ func sweepState(t testing.TB, base string) []string {
 // sweepSequence runs a clean round in process on a prepared node and
 // returns its host calls and the state it leaves.
 func sweepSequence(t *testing.T) ([]string, []string) {
-	base := shortTempDir(t)
+	base := testbin.ShortDir(t)
 	prepareSweep(t, base)
 	n, err := simnode.Open(simnode.Options{Base: base, Args: []string{"--orphan-sweep=clean"}})
 	if err != nil {
@@ -222,7 +222,7 @@ func TestSweepCrashMatrix(t *testing.T) {
 	t.Logf("%d crash cases", len(cs))
 	t.Run("binary-matches-library", func(t *testing.T) {
 		t.Parallel()
-		base := shortTempDir(t)
+		base := testbin.ShortDir(t)
 		prepareSweep(t, base)
 		p := startSwept(t, bin, base)
 		got := p.HostUsage(t).Calls
@@ -250,7 +250,7 @@ func TestSweepCrashMatrix(t *testing.T) {
 	for _, c := range cs {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			base := shortTempDir(t)
+			base := testbin.ShortDir(t)
 			prepareSweep(t, base)
 			_, simDir, _ := simnode.Dirs(base)
 			if err := sim.WriteFaultsFile(simDir, c.rule()); err != nil {

@@ -122,7 +122,11 @@ func checkDaemonSet(t *testing.T, what string, ds *appsv1.DaemonSet) deployment 
 		}
 	}
 
-	// Containers: the plugin first (overlays patch containers/0).
+	// Containers: the plugin first (overlays patch containers/0), alone in
+	// single-container mode.
+	if len(pod.Containers) == 1 {
+		return checkSingleContainer(t, what, ds)
+	}
 	want := []string{pluginContainer, registrarContainer, probeContainer}
 	if len(pod.Containers) != len(want) {
 		t.Fatalf("%s: containers %v, want %v", what, containerNames(pod.Containers), want)
@@ -154,6 +158,9 @@ func checkDaemonSet(t *testing.T, what string, ds *appsv1.DaemonSet) deployment 
 	endpoint := "unix://" + socket
 	if opts.Endpoint != endpoint {
 		errorf("--endpoint=%s, want %s (the socket in the plugin's directory)", opts.Endpoint, endpoint)
+	}
+	if opts.KubeletRegistration {
+		errorf("--kubelet-registration next to node-driver-registrar: both would serve the registration socket")
 	}
 
 	// The sidecars: same socket, kubelet told the same path.

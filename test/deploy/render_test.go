@@ -61,15 +61,28 @@ func renderKustomize(t *testing.T, dir string) []byte {
 // that a template reading a value the chart does not define fails.
 func renderHelm(t *testing.T, release, valuesFile string) []byte {
 	t.Helper()
+	return renderHelmValues(t, release, readValues(t, valuesFile))
+}
+
+// readValues reads a values file; "" is no values.
+func readValues(t *testing.T, valuesFile string) chartutil.Values {
+	t.Helper()
+	if valuesFile == "" {
+		return chartutil.Values{}
+	}
+	vals, err := chartutil.ReadValuesFile(valuesFile)
+	if err != nil {
+		t.Fatalf("read %s: %v", valuesFile, err)
+	}
+	return vals
+}
+
+// renderHelmValues is renderHelm with the values given.
+func renderHelmValues(t *testing.T, release string, vals chartutil.Values) []byte {
+	t.Helper()
 	chrt, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatalf("load chart: %v", err)
-	}
-	vals := chartutil.Values{}
-	if valuesFile != "" {
-		if vals, err = chartutil.ReadValuesFile(valuesFile); err != nil {
-			t.Fatalf("read %s: %v", valuesFile, err)
-		}
 	}
 	// Render for the oldest Kubernetes the chart supports, and refuse
 	// what `helm install` would refuse (the chart's kubeVersion).

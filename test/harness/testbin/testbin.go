@@ -271,6 +271,24 @@ func (p *Plugin) WaitReady(timeout time.Duration) error {
 	return fmt.Errorf("plugin socket %s not ready after %s", p.Socket, timeout)
 }
 
+// ShortDir returns a temporary directory with a short path, removed at
+// test cleanup: the plugin's unix sockets live below it, and a socket's
+// path is limited to 108 bytes, which t.TempDir's paths (holding the
+// test's name) can exceed.
+func ShortDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "csi-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	return dir
+}
+
 // FreeAddr returns a loopback address with a TCP port nobody listened on
 // a moment ago.
 func FreeAddr() (string, error) {
@@ -289,11 +307,21 @@ func FreeAddr() (string, error) {
 // (Options.HTTP) and returns the body. Anything but 200 OK fails the test.
 func (p *Plugin) Get(t testing.TB, path string) string {
 	t.Helper()
-	if p.HTTPAddr == "" {
-		t.Fatal("testbin: Get needs a plugin started with Options.HTTP")
+	code, body := p.Fetch(t, path)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s%s: %d %s: %s", p.HTTPAddr, path, code, http.StatusText(code), body)
 	}
-	url := "http://" + p.HTTPAddr + path
-	resp, err := http.Get(url)
+	return body
+}
+
+// Fetch fetches path from the plugin's HTTP endpoint (Options.HTTP) and
+// returns the status code and the body, whatever the status.
+func (p *Plugin) Fetch(t testing.TB, path string) (int, string) {
+	t.Helper()
+	if p.HTTPAddr == "" {
+		t.Fatal("testbin: Get and Fetch need a plugin started with Options.HTTP")
+	}
+	resp, err := http.Get("http://" + p.HTTPAddr + path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,10 +330,7 @@ func (p *Plugin) Get(t testing.TB, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s: %s", url, resp.Status, b)
-	}
-	return string(b)
+	return resp.StatusCode, string(b)
 }
 
 // Dial returns a gRPC client of target (such as "unix:///path/csi.sock"),
