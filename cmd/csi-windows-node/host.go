@@ -36,13 +36,20 @@ type record struct {
 
 // newHost starts the host backend the flags name. Only this package
 // chooses between the real and the simulated host. setup is --sim-config,
-// read; rec, when set, records the Windows executor's calls.
+// read (nil: newHost reads it); rec, when set, records the Windows
+// executor's calls.
 func newHost(ctx context.Context, opts *config.Options, setup *sim.Setup, rec *record) (*node, error) {
 	logger := klog.FromContext(ctx)
 	switch opts.Host {
 	case config.HostSim:
 		if rec != nil {
 			return nil, fmt.Errorf("recording %s: only the Windows host's calls are recorded; --host=sim makes none", rec.path)
+		}
+		if setup == nil && opts.SimConfig != "" {
+			var err error
+			if setup, err = sim.LoadSetup(opts.SimConfig); err != nil {
+				return nil, fmt.Errorf("--sim-config %s: %w", opts.SimConfig, err)
+			}
 		}
 		logger.Info("SIMULATED WINDOWS HOST: no real disk, share or iSCSI target is touched; "+
 			"this mode is for development and tests only", "simDir", opts.SimDir, "autoAttach", opts.SimAutoAttach)

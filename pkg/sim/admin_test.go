@@ -1,5 +1,7 @@
 //go:build linux
 
+// Linux only: it tests the simulated host, which runs only on Linux.
+
 package sim_test
 
 import (

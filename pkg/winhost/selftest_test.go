@@ -117,7 +117,8 @@ func TestScriptedSelftestRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, want) {
+	// A checkout on Windows may have turned the line ends into CRLF.
+	if !bytes.Equal(got, bytes.ReplaceAll(want, []byte("\r\n"), []byte("\n"))) {
 		t.Errorf("%s is not what the scripted selftest records now; run go test ./pkg/winhost -run TestScriptedSelftestRecording -update and read the diff", scriptedRecording)
 	}
 }
