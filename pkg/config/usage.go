@@ -60,6 +60,11 @@ A CSI node plugin for Windows nodes: it serves the CSI Identity and Node
 services on --endpoint and does the host work (disks, SMB, iSCSI) itself.
 Every flag, with its default and meaning: docs/flags.md
 (https://github.com/wincsi/csi-windows-node/blob/main/docs/flags.md).
+
+Subcommands (each takes these flags too; <subcommand> --help for its own):
+  %[1]s diagnose    what is staged on this node, what backs it, what is wrong
+  %[1]s preflight   is this node ready to serve? pass, warn or fail per check; --fix
+  %[1]s selftest    stage, publish, write, read, grow and unstage a scratch disk, end to end
 `, name)
 	byGroup := map[Group][]*flag.Flag{}
 	fs.VisitAll(func(f *flag.Flag) {
