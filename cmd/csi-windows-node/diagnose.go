@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +11,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 )
 
@@ -43,46 +40,31 @@ Flags:
 // host read-only, takes stock of the node (plugin.Inventory) and prints the
 // report on stdout, as a table or as JSON.
 func diagnose(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csi-windows-node "+diagnoseCommand, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	sc := newSubcommand(diagnoseCommand, diagnoseUsage, stderr)
 	var output string
-	fs.StringVar(&output, "o", "table", "output format: table, or json for scripts")
-	fs.StringVar(&output, "output", "table", "the same as -o")
-	timeout := fs.Duration("timeout", 2*time.Minute, "how long reading the node may take before diagnose gives up")
-	logging := config.RegisterLogging(fs)
-	opts := config.Register(fs, runtime.GOOS)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), diagnoseUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	sc.fs.StringVar(&output, "o", "table", "output format: table, or json for scripts")
+	sc.fs.StringVar(&output, "output", "table", "the same as -o")
+	timeout := sc.fs.Duration("timeout", 2*time.Minute, "how long reading the node may take before diagnose gives up")
+	code, ok := sc.parse(args, func() error {
+		switch {
+		case output != "table" && output != "json":
+			return fmt.Errorf("-o=%s: want table or json", output)
+		case *timeout <= 0:
+			return fmt.Errorf("--timeout=%s: must be positive", *timeout)
 		}
-		return 2
+		return nil
+	})
+	if !ok {
+		return code
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "csi-windows-node %s: "+format+"\n", append([]any{diagnoseCommand}, a...)...)
-		return 2
-	}
-	switch {
-	case fs.NArg() > 0:
-		return fail("unexpected argument %q", fs.Arg(0))
-	case output != "table" && output != "json":
-		return fail("-o=%s: want table or json", output)
-	case *timeout <= 0:
-		return fail("--timeout=%s: must be positive", *timeout)
-	}
-	if err := logging.Apply(); err != nil {
-		return fail("invalid flags:\n%v", err)
-	}
+	opts := sc.opts
 	hostname, _ := os.Hostname() // only --node-id's default, which diagnose does not use
-	if err := opts.Finish(fs, runtime.GOOS, hostname); err != nil {
-		return fail("invalid flags:\n%v", err)
+	if err := opts.Finish(sc.fs, runtime.GOOS, hostname); err != nil {
+		return sc.usageError("invalid flags:\n%v", err)
 	}
 	popts, err := plugin.FromConfig(opts, runtime.GOOS)
 	if err != nil {
-		return fail("invalid flags:\n%v", err)
+		return sc.usageError("invalid flags:\n%v", err)
 	}
 	defer klog.Flush()
 
@@ -91,19 +73,16 @@ func diagnose(args []string, stdout, stderr io.Writer) int {
 	ctx = klog.NewContext(ctx, klog.Background().WithValues("driver", opts.DriverName))
 	n, err := readHost(ctx, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", diagnoseCommand, err)
-		return 1
+		return sc.failed(err)
 	}
 	defer n.close()
 	rep, err := plugin.Inventory(ctx, popts, n.plugin.Host)
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", diagnoseCommand, err)
-		return 1
+		return sc.failed(err)
 	}
 	checks, err := plugin.Preflight(ctx, popts, n.plugin.Host, n.admin.System)
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", diagnoseCommand, err)
-		return 1
+		return sc.failed(err)
 	}
 	rep.Preflight = &checks
 	if output == "json" {
@@ -114,8 +93,7 @@ func diagnose(args []string, stdout, stderr io.Writer) int {
 		err = writeTable(stdout, rep)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: write the report: %v\n", diagnoseCommand, err)
-		return 1
+		return sc.failed(fmt.Errorf("write the report: %w", err))
 	}
-	return 0
+	return exitOK
 }

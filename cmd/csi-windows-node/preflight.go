@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -53,34 +51,12 @@ type preflightOutput struct {
 }
 
 func preflightCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csi-windows-node "+preflightCommand, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	po := config.RegisterPreflight(fs)
-	logging := config.RegisterLogging(fs)
-	opts := config.Register(fs, runtime.GOOS)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), preflightUsage)
-		fs.PrintDefaults()
+	sc := newSubcommand(preflightCommand, preflightUsage, stderr)
+	po := config.RegisterPreflight(sc.fs)
+	if code, ok := sc.parse(args, po.Finish); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitFlagError
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "csi-windows-node %s: "+format+"\n", append([]any{preflightCommand}, a...)...)
-		return exitFlagError
-	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q", fs.Arg(0))
-	}
-	if err := po.Finish(); err != nil {
-		return fail("invalid flags:\n%v", err)
-	}
-	if err := logging.Apply(); err != nil {
-		return fail("invalid flags:\n%v", err)
-	}
+	opts, fail := sc.opts, sc.usageError
 	// The driver name only places the default state directory: without
 	// it (and without --state-dir) that check is left out.
 	noDriver := opts.DriverName == ""
@@ -88,7 +64,7 @@ func preflightCmd(args []string, stdout, stderr io.Writer) int {
 		opts.DriverName = "preflight.invalid"
 	}
 	hostname, _ := os.Hostname() // only --node-id's default, which preflight does not use
-	if err := opts.Finish(fs, runtime.GOOS, hostname); err != nil {
+	if err := opts.Finish(sc.fs, runtime.GOOS, hostname); err != nil {
 		return fail("invalid flags:\n%v", err)
 	}
 	popts, err := plugin.FromConfig(opts, runtime.GOOS)
@@ -118,8 +94,7 @@ func preflightCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	n, err := open(ctx, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", preflightCommand, err)
-		return exitFailed
+		return sc.failed(err)
 	}
 	defer n.close()
 
@@ -128,18 +103,17 @@ func preflightCmd(args []string, stdout, stderr io.Writer) int {
 		changes, err := preflight.Fix(ctx, n.admin.System)
 		out.Fixed = changes
 		if err != nil {
-			fmt.Fprintf(stderr, "csi-windows-node %s: --fix: %v\n", preflightCommand, err)
 			for _, c := range changes {
-				fmt.Fprintf(stderr, "changed: %s\n", c)
+				sc.printf("--fix changed %s", c)
 			}
-			return exitFailed
+			return sc.failed(fmt.Errorf("--fix: %w", err))
 		}
 	}
 	out.Report = preflight.Run(ctx, cfg, n.plugin.Host, n.admin.System)
 	out.Result = out.Report.Worst()
 	if n.recorder != nil {
 		if err := n.recorder.WriteResult(out.Report.Outcome()); err != nil {
-			fmt.Fprintf(stderr, "csi-windows-node %s: --record %s: %v\n", preflightCommand, po.Record, err)
+			sc.printf("--record %s: %v", po.Record, err)
 		}
 	}
 	if output := po.Output; output == "json" {
@@ -150,8 +124,7 @@ func preflightCmd(args []string, stdout, stderr io.Writer) int {
 		err = writePreflight(stdout, out, po.Fix)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: write the report: %v\n", preflightCommand, err)
-		return exitFailed
+		return sc.failed(fmt.Errorf("write the report: %w", err))
 	}
 	if out.Result == preflight.Fail {
 		return exitFailed

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -56,34 +54,12 @@ Flags:
 `
 
 func selftestCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csi-windows-node "+selftestCommand, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	so := config.RegisterSelftest(fs, runtime.GOOS, os.TempDir())
-	logging := config.RegisterLogging(fs)
-	opts := config.Register(fs, runtime.GOOS)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), selftestUsage)
-		fs.PrintDefaults()
+	sc := newSubcommand(selftestCommand, selftestUsage, stderr)
+	so := config.RegisterSelftest(sc.fs, runtime.GOOS, os.TempDir())
+	if code, ok := sc.parse(args, func() error { return so.Finish(sc.fs) }); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitFlagError
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "csi-windows-node %s: "+format+"\n", append([]any{selftestCommand}, a...)...)
-		return exitFlagError
-	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q", fs.Arg(0))
-	}
-	if err := so.Finish(fs); err != nil {
-		return fail("invalid flags:\n%v", err)
-	}
-	if err := logging.Apply(); err != nil {
-		return fail("invalid flags:\n%v", err)
-	}
+	opts, fail := sc.opts, sc.usageError
 	// selftest builds its own plugin: the driver name is its own, and the
 	// simulated host lives in the work directory unless --sim-dir says.
 	if opts.DriverName == "" {
@@ -93,7 +69,7 @@ func selftestCmd(args []string, stdout, stderr io.Writer) int {
 		opts.SimDir = filepath.Join(so.WorkDir, "sim")
 	}
 	hostname, _ := os.Hostname()
-	if err := opts.Finish(fs, runtime.GOOS, hostname); err != nil {
+	if err := opts.Finish(sc.fs, runtime.GOOS, hostname); err != nil {
 		return fail("invalid flags:\n%v", err)
 	}
 	popts, err := plugin.FromConfig(opts, runtime.GOOS)
@@ -138,8 +114,7 @@ func selftestCmd(args []string, stdout, stderr io.Writer) int {
 	ctx = klog.NewContext(ctx, klog.Background())
 	n, err := newHost(ctx, opts, nil, rec)
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", selftestCommand, err)
-		return exitFailed
+		return sc.failed(err)
 	}
 	defer n.close()
 	finished := make(chan struct{})
@@ -147,7 +122,7 @@ func selftestCmd(args []string, stdout, stderr io.Writer) int {
 	go func() {
 		select {
 		case <-ctx.Done():
-			fmt.Fprintf(stderr, "csi-windows-node %s: %v: removing what this run made\n", selftestCommand, ctx.Err())
+			sc.printf("%v: removing what this run made", ctx.Err())
 		case <-finished:
 		}
 	}()
@@ -160,12 +135,11 @@ func selftestCmd(args []string, stdout, stderr io.Writer) int {
 	rep, err := selftest.Run(ctx, selftest.Node{Host: n.plugin.Host, Admin: n.admin, Style: popts.PathStyle, RoundTrips: n.roundTrips}, cfg)
 	if n.recorder != nil && rep != nil {
 		if werr := n.recorder.WriteResult(rep.Outcome()); werr != nil {
-			fmt.Fprintf(stderr, "csi-windows-node %s: --record %s: %v\n", selftestCommand, so.Record, werr)
+			sc.printf("--record %s: %v", so.Record, werr)
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", selftestCommand, err)
-		return exitFailed
+		return sc.failed(err)
 	}
 	if table {
 		err = tw.summary(rep, so.Record)
@@ -178,8 +152,7 @@ func selftestCmd(args []string, stdout, stderr io.Writer) int {
 		}{rep, rep.Passed()})
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: write the report: %v\n", selftestCommand, err)
-		return exitFailed
+		return sc.failed(fmt.Errorf("write the report: %w", err))
 	}
 	if !rep.Passed() {
 		return exitFailed

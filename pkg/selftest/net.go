@@ -66,15 +66,7 @@ func (r *runner) smb(ctx context.Context) {
 	v := r.newVolume("-smb", "", csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER,
 		map[string]string{"backend": "smb", "source": src}, secrets)
 	r.step(ctx, "stage: global mapping of "+src+", link", func(ctx context.Context) (string, error) { return r.stage(ctx, v) })
-	r.step(ctx, "publish", func(ctx context.Context) (string, error) { return r.publish(ctx, v) })
-	r.step(ctx, "write and read back", func(ctx context.Context) (string, error) { return r.writeRead(ctx, v) })
-	r.step(ctx, "remove the test file", func(ctx context.Context) (string, error) { return r.removeTestFile(ctx, v) })
-	r.step(ctx, "volume stats", func(ctx context.Context) (string, error) {
-		_, detail, err := r.stats(ctx, v)
-		return detail, err
-	})
-	r.step(ctx, "volume health", func(ctx context.Context) (string, error) { return r.health(ctx, v) })
-	r.step(ctx, "unpublish", func(ctx context.Context) (string, error) { return r.unpublish(ctx, v) })
+	r.sharedSteps(ctx, v)
 	r.step(ctx, "unstage", func(ctx context.Context) (string, error) {
 		if _, err := r.unstage(ctx, v); err != nil {
 			return "", err
@@ -92,6 +84,21 @@ func (r *runner) smb(ctx context.Context) {
 		}
 		return "mapping of " + root + " removed", nil
 	})
+}
+
+// sharedSteps are the steps of a staged volume on storage selftest does
+// not own (a share, a LUN): publish, write and read back, remove the test
+// file again, stats, health, unpublish.
+func (r *runner) sharedSteps(ctx context.Context, v *volume) {
+	r.step(ctx, "publish", func(ctx context.Context) (string, error) { return r.publish(ctx, v) })
+	r.step(ctx, "write and read back", func(ctx context.Context) (string, error) { return r.writeRead(ctx, v) })
+	r.step(ctx, "remove the test file", func(ctx context.Context) (string, error) { return r.removeTestFile(ctx, v) })
+	r.step(ctx, "volume stats", func(ctx context.Context) (string, error) {
+		_, detail, err := r.stats(ctx, v)
+		return detail, err
+	})
+	r.step(ctx, "volume health", func(ctx context.Context) (string, error) { return r.health(ctx, v) })
+	r.step(ctx, "unpublish", func(ctx context.Context) (string, error) { return r.unpublish(ctx, v) })
 }
 
 // shareRoot returns \\server\share of a share path.
@@ -120,15 +127,7 @@ func (r *runner) iscsi(ctx context.Context) {
 	v := r.newVolume("-iscsi", "NTFS", csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, vctx, secrets)
 	r.step(ctx, fmt.Sprintf("stage: log in to %s at %s, LUN %d, format NTFS if blank, mount", t.IQN, t.Portal, t.LUN),
 		func(ctx context.Context) (string, error) { return r.stage(ctx, v) })
-	r.step(ctx, "publish", func(ctx context.Context) (string, error) { return r.publish(ctx, v) })
-	r.step(ctx, "write and read back", func(ctx context.Context) (string, error) { return r.writeRead(ctx, v) })
-	r.step(ctx, "remove the test file", func(ctx context.Context) (string, error) { return r.removeTestFile(ctx, v) })
-	r.step(ctx, "volume stats", func(ctx context.Context) (string, error) {
-		_, detail, err := r.stats(ctx, v)
-		return detail, err
-	})
-	r.step(ctx, "volume health", func(ctx context.Context) (string, error) { return r.health(ctx, v) })
-	r.step(ctx, "unpublish", func(ctx context.Context) (string, error) { return r.unpublish(ctx, v) })
+	r.sharedSteps(ctx, v)
 	r.step(ctx, "unstage: log out", func(ctx context.Context) (string, error) {
 		if _, err := r.unstage(ctx, v); err != nil {
 			return "", err
