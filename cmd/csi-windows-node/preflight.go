@@ -110,9 +110,9 @@ func preflightCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	out.Report = preflight.Run(ctx, cfg, n.plugin.Host, n.admin.System)
-	out.Result = out.Report.Worst()
+	out.Result = out.Worst()
 	if n.recorder != nil {
-		if err := n.recorder.WriteResult(out.Report.Outcome()); err != nil {
+		if err := n.recorder.WriteResult(out.Outcome()); err != nil {
 			sc.printf("--record %s: %v", po.Record, err)
 		}
 	}

@@ -174,7 +174,7 @@ func readCredentials(path, extraKey string) (credentials, error) {
 	if err != nil {
 		return credentials{}, err
 	}
-	defer f.Close() //nolint:errcheck // read-only
+	defer f.Close()
 	var c credentials
 	var pw string
 	seen := map[string]bool{}

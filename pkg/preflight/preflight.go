@@ -75,10 +75,10 @@ type Report struct {
 func (r Report) Worst() Result {
 	worst := Pass
 	for _, f := range r.Findings {
-		switch {
-		case f.Result == Fail:
+		switch f.Result {
+		case Fail:
 			return Fail
-		case f.Result == Warn:
+		case Warn:
 			worst = Warn
 		}
 	}

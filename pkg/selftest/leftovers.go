@@ -81,7 +81,7 @@ func (r *runner) unstageLeftovers(ctx context.Context, run string, note func(str
 	if _, err := os.Stat(filepath.Join(r.cfg.LocalDir, Prefix+run, "state")); err != nil {
 		return
 	}
-	p, kub, err := r.newPlugin(ctx, run)
+	p, kub, err := r.newPlugin(run)
 	if err != nil {
 		note("run %s: not removed: its journal could not be opened: %v", run, err)
 		return

@@ -322,7 +322,7 @@ func (r *runner) name(suffix string) string { return Prefix + r.cfg.Run + suffix
 
 // step runs one step unless an earlier one of the backend failed, and
 // records it.
-func (r *runner) step(ctx context.Context, name string, fn func(ctx context.Context) (string, error)) bool {
+func (r *runner) step(ctx context.Context, name string, fn func(ctx context.Context) (string, error)) {
 	s := Step{Backend: r.backend, Name: name}
 	switch {
 	case r.failed:
@@ -343,7 +343,6 @@ func (r *runner) step(ctx context.Context, name string, fn func(ctx context.Cont
 	if r.cfg.Progress != nil {
 		r.cfg.Progress(s)
 	}
-	return s.Result == Pass
 }
 
 // skip records a step that does not apply on this node.
@@ -386,7 +385,7 @@ func (r *runner) run(ctx context.Context) {
 			return "", err
 		}
 		r.push("run-dir", "directory "+r.runDir(), r.removeRunDir)
-		p, kub, err := r.newPlugin(ctx, r.cfg.Run)
+		p, kub, err := r.newPlugin(r.cfg.Run)
 		if err != nil {
 			return "", err
 		}
@@ -434,7 +433,7 @@ func (r *runner) removeRunDir(ctx context.Context) error {
 // run's directory, its journal in the run's local directory, the flags'
 // configuration otherwise, the orphan sweep off (selftest removes what it
 // made itself).
-func (r *runner) newPlugin(ctx context.Context, run string) (*plugin.Plugin, *winpath.Root, error) {
+func (r *runner) newPlugin(run string) (*plugin.Plugin, *winpath.Root, error) {
 	o := r.cfg.Plugin
 	o.DriverName = DriverName
 	o.NodeID = r.rep.Windows.ComputerName

@@ -26,7 +26,7 @@ func Load(path string) (*recording.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close() //nolint:errcheck // read-only
+	defer f.Close()
 	rec, err := recording.Read(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

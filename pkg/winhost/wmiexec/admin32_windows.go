@@ -23,7 +23,7 @@ func registryValue(key, name string) (any, error) {
 	if err != nil {
 		return nil, win32Error("RegOpenKeyEx", err)
 	}
-	defer k.Close() //nolint:errcheck // closing a key opened for reading cannot lose anything
+	defer k.Close()
 	_, typ, err := k.GetValue(name, nil)
 	if err != nil {
 		return nil, win32Error("RegQueryValueEx", err)
@@ -234,7 +234,7 @@ func readFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, win32Error("CreateFile", err)
 	}
-	defer f.Close() //nolint:errcheck // read-only
+	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, winhost.MaxFileData+1))
 	if err != nil {
 		return nil, win32Error("ReadFile", err)
