@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -67,7 +66,7 @@ type Condition struct {
 func Stats(ctx context.Context, v host.Volumes, path string) (host.Space, error) {
 	sp, err := v.FreeSpace(ctx, path)
 	if err != nil {
-		return host.Space{}, fmt.Errorf("read free space of %s: %w", path, err)
+		return host.Space{}, err
 	}
 	return sp, nil
 }

@@ -37,7 +37,7 @@ func NewPublisher(h host.Host) *Publisher {
 func (p *Publisher) Staged(ctx context.Context, staging string) (host.PathInfo, bool, error) {
 	info, err := p.files.Stat(ctx, staging)
 	if err != nil {
-		return host.PathInfo{}, false, fmt.Errorf("inspect staging path %s: %w", staging, err)
+		return host.PathInfo{}, false, fmt.Errorf("staging path: %w", err)
 	}
 	return info, info.Kind == host.PathMountPoint || info.Kind == host.PathSymlink, nil
 }
@@ -51,7 +51,7 @@ func (p *Publisher) Staged(ctx context.Context, staging string) (host.PathInfo, 
 func (p *Publisher) StagedKind(ctx context.Context, staging string) (contract.Kind, error) {
 	info, err := p.files.Stat(ctx, staging)
 	if err != nil {
-		return "", fmt.Errorf("inspect staging path %s: %w", staging, err)
+		return "", fmt.Errorf("staging path: %w", err)
 	}
 	switch info.Kind {
 	case host.PathSymlink:
@@ -72,7 +72,7 @@ func (p *Publisher) StagedKind(ctx context.Context, staging string) (contract.Ki
 func (p *Publisher) IsPublication(ctx context.Context, path, staging string) (bool, error) {
 	info, err := p.files.Stat(ctx, path)
 	if err != nil {
-		return false, fmt.Errorf("inspect path %s: %w", path, err)
+		return false, err
 	}
 	return info.Kind == host.PathSymlink && SameTarget(info.Target, staging), nil
 }
@@ -89,7 +89,7 @@ func (p *Publisher) Publish(ctx context.Context, staging, target string) (create
 	log := klog.FromContext(ctx)
 	info, err := p.files.Stat(ctx, target)
 	if err != nil {
-		return false, fmt.Errorf("inspect target path %s: %w", target, err)
+		return false, fmt.Errorf("target path: %w", err)
 	}
 	switch info.Kind {
 	case host.PathSymlink:
@@ -102,7 +102,7 @@ func (p *Publisher) Publish(ctx context.Context, staging, target string) (create
 		// one kubelet created (kubernetes#88759). Remove refuses a
 		// directory with entries, so no data is ever deleted.
 		if err := p.files.Remove(ctx, target); err != nil {
-			return false, fmt.Errorf("remove the directory at target path %s before linking: %w", target, err)
+			return false, fmt.Errorf("before linking the target path: %w", err)
 		}
 	case host.PathMissing:
 	default:
@@ -116,13 +116,13 @@ func (p *Publisher) Publish(ctx context.Context, staging, target string) (create
 		// common path.
 		if parent, ok := winpath.Parent(target); ok {
 			if err := p.files.MakeDir(ctx, parent); err != nil {
-				return false, fmt.Errorf("create parent of target path %s: %w", target, err)
+				return false, fmt.Errorf("the parent of the target path: %w", err)
 			}
 			err = p.files.Symlink(ctx, target, staging)
 		}
 	}
 	if err != nil {
-		return false, fmt.Errorf("link target path %s to %s: %w", target, staging, err)
+		return false, err
 	}
 	return true, nil
 }
@@ -134,7 +134,7 @@ func (p *Publisher) Publish(ctx context.Context, staging, target string) (create
 func (p *Publisher) Unpublish(ctx context.Context, target, staging string) error {
 	info, err := p.files.Stat(ctx, target)
 	if err != nil {
-		return fmt.Errorf("inspect target path %s: %w", target, err)
+		return fmt.Errorf("target path: %w", err)
 	}
 	switch info.Kind {
 	case host.PathMissing:
@@ -145,7 +145,7 @@ func (p *Publisher) Unpublish(ctx context.Context, target, staging string) error
 				target, info.Target, staging, host.ErrConflict)
 		}
 		if err := p.files.Remove(ctx, target); err != nil && !errors.Is(err, host.ErrNotFound) {
-			return fmt.Errorf("remove target path %s: %w", target, err)
+			return fmt.Errorf("target path: %w", err)
 		}
 		return nil
 	}

@@ -28,6 +28,10 @@ func TestCodeOf(t *testing.T) {
 		{"schema", fmt.Errorf("ExecMethod MSFT_Disk.Online: looking up the method: %w", host.ErrSchema), codes.Internal},
 		{"schema and not found", fmt.Errorf("%w: %w", host.ErrSchema, host.ErrNotFound), codes.Internal},
 		{"not ready", fmt.Errorf("disk 3 is offline: %w", host.ErrNotReady), codes.Unavailable},
+		// A read-only stage Windows refuses while the disk is offline
+		// (pkg/backend/disk readOnlyUp): the refusal's ErrNotReady stays
+		// in the chain, the conflict decides.
+		{"refused offline read-only", fmt.Errorf("so it stays offline: %w: %w", fmt.Errorf("disk 3 is offline: %w", host.ErrNotReady), host.ErrConflict), codes.FailedPrecondition},
 		{"read-only", host.ErrReadOnly, codes.FailedPrecondition},
 		{"deadline", fmt.Errorf("host call: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
 		{"other", errors.New("boom"), codes.Internal},

@@ -17,15 +17,20 @@ import (
 )
 
 // TestHostContract runs the host contract (pkg/host/hosttest) against the
-// simulated host.
+// simulated host, once with each answer it can give where Windows' own is
+// uncertain (sim.WindowsAnswers): the contract accepts every one.
 func TestHostContract(t *testing.T) {
-	hosttest.Run(t, simEnv{})
+	for _, offlineReadOnly := range []string{sim.OfflineReadOnlyAccept, sim.OfflineReadOnlyRefuse} {
+		t.Run("offlineReadOnly="+offlineReadOnly, func(t *testing.T) {
+			hosttest.Run(t, simEnv{windows: sim.WindowsAnswers{OfflineReadOnly: offlineReadOnly}})
+		})
+	}
 }
 
-type simEnv struct{}
+type simEnv struct{ windows sim.WindowsAnswers }
 
-func (simEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
-	s, err := sim.New(sim.Config{Dir: filepath.Join(t.TempDir(), "sim")})
+func (env simEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
+	s, err := sim.New(sim.Config{Dir: filepath.Join(t.TempDir(), "sim"), Windows: env.windows})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +52,16 @@ func (simEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		MissingShare:  `\\nosuchserver\share`,
 		MissingPortal: host.Portal{Address: "192.0.2.1", Port: host.DefaultISCSIPort},
 		MissingTarget: "iqn.2000-01.invalid:none",
+		DropServer: func(t *testing.T) {
+			if err := s.SetServerReachable("files", false); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Reboot: func(t *testing.T) {
+			if err := s.Reboot(); err != nil {
+				t.Fatal(err)
+			}
+		},
 	}
 	ctx := context.Background()
 	attach := func(spec sim.DiskSpec) host.Disk {
@@ -102,6 +117,28 @@ func (simEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		withVolume(sim.DiskSpec{FileSystem: "NTFS"})
 		if err := os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
+		}
+	case hosttest.SMBShares:
+		for _, sh := range []sim.ShareSpec{
+			{Server: "files", Share: "data", Users: map[string]string{"alice": "alice-password"}},
+			{Server: "files", Share: "other", Users: map[string]string{"alice": "alice-password", "bob": "bob-password"}},
+		} {
+			if err := s.AddShare(sh); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.Share, f.OtherShare = `\\files\data`, `\\files\other`
+		f.User = host.Credential{User: "alice", Password: host.NewSecret("alice-password")}
+		f.OtherUser = host.Credential{User: "bob", Password: host.NewSecret("bob-password")}
+	case hosttest.ISCSITarget, hosttest.BusyISCSITarget:
+		f.Portal, f.Target = host.Portal{Address: "10.0.0.5", Port: host.DefaultISCSIPort}, "iqn.2026-01.io.example:contract"
+		f.CHAP = host.CHAP{User: "node1", Secret: host.NewSecret("node1-secret12")}
+		chap := f.CHAP
+		if err := s.AddTarget(sim.TargetSpec{IQN: f.Target, Portals: []host.Portal{f.Portal}, LUNs: []sim.LUNSpec{{LUN: 0}}, CHAP: &chap}); err != nil {
+			t.Fatal(err)
+		}
+		if c.Given == hosttest.BusyISCSITarget {
+			hosttest.LoginAndMount(t, &f)
 		}
 	default:
 		t.Fatalf("the simulated host cannot set up %q", c.Given)

@@ -431,14 +431,13 @@ func (h disks) SetReadOnly(ctx context.Context, disk host.Disk, readOnly bool) e
 		if d.critical() {
 			return struct{}{}, fmt.Errorf("disk %d is the boot/system disk: %w", d.Number, host.ErrConflict)
 		}
-		// MSFT_Disk.SetAttributes: "the disk must be online for most
-		// attributes to be set", 41003 "the disk is offline"
-		// (learn.microsoft.com/windows-hardware/drivers/storage/msft-disk-setattributes).
-		// The exception kept is a clone whose signature collides with an
+		// Whether Windows changes the attribute of an offline disk is
+		// uncertain (WindowsAnswers.OfflineReadOnly). Refusing, the
+		// exception kept is a clone whose signature collides with an
 		// online disk: clearing its read-only attribute while it is offline
 		// is what lets it come online (kubernetes-csi/csi-proxy#287, where
-		// diskpart did it; uncertain whether SetAttributes can).
-		if d.Offline && !d.Collision {
+		// diskpart did it).
+		if d.Offline && !d.Collision && h.s.cfg.Windows.OfflineReadOnly == OfflineReadOnlyRefuse {
 			return struct{}{}, errOffline(d)
 		}
 		d.ReadOnly = readOnly

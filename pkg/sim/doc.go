@@ -177,6 +177,12 @@
 //     disks in enumeration order and reuses freed numbers; "lowest free" is
 //     a simplification). A Disk handle (Ref) of a detached disk does not
 //     reach another disk that got its number.
+//   - Where Windows' answer is uncertain, Config.Windows (or the setup
+//     file's windows section) picks one of the documented answers, and the
+//     host contract accepts each: SetReadOnly on an offline disk changes
+//     the attribute (OfflineReadOnlyAccept, the default) or fails with
+//     ErrNotReady (OfflineReadOnlyRefuse; a clone whose signature collides
+//     is still accepted).
 //   - New disks on shared buses come up offline by SAN policy (wf SAN policy).
 //     Clones whose signature collides with an online disk are offline
 //     (reason Collision) and read-only; SetOnline fails with ErrConflict
@@ -205,7 +211,10 @@
 //     volume GUID path, links to shares in \\server\share\dir\ form (the
 //     trailing '\', as winpath.UNCLinkTarget explains). Remove refuses a mount point (ErrInUse). Symlinks may
 //     dangle, as on Windows.
-//   - SMB global mappings: one user name per server (error 1219);
+//   - SMB global mappings: one user name per server (error 1219); a
+//     server that is unknown or down is unreachable (ERROR_BAD_NETPATH)
+//     and a share it lacks not found (ERROR_BAD_NET_NAME), for Map and
+//     Check alike;
 //     RequirePrivacy against a server without encryption is "network
 //     access is denied" (csi-driver-smb #655); after a server password
 //     change a mapping keeps status OK but access fails with

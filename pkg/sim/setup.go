@@ -27,6 +27,10 @@ type Setup struct {
 	Disks   []SetupDisk
 	Shares  []ShareSpec
 	Targets []TargetSpec
+	// Windows picks the simulated Windows' answers where Windows' own are
+	// uncertain (Config.Windows, which wins when set). It is not state:
+	// it applies while the sim is open.
+	Windows WindowsAnswers
 }
 
 // SetupDisk is a disk attached to the simulated host, as a cloud attaches
@@ -93,6 +97,7 @@ func ParseSetup(data []byte) (*Setup, error) {
 		"targets": func(n *yaml.Node, at string) {
 			p.list(n, at, func(n *yaml.Node, at string) { s.Targets = append(s.Targets, p.target(n, at)) })
 		},
+		"windows": func(n *yaml.Node, at string) { s.Windows = p.windows(n, at) },
 	})
 	if p.err == nil {
 		p.duplicates(s)
@@ -280,6 +285,21 @@ func (p *setupParser) page83(n *yaml.Node, at string) string {
 		p.fail(n, at, "%q: want an even number (16 or more) of hex digits", v)
 	}
 	return h
+}
+
+// windows decodes the answers of the simulated Windows (WindowsAnswers).
+func (p *setupParser) windows(n *yaml.Node, at string) WindowsAnswers {
+	var w WindowsAnswers
+	p.object(n, at, fields{
+		"offlineReadOnly": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			w.OfflineReadOnly = v
+			if v != "" && checkWindowsAnswers(w) != nil {
+				p.fail(n, at, "%q: want %s or %s", v, OfflineReadOnlyAccept, OfflineReadOnlyRefuse)
+			}
+		},
+	})
+	return w
 }
 
 func (p *setupParser) disk(n *yaml.Node, at string) SetupDisk {

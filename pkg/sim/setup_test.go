@@ -95,6 +95,12 @@ func TestParseSetup(t *testing.T) {
 		tg.MutualSecret != "mutual-secret-1" || tg.DiscoveryCHAP == nil || tg.DiscoveryCHAP.User != "disc" {
 		t.Errorf("target credentials = %+v", tg)
 	}
+	if s.Windows.OfflineReadOnly != "" {
+		t.Errorf("windows = %+v, want the defaults", s.Windows)
+	}
+	if s := mustParse(t, "windows:\n  offlineReadOnly: refuse\n"); s.Windows.OfflineReadOnly != OfflineReadOnlyRefuse {
+		t.Errorf("windows = %+v", s.Windows)
+	}
 	for _, empty := range []string{"", "# nothing yet\n", "disks: []\nshares:\n"} {
 		if s := mustParse(t, empty); len(s.Disks)+len(s.Shares)+len(s.Targets) != 0 {
 			t.Errorf("%q declares %+v", empty, s)
@@ -141,6 +147,8 @@ func TestParseSetupErrors(t *testing.T) {
 		{"not YAML", "disks: [\n", 0, ""},
 		{"two documents", "disks: []\n---\nshares: []\n", 3, ""},
 		{"a broken second document", "disks: []\n---\nshares: [\n", 0, ""},
+		{"unknown Windows answer", "windows:\n  offlineReadOnly: maybe\n", 2, "windows.offlineReadOnly"},
+		{"unknown windows key", "windows:\n  offlineReadonly: accept\n", 2, "windows"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,6 +178,43 @@ func applied(t *testing.T, dir string, setup *Setup) (*Sim, error) {
 		t.Cleanup(func() { _ = s.Close() })
 	}
 	return s, err
+}
+
+// TestSetupWindowsAnswers: the setup's answers apply where Config leaves
+// them unset, Config's win, and an unknown answer stops New.
+func TestSetupWindowsAnswers(t *testing.T) {
+	ctx := context.Background()
+	refuse := &Setup{Windows: WindowsAnswers{OfflineReadOnly: OfflineReadOnlyRefuse}}
+	for _, tt := range []struct {
+		name   string
+		config WindowsAnswers
+		setup  *Setup
+		want   error // SetReadOnly on an offline disk
+	}{
+		{"default", WindowsAnswers{}, nil, nil},
+		{"from the setup", WindowsAnswers{}, refuse, host.ErrNotReady},
+		{"Config wins", WindowsAnswers{OfflineReadOnly: OfflineReadOnlyAccept}, refuse, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(Config{Dir: t.TempDir(), Setup: tt.setup, Windows: tt.config})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			n, err := s.AttachDisk(DiskSpec{Serial: "d", Adapter: 1, Offline: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := s.Host().Disks.Get(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantErr(t, "SetReadOnly while offline", s.Host().Disks.SetReadOnly(ctx, d, true), tt.want)
+		})
+	}
+	if _, err := New(Config{Dir: t.TempDir(), Windows: WindowsAnswers{OfflineReadOnly: "maybe"}}); err == nil {
+		t.Fatal("New accepted an unknown answer")
+	}
 }
 
 func TestSetupApplied(t *testing.T) {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,8 +111,51 @@ type Config struct {
 	Logger klog.Logger
 	// Setup, when set, is added to the state New opens (see Setup and
 	// docs/sim-config.md): New fails, changing nothing, when an entry
-	// conflicts with the state.
+	// conflicts with the state. Its Windows answers apply where Config
+	// leaves them unset.
 	Setup *Setup
+	// Windows picks the simulated Windows' answer where Windows' own is
+	// uncertain (docs/windows.md); zero fields take the defaults.
+	Windows WindowsAnswers
+}
+
+// WindowsAnswers picks, for each behaviour of Windows that no source
+// settles, which of the documented answers the simulated host gives. The
+// host contract (pkg/host/hosttest) accepts every one of them; the plugin
+// is tested with each.
+type WindowsAnswers struct {
+	// OfflineReadOnly is what MSFT_Disk.SetAttributes(IsReadOnly) answers
+	// for an offline disk: "" or OfflineReadOnlyAccept (the default), or
+	// OfflineReadOnlyRefuse.
+	OfflineReadOnly string
+}
+
+// The answers to SetReadOnly on an offline disk. Uncertain on Windows:
+// the SetAttributes page says "the disk must be online for most
+// attributes to be set" and lists 41003 "the disk is offline"
+// (learn.microsoft.com/windows-hardware/drivers/storage/msft-disk-setattributes);
+// the VDS pages describe the read-only bit set and cleared while the disk
+// is offline (IVdsDiskOnline::Online and ::Offline remarks,
+// learn.microsoft.com/windows/win32/api/vds/nf-vds-ivdsdiskonline-online),
+// and HPE's common-host-libs clears it before onlining
+// (hpe-storage/common-host-libs chapi2/multipath/multipath_windows.go,
+// MakeDiskOnlineAndWritable, at 55e77af).
+const (
+	// OfflineReadOnlyAccept: the attribute changes and the disk stays
+	// offline.
+	OfflineReadOnlyAccept = "accept"
+	// OfflineReadOnlyRefuse: host.ErrNotReady (41003), the attribute
+	// unchanged; a clone whose signature collides is still accepted.
+	OfflineReadOnlyRefuse = "refuse"
+)
+
+// checkWindowsAnswers reports an answer the simulated host does not know.
+func checkWindowsAnswers(w WindowsAnswers) error {
+	switch w.OfflineReadOnly {
+	case "", OfflineReadOnlyAccept, OfflineReadOnlyRefuse:
+		return nil
+	}
+	return fmt.Errorf("sim: offline read-only answer %q: want %q or %q", w.OfflineReadOnly, OfflineReadOnlyAccept, OfflineReadOnlyRefuse)
 }
 
 // Sim is a simulated Windows host. All methods are safe for concurrent use.
@@ -185,6 +229,12 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.AutoAttachSize == 0 {
 		cfg.AutoAttachSize = DefaultAutoAttachSize
 	}
+	if cfg.Windows.OfflineReadOnly == "" && cfg.Setup != nil {
+		cfg.Windows.OfflineReadOnly = cfg.Setup.Windows.OfflineReadOnly
+	}
+	if err := checkWindowsAnswers(cfg.Windows); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("sim dir %s: %w", cfg.Dir, err)
 	}
@@ -240,7 +290,8 @@ func New(cfg Config) (*Sim, error) {
 		}
 	}
 	go s.persistLoop()
-	s.log.V(2).Info("simulated host opened", "dir", dir, "disks", len(st.Disks), "faultRules", len(s.faults.Rules()))
+	s.log.V(2).Info("simulated host opened", "dir", dir, "disks", len(st.Disks), "faultRules", len(s.faults.Rules()),
+		"offlineReadOnly", cmp.Or(cfg.Windows.OfflineReadOnly, OfflineReadOnlyAccept))
 	return s, nil
 }
 
@@ -429,6 +480,9 @@ func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st 
 	}
 	if err != nil {
 		s.log.V(5).Info("host call failed", "method", op, "err", err)
+		// The callee names the operation (as every host does, so that
+		// callers need not: pkg/winhost errors.go states the rule).
+		err = fmt.Errorf("%s: %w", op, err)
 	}
 	return v, err
 }

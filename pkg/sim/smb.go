@@ -182,32 +182,35 @@ func (h smbHost) Map(ctx context.Context, remotePath string, cred host.Credentia
 			return struct{}{}, err
 		}
 		norm := strings.Join(append([]string{uncRoot(server, share)}, rest...), `\`)
+		fail := func(err error) (struct{}, error) {
+			return struct{}{}, fmt.Errorf("global mapping of %s: %w", norm, err)
+		}
 		if st.mappingIndex(norm) >= 0 {
-			return struct{}{}, fmt.Errorf("mapping %s: %w", norm, host.ErrAlreadyExists)
+			return fail(fmt.Errorf("one exists: %w", host.ErrAlreadyExists))
 		}
 		if known, reachable := st.serverState(server); !known || !reachable {
-			return struct{}{}, fmt.Errorf("server %s: the network path was not found: %w", server, host.ErrUnreachable)
+			return fail(fmt.Errorf("server %s: the network path was not found: %w", server, host.ErrUnreachable))
 		}
 		// Error 1219: one user name per server (ERROR_SESSION_CREDENTIAL_CONFLICT,
 		// csi-driver-smb#219).
 		for _, m := range st.Mappings {
 			ms, _, _, err := parseUNC(m.RemotePath)
 			if err == nil && strings.EqualFold(ms, server) && !strings.EqualFold(m.User, cred.User) {
-				return struct{}{}, fmt.Errorf("mapping %s: server %s is connected as another user: %w", norm, server, host.ErrCredentialConflict)
+				return fail(fmt.Errorf("server %s is connected as another user: %w", server, host.ErrCredentialConflict))
 			}
 		}
 		sh := st.share(server, share)
 		if sh == nil {
-			return struct{}{}, fmt.Errorf("share %s: %w", uncRoot(server, share), host.ErrNotFound)
+			return fail(fmt.Errorf("no share %s on the server: %w", share, host.ErrNotFound))
 		}
 		u := sh.user(cred.User)
 		if u == nil || u.PasswordSHA256 != st.hash(cred.Password.Reveal()) {
-			return struct{}{}, fmt.Errorf("mapping %s: %w", norm, host.ErrLogonFailure)
+			return fail(fmt.Errorf("unknown user name or bad password: %w", host.ErrLogonFailure))
 		}
 		// RequirePrivacy against a server without SMB3 encryption: "Network
 		// access is denied" (csi-driver-smb #655, csi-proxy #311).
 		if requirePrivacy && sh.NoEncryption {
-			return struct{}{}, fmt.Errorf("mapping %s: network access is denied (server does not encrypt): %w", norm, host.ErrAccessDenied)
+			return fail(fmt.Errorf("network access is denied (the server does not encrypt): %w", host.ErrAccessDenied))
 		}
 		// Uncertain: the sim requires a sub-directory mapping's path to
 		// exist on the share.
@@ -243,12 +246,15 @@ func (h smbHost) Check(ctx context.Context, uncPath string) error {
 		if err != nil {
 			return struct{}{}, err
 		}
+		// A server that does not answer (or is unknown) is
+		// ERROR_BAD_NETPATH, a share it lacks ERROR_BAD_NET_NAME, with or
+		// without a mapping.
+		if known, reachable := st.serverState(server); !known || !reachable {
+			return struct{}{}, fmt.Errorf("path %s: server %s: the network path was not found: %w", uncPath, server, host.ErrUnreachable)
+		}
 		sh := st.share(server, share)
 		if sh == nil {
-			if st.covering(server, share, rest) == nil {
-				return struct{}{}, fmt.Errorf("path %s: no global mapping: %w", uncPath, host.ErrAccessDenied)
-			}
-			return struct{}{}, fmt.Errorf("path %s: the network path was not found: %w", uncPath, host.ErrUnreachable)
+			return struct{}{}, fmt.Errorf("path %s: the network name cannot be found: %w", uncPath, host.ErrNotFound)
 		}
 		if err := st.shareAccess(sh, rest); err != nil {
 			return struct{}{}, fmt.Errorf("path %s: %w", uncPath, err)

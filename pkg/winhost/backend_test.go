@@ -554,6 +554,48 @@ func TestBackendStageSignatureCollision(t *testing.T) {
 	})
 }
 
+// (i) A read-only stage of an offline, writable, formatted disk (issue 23
+// item 2): read-only is set before the disk comes online, so that NTFS
+// never mounts it writable. Windows' answer to SetAttributes on an
+// offline disk is uncertain (docs/windows.md): success, then Online; or
+// 41003 "the disk is offline", then the stage fails with a conflict
+// naming the disk and the disk stays offline (no Online call).
+func TestBackendReadOnlyStageOfAnOfflineDisk(t *testing.T) {
+	off := diskSpec{Number: 2, Serial: serial, Style: host.PartitionStyleGPT, Offline: true, OfflineReason: host.OfflineReasonPolicy}
+	msr := partSpec{Disk: 2, Number: 1, Offset: msrOffset, Size: msrSize, GptType: host.GptTypeMSR}
+	data := partSpec{Disk: 2, Number: 2, Offset: dataOffset, Size: 10<<30 - 16<<20 - 1<<20, GptType: host.GptTypeBasicData}
+	readOnly := stageRequest(contract.DiskSelector{Serial: serial})
+	readOnly.ReadOnly = true
+	prelude := func(r *rig, answer uint32) {
+		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir})
+		r.e.ExpectQuery(ns, wqlDisks, scripted.Reply{Instances: []winhost.Instance{diskInst(bootDisk), diskInst(off)}})
+		r.e.ExpectCall(ns, setAttributes(2, true), rv(answer))
+	}
+	t.Run("Windows sets read-only while offline", func(t *testing.T) {
+		r := newRig(t)
+		prelude(r, 0)
+		r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(2), Name: "Online"}, rv(0))
+		r.e.ExpectQuery(ns, wqlPartsOf(2), scripted.Reply{Instances: []winhost.Instance{partInst(msr), partInst(data)}})
+		r.e.ExpectAssociators(ns, partRef(2, 2), "MSFT_PartitionToVolume", "MSFT_Volume",
+			scripted.Reply{Instances: []winhost.Instance{volInst(guidB, "NTFS", 14, 10<<30-18<<20)}})
+		r.e.ExpectWin32("SetVolumeMountPoint", []any{staging + `\`, guidB}, ok())
+		if err := r.b.Stage(context.Background(), readOnly); err != nil {
+			t.Fatal(err)
+		}
+		checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "MSFT_Disk.SetAttributes", "MSFT_Disk.Online",
+			"Query MSFT_Partition", "Associators MSFT_PartitionToVolume", "SetVolumeMountPoint")
+	})
+	t.Run("Windows refuses while offline", func(t *testing.T) {
+		r := newRig(t)
+		prelude(r, 41003)
+		err := r.b.Stage(context.Background(), readOnly)
+		if !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), "disk 2") {
+			t.Fatalf("err = %v, want a conflict naming disk 2", err)
+		}
+		checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "MSFT_Disk.SetAttributes")
+	})
+}
+
 // Health of a staged volume: two WMI queries (the disk and the volume).
 func TestBackendHealth(t *testing.T) {
 	r := newRig(t)

@@ -191,7 +191,7 @@ func (d *Disks) Page83(ctx context.Context, dk host.Disk) (string, error) {
 // MSFT_StorageSetting.UpdateHostStorageCache.
 func (d *Disks) Rescan(ctx context.Context) error {
 	if _, err := d.s.call(ctx, Method{Class: classStorageSetting, Name: "UpdateHostStorageCache"}); err != nil {
-		return fmt.Errorf("update host storage cache: %w", err)
+		return fmt.Errorf("rescan disks: %w", err)
 	}
 	return nil
 }
@@ -236,9 +236,9 @@ const rvDiskNotInitialized = 41000
 // Collision (4) fails to come online, the failure is reported as
 // host.ErrConflict, whatever the return value, with what happened.
 func (d *Disks) SetOnline(ctx context.Context, dk host.Disk, online bool) error {
-	name := "Offline"
+	name, what := "Offline", fmt.Sprintf("take disk %d offline", dk.Number)
 	if online {
-		name = "Online"
+		name, what = "Online", fmt.Sprintf("bring disk %d online", dk.Number)
 	} else if err := checkDisk(dk, "take offline"); err != nil {
 		return err
 	}
@@ -251,10 +251,10 @@ func (d *Disks) SetOnline(ctx context.Context, dk host.Disk, online bool) error 
 	}
 	var me *MethodError
 	if online && dk.OfflineReason == host.OfflineReasonCollision && errors.As(err, &me) {
-		return fmt.Errorf("bring disk %d online: its signature collides with another disk's "+
-			"(a clone of a disk attached to this node): %w: %w", dk.Number, me, host.ErrConflict)
+		return fmt.Errorf("%s: its signature collides with another disk's "+
+			"(a clone of a disk attached to this node): %w: %w", what, me, host.ErrConflict)
 	}
-	return fmt.Errorf("bring disk %d %s: %w", dk.Number, strings.ToLower(name), err)
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // Initialize implements host.Disks: MSFT_Disk.Initialize(PartitionStyle

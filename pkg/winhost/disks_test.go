@@ -228,6 +228,21 @@ func TestDisksSetReadOnly(t *testing.T) {
 			}
 		})
 	}
+	// 41000 "the disk has not been initialized" from an offline blank
+	// disk means "online first" as 41003 does; from an online disk it is
+	// what the table says (a conflict).
+	t.Run("offline blank disk", func(t *testing.T) {
+		e := scripted.New(t)
+		blank := diskOf(diskSpec{Number: 2, ReadOnly: true, Offline: true, OfflineReason: host.OfflineReasonPolicy})
+		e.ExpectCall(ns, setAttributes(2, false), rv(41000))
+		if err := disksOf(e).SetReadOnly(context.Background(), blank, false); !errors.Is(err, host.ErrNotReady) {
+			t.Fatalf("err = %v, want ErrNotReady", err)
+		}
+		e.ExpectCall(ns, setAttributes(2, false), rv(41000))
+		if err := disksOf(e).SetReadOnly(context.Background(), d, false); !errors.Is(err, host.ErrConflict) || errors.Is(err, host.ErrNotReady) {
+			t.Fatalf("online disk: err = %v, want ErrConflict only", err)
+		}
+	})
 	t.Run("boot disk refused without a call", func(t *testing.T) {
 		e := scripted.New(t)
 		boot := diskOf(diskSpec{Number: 0, Boot: true})

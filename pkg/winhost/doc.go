@@ -15,8 +15,10 @@
 // and the SMB and iSCSI parts. The binary structures the executor hands back
 // raw (STORAGE_DEVICE_ID_DESCRIPTOR, VOLUME_DISK_EXTENTS,
 // REPARSE_DATA_BUFFER) are parsed here, bounds-checked and fuzzed.
-// returncodes.go maps the Storage Management API return values onto host
-// sentinels.
+// errors.go is the one place where a Windows code (a return value, an
+// HRESULT, a Win32 code, an iSCSI status, WMI's extended error object) gets
+// its host sentinel, and states the rule every message follows: the callee
+// names the operation, the caller adds only what it alone knows.
 //
 // The executor itself — the only code that touches COM or Win32 — lives in
 // pkg/winhost/wmiexec (the one package that imports

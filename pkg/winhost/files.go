@@ -2,7 +2,6 @@ package winhost
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -37,28 +36,6 @@ var _ host.Files = (*Files)(nil)
 
 // NewFiles returns the file side of the Windows host.
 func NewFiles(e Executor) *Files { return &Files{e: e} }
-
-// win32Code returns the Win32 error code err carries.
-func win32Code(err error) (uint32, bool) {
-	var we *Win32Error
-	if errors.As(err, &we) {
-		return we.Code, true
-	}
-	return 0, false
-}
-
-func isCode(err error, codes ...uint32) bool {
-	c, ok := win32Code(err)
-	if !ok {
-		return false
-	}
-	for _, x := range codes {
-		if c == x {
-			return true
-		}
-	}
-	return false
-}
 
 // Stat implements host.Files: GetFileAttributes, and for a reparse point
 // FSCTL_GET_REPARSE_POINT, classified by exact tag:

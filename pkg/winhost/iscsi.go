@@ -71,7 +71,7 @@ func (x *ISCSI) Portals(ctx context.Context) ([]host.Portal, error) {
 	for _, in := range insts {
 		p, err := parsePortal(in)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("list iSCSI target portals: %w", err)
 		}
 		if k := strings.ToLower(p.String()); !seen[k] {
 			seen[k] = true
@@ -99,13 +99,13 @@ func withPort(p host.Portal) host.Portal {
 }
 
 // portalInstances returns the registrations of portal p (SELECT * so that
-// their __PATH can be used for methods).
+// their __PATH can be used for methods). Its callers name the operation.
 func (x *ISCSI) portalInstances(ctx context.Context, p host.Portal) ([]Instance, error) {
 	p = withPort(p)
 	insts, err := x.s.query(ctx, classTargetPortal, nil,
 		wql.Eq(propTargetPortalAddress, p.Address), wql.Eq(propTargetPortalPort, p.Port))
 	if err != nil {
-		return nil, fmt.Errorf("look up iSCSI target portal %s: %w", p, err)
+		return nil, fmt.Errorf("look up its registrations: %w", err)
 	}
 	for _, in := range insts {
 		if in.Path == "" {
@@ -125,10 +125,10 @@ func (x *ISCSI) AddPortal(ctx context.Context, p host.Portal, initiatorPortal st
 	p = withPort(p)
 	insts, err := x.portalInstances(ctx, p)
 	if err != nil {
-		return err
+		return fmt.Errorf("add iSCSI target portal %s: %w", p, err)
 	}
 	if len(insts) > 0 {
-		return fmt.Errorf("iSCSI target portal %s is registered: %w", p, host.ErrAlreadyExists)
+		return fmt.Errorf("add iSCSI target portal %s: it is registered already: %w", p, host.ErrAlreadyExists)
 	}
 	in := []Param{
 		{Name: propTargetPortalAddress, Value: p.Address},
@@ -150,6 +150,7 @@ func (x *ISCSI) AddPortal(ctx context.Context, p host.Portal, initiatorPortal st
 }
 
 // portalMethod runs Update or Remove on every registration of the portal.
+// Its callers name the operation.
 // The documented parameters (msft-iscsitargetportal-update and -remove:
 // InitiatorInstanceName, InitiatorPortalAddress, TargetPortalAddress,
 // TargetPortalPortNumber) are passed as the registration reports them, as
@@ -160,7 +161,7 @@ func (x *ISCSI) portalMethod(ctx context.Context, p host.Portal, method string) 
 		return err
 	}
 	if len(insts) == 0 {
-		return fmt.Errorf("iSCSI target portal %s: %w", withPort(p), host.ErrNotFound)
+		return fmt.Errorf("not registered: %w", host.ErrNotFound)
 	}
 	for _, inst := range insts {
 		pr := propsOf(inst, classTargetPortal)
@@ -204,25 +205,28 @@ func (x *ISCSI) RemovePortal(ctx context.Context, p host.Portal) error {
 // Targets lists the targets discovered through the portal
 // (MSFT_iSCSITargetToiSCSITargetPortal, as csi-proxy does).
 func (x *ISCSI) Targets(ctx context.Context, p host.Portal) ([]host.ISCSITarget, error) {
+	fail := func(err error) ([]host.ISCSITarget, error) {
+		return nil, fmt.Errorf("list the targets of iSCSI target portal %s: %w", withPort(p), err)
+	}
 	insts, err := x.portalInstances(ctx, p)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if len(insts) == 0 {
-		return nil, fmt.Errorf("iSCSI target portal %s: %w", withPort(p), host.ErrNotFound)
+		return fail(fmt.Errorf("not registered: %w", host.ErrNotFound))
 	}
 	var out []host.ISCSITarget
 	seen := map[string]bool{}
 	for _, inst := range insts {
 		targets, err := x.s.associators(ctx, inst.Path, assocTargetToPortal, classTarget)
 		if err != nil {
-			return nil, fmt.Errorf("list targets of iSCSI target portal %s: %w", withPort(p), err)
+			return fail(err)
 		}
 		for _, t := range targets {
 			pr := propsOf(t, classTarget)
 			tg := host.ISCSITarget{NodeAddress: pr.RequiredString("NodeAddress"), IsConnected: pr.Bool("IsConnected")}
 			if err := pr.Err(); err != nil {
-				return nil, err
+				return fail(err)
 			}
 			if k := strings.ToLower(tg.NodeAddress); !seen[k] {
 				seen[k] = true
@@ -281,7 +285,7 @@ func (x *ISCSI) Connect(ctx context.Context, r host.ConnectRequest) (host.ISCSIS
 	}
 	sessions, err := x.Sessions(ctx, r.TargetIQN)
 	if err != nil {
-		return host.ISCSISession{}, fmt.Errorf("find the session just made to iSCSI target %s: %w", r.TargetIQN, err)
+		return host.ISCSISession{}, fmt.Errorf("log in to iSCSI target %s through portal %s: find the session it made: %w", r.TargetIQN, p, err)
 	}
 	for _, s := range sessions {
 		if strings.EqualFold(s.TargetPortal.Address, p.Address) && s.TargetPortal.Port == p.Port {
@@ -301,9 +305,15 @@ func (x *ISCSI) Connect(ctx context.Context, r host.ConnectRequest) (host.ISCSIS
 // keeps the comparison case-insensitive whatever the provider does with
 // WHERE (iSCSI names are case-insensitive, RFC 3722).
 func (x *ISCSI) Sessions(ctx context.Context, iqn string) ([]host.ISCSISession, error) {
+	fail := func(err error) ([]host.ISCSISession, error) {
+		if iqn == "" {
+			return nil, fmt.Errorf("list iSCSI sessions: %w", err)
+		}
+		return nil, fmt.Errorf("list the iSCSI sessions of target %s: %w", iqn, err)
+	}
 	insts, err := x.s.query(ctx, classSession, nil)
 	if err != nil {
-		return nil, fmt.Errorf("list iSCSI sessions: %w", err)
+		return fail(err)
 	}
 	var out []host.ISCSISession
 	for _, in := range insts {
@@ -317,16 +327,16 @@ func (x *ISCSI) Sessions(ctx context.Context, iqn string) ([]host.ISCSISession, 
 			IsPersistent:      pr.Bool("IsPersistent"),
 		}
 		if err := pr.Err(); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if iqn != "" && !strings.EqualFold(s.TargetNodeAddress, iqn) {
 			continue
 		}
 		if in.Path == "" {
-			return nil, &PropError{Class: classSession, Prop: "__PATH"}
+			return fail(&PropError{Class: classSession, Prop: "__PATH"})
 		}
 		if s.TargetPortal, err = x.sessionPortal(ctx, in.Path); err != nil {
-			return nil, fmt.Errorf("read the portal of iSCSI session %s: %w", s.SessionID, err)
+			return fail(fmt.Errorf("read the portal of session %s: %w", s.SessionID, err))
 		}
 		out = append(out, s)
 	}
@@ -358,20 +368,21 @@ func (x *ISCSI) sessionPortal(ctx context.Context, path string) (host.Portal, er
 }
 
 // sessionPath returns the session's __PATH: its Ref, or, for a session not
-// read by Sessions, the path found by its identifier.
+// read by Sessions, the path found by its identifier. Its callers name the
+// operation.
 func (x *ISCSI) sessionPath(ctx context.Context, s host.ISCSISession) (string, error) {
 	if s.Ref != "" {
 		return s.Ref, nil
 	}
 	if s.SessionID == "" {
-		return "", fmt.Errorf("iSCSI session of target %s without identifier: %w", s.TargetNodeAddress, host.ErrInvalid)
+		return "", fmt.Errorf("the session has no identifier: %w", host.ErrInvalid)
 	}
 	insts, err := x.s.query(ctx, classSession, nil, wql.Eq("SessionIdentifier", s.SessionID))
 	if err != nil {
-		return "", fmt.Errorf("look up iSCSI session %s: %w", s.SessionID, err)
+		return "", fmt.Errorf("look up the session: %w", err)
 	}
 	if len(insts) == 0 {
-		return "", fmt.Errorf("iSCSI session %s: %w", s.SessionID, host.ErrNotFound)
+		return "", fmt.Errorf("no such session: %w", host.ErrNotFound)
 	}
 	if insts[0].Path == "" {
 		return "", &PropError{Class: classSession, Prop: "__PATH"}
@@ -383,21 +394,24 @@ func (x *ISCSI) sessionPath(ctx context.Context, s host.ISCSISession) (string, e
 // SessionIdentifier, on the session's target (MSFT_iSCSITargetToiSCSISession,
 // as csi-proxy finds it).
 func (x *ISCSI) Disconnect(ctx context.Context, s host.ISCSISession) error {
+	fail := func(err error) error {
+		return fmt.Errorf("log out of iSCSI session %s of target %s: %w", s.SessionID, s.TargetNodeAddress, err)
+	}
 	path, err := x.sessionPath(ctx, s)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	targets, err := x.s.associators(ctx, path, assocTargetToSession, classTarget)
 	if err != nil {
-		return fmt.Errorf("find the target of iSCSI session %s: %w", s.SessionID, err)
+		return fail(fmt.Errorf("find its target: %w", err))
 	}
 	if len(targets) == 0 || targets[0].Path == "" {
-		return fmt.Errorf("target of iSCSI session %s: %w", s.SessionID, host.ErrNotFound)
+		return fail(fmt.Errorf("no target: %w", host.ErrNotFound))
 	}
 	m := Method{Class: classTarget, Path: targets[0].Path, Name: "Disconnect",
 		In: []Param{{Name: "SessionIdentifier", Value: s.SessionID}}}
 	if _, err := x.s.call(ctx, m); err != nil {
-		return fmt.Errorf("log out of iSCSI session %s of target %s: %w", s.SessionID, s.TargetNodeAddress, err)
+		return fail(err)
 	}
 	return nil
 }
@@ -406,10 +420,10 @@ func (x *ISCSI) Disconnect(ctx context.Context, s host.ISCSISession) error {
 // (MSFT_iSCSISession.Unregister, no parameters).
 func (x *ISCSI) Unregister(ctx context.Context, s host.ISCSISession) error {
 	path, err := x.sessionPath(ctx, s)
-	if err != nil {
-		return err
+	if err == nil {
+		_, err = x.s.call(ctx, Method{Class: classSession, Path: path, Name: "Unregister"})
 	}
-	if _, err := x.s.call(ctx, Method{Class: classSession, Path: path, Name: "Unregister"}); err != nil {
+	if err != nil {
 		return fmt.Errorf("remove the persistent login of iSCSI session %s of target %s: %w", s.SessionID, s.TargetNodeAddress, err)
 	}
 	return nil
@@ -423,16 +437,16 @@ func (x *ISCSI) Unregister(ctx context.Context, s host.ISCSISession) error {
 // sensitive parameter.
 func (x *ISCSI) Register(ctx context.Context, s host.ISCSISession, multipath bool, chap *host.CHAP) error {
 	path, err := x.sessionPath(ctx, s)
+	if err == nil {
+		in := []Param{{Name: "IsMultipathEnabled", Value: multipath}}
+		if chap != nil {
+			in = append(in,
+				Param{Name: "ChapUsername", Value: chap.User},
+				Param{Name: "ChapSecret", Value: chap.Secret.Reveal(), Sensitive: true})
+		}
+		_, err = x.s.call(ctx, Method{Class: classSession, Path: path, Name: "Register", In: in})
+	}
 	if err != nil {
-		return err
-	}
-	in := []Param{{Name: "IsMultipathEnabled", Value: multipath}}
-	if chap != nil {
-		in = append(in,
-			Param{Name: "ChapUsername", Value: chap.User},
-			Param{Name: "ChapSecret", Value: chap.Secret.Reveal(), Sensitive: true})
-	}
-	if _, err := x.s.call(ctx, Method{Class: classSession, Path: path, Name: "Register", In: in}); err != nil {
 		return fmt.Errorf("make iSCSI session %s of target %s persistent: %w", s.SessionID, s.TargetNodeAddress, err)
 	}
 	return nil
@@ -457,73 +471,25 @@ func (x *ISCSI) SetInitiatorSecret(ctx context.Context, secret host.Secret) erro
 // through MSFT_iSCSITargetToiSCSIConnection and
 // MSFT_iSCSIConnectionToDisk instead, one more round trip per connection.
 func (x *ISCSI) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32, error) {
+	fail := func(err error) ([]uint32, error) {
+		return nil, fmt.Errorf("list the disks of iSCSI session %s of target %s: %w", s.SessionID, s.TargetNodeAddress, err)
+	}
 	path, err := x.sessionPath(ctx, s)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	disks, err := x.s.associators(ctx, path, assocSessionToDisk, classDisk)
 	if err != nil {
-		return nil, fmt.Errorf("list disks of iSCSI session %s: %w", s.SessionID, err)
+		return fail(err)
 	}
 	out := make([]uint32, 0, len(disks))
 	for _, d := range disks {
 		pr := propsOf(d, classDisk)
 		n := pr.RequiredUint32("Number")
 		if err := pr.Err(); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-// iscsiCodes are the iSCSI discovery status codes (ISDSC_STATUS, iscsierr.h)
-// the plugin gives a meaning to, with their documented message. Sources:
-// iscsierr.h and the ISCSI_STATUS_QUALIFIERS table
-// (learn.microsoft.com/windows-hardware/drivers/storage/iscsi-status-qualifiers).
-//
-// Uncertain: how the MSFT_iSCSI* methods report them. PowerShell shows an
-// iSCSI failure as "HRESULT 0xefff0009" in the FullyQualifiedErrorId, which
-// suggests the provider fails the call with the status as its error code
-// (a COMError here) rather than returning it as ReturnValue; both are
-// mapped (codesOf, callError). A provider that reports a generic
-// WBEM_E_FAILED instead leaves the failure without a host meaning (an
-// internal error).
-var iscsiCodes = codeTable{
-	0xEFFF0002: {"login failed", host.ErrLogonFailure},                                                // ISDSC_LOGIN_FAILED
-	0xEFFF0003: {"connection failed", host.ErrUnreachable},                                            // ISDSC_CONNECTION_FAILED
-	0xEFFF0009: {"authentication failure", host.ErrLogonFailure},                                      // ISDSC_AUTHENTICATION_FAILURE
-	0xEFFF000A: {"authorization failure", host.ErrAccessDenied},                                       // ISDSC_AUTHORIZATION_FAILURE
-	0xEFFF000B: {"not found", host.ErrNotFound},                                                       // ISDSC_NOT_FOUND
-	0xEFFF000C: {"target removed", host.ErrNotFound},                                                  // ISDSC_TARGET_REMOVED
-	0xEFFF0013: {"service unavailable", host.ErrUnreachable},                                          // ISDSC_SERVICE_UNAVAILABLE
-	0xEFFF0016: {"session already exists", host.ErrAlreadyExists},                                     // ISDSC_SESSION_ALREADY_EXISTS
-	0xEFFF0018: {"target already exists", host.ErrAlreadyExists},                                      // ISDSC_TARGET_ALREADY_EXISTS
-	0xEFFF001C: {"invalid session id", host.ErrNotFound},                                              // ISDSC_INVALID_SESSION_ID
-	0xEFFF001F: {"session is busy since a request is already in progress", host.ErrBusy},              // ISDSC_SESSION_BUSY
-	0xEFFF0022: {"logon failed", host.ErrLogonFailure},                                                // ISDSC_LOGON_FAILED
-	0xEFFF0023: {"TCP send failed", host.ErrUnreachable},                                              // ISDSC_SEND_FAILED
-	0xEFFF0024: {"TCP transport error", host.ErrUnreachable},                                          // ISDSC_TRANSPORT_ERROR
-	0xEFFF0029: {"the target name is not found or is marked as hidden from login", host.ErrNotFound},  // ISDSC_TARGET_NOT_FOUND
-	0xEFFF002A: {"a login parameter is invalid", host.ErrInvalid},                                     // ISDSC_LOGIN_USER_INFO_BAD
-	0xEFFF0032: {"target portal structure already exists", host.ErrAlreadyExists},                     // ISDSC_TARGET_PORTAL_ALREADY_EXISTS
-	0xEFFF0039: {"the initiator service did not respond", host.ErrNotReady},                           // ISDSC_SERVICE_DID_NOT_RESPOND
-	0xEFFF003C: {"there is no target portal available to complete the login", host.ErrNotFound},       // ISDSC_NO_PORTAL_SPECIFIED
-	0xEFFF003E: {"the Microsoft iSCSI Initiator Service is not running", host.ErrNotReady},            // ISDSC_SERVICE_NOT_RUNNING
-	0xEFFF003F: {"the target has already been logged in via an iSCSI session", host.ErrAlreadyExists}, // ISDSC_TARGET_ALREADY_LOGGED_IN
-	0xEFFF0040: {"a device on the session is in use", host.ErrInUse},                                  // ISDSC_DEVICE_BUSY_ON_SESSION
-	0xEFFF0043: {"the specified portal was not found", host.ErrNotFound},                              // ISDSC_PORTAL_NOT_FOUND
-	0xEFFF004A: {"the CHAP secret does not conform to the standard", host.ErrInvalid},                 // ISDSC_INVALID_CHAP_SECRET
-	0xEFFF004B: {"the target CHAP secret is invalid (12 to 16 bytes)", host.ErrInvalid},               // ISDSC_INVALID_TARGET_CHAP_SECRET
-	0xEFFF004C: {"the initiator CHAP secret is invalid (12 to 16 bytes)", host.ErrInvalid},            // ISDSC_INVALID_INITIATOR_CHAP_SECRET
-	0xEFFF004D: {"the CHAP user name is invalid", host.ErrInvalid},                                    // ISDSC_INVALID_CHAP_USER_NAME
-	0xEFFF004E: {"the logon authentication type is invalid", host.ErrInvalid},                         // ISDSC_INVALID_LOGON_AUTH_TYPE
-	0xEFFF0051: {"the iSCSI name contains invalid characters or is too long", host.ErrInvalid},        // ISDSC_INVALID_ISCSI_NAME
-	0xEFFF0056: {"a parameter is not valid", host.ErrInvalid},                                         // ISDSC_INVALID_PARAMETER
-	0xEFFF005E: {"the device is not from an iSCSI disk or a persistent login", host.ErrNotFound},      // ISDSC_DEVICE_NOT_ISCSI_OR_PERSISTENT
-	0xEFFF005F: {"the DNS name was not resolved", host.ErrUnreachable},                                // ISDSC_DNS_NAME_UNRESOLVED
-	0xEFFF0068: {"the name could not be resolved to an IP address", host.ErrUnreachable},              // ISDSC_INVALID_HOST
-	0xEFFF0041: {"failed to save persistent login information", nil},                                  // ISDSC_COULD_NOT_SAVE_PERSISTENT_LOGIN_DATA
-	0xEFFF0042: {"failed to remove persistent login information", nil},                                // ISDSC_COULD_NOT_REMOVE_PERSISTENT_LOGIN_DATA
-	0xEFFF0001: {"a non specific error occurred", nil},                                                // ISDSC_NON_SPECIFIC_ERROR
 }

@@ -2,7 +2,6 @@ package winhost
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -46,14 +45,13 @@ func NewSMB(e Executor) *SMB { return &SMB{e: e} }
 // fails and the backend reports a conflict naming Remove-SmbGlobalMapping.
 func (s *SMB) Mapping(ctx context.Context, remotePath string) (host.SMBMapping, error) {
 	in, err := s.find(ctx, remotePath)
-	if err != nil {
-		return host.SMBMapping{}, err
+	if err == nil {
+		var m host.SMBMapping
+		if m, err = mappingOf(in); err == nil {
+			return m, nil
+		}
 	}
-	m, err := mappingOf(in)
-	if err != nil {
-		return host.SMBMapping{}, fmt.Errorf("read global mapping of %s: %w", remotePath, err)
-	}
-	return m, nil
+	return host.SMBMapping{}, fmt.Errorf("read the global mapping of %s: %w", remotePath, err)
 }
 
 // Mappings returns every global mapping of the node:
@@ -65,17 +63,17 @@ func (s *SMB) Mapping(ctx context.Context, remotePath string) (host.SMBMapping, 
 func (s *SMB) Mappings(ctx context.Context) ([]host.SMBMapping, error) {
 	q, err := wql.Select(classSmbGlobalMapping, nil)
 	if err != nil {
-		return nil, fmt.Errorf("query global mappings: %w: %w", err, host.ErrInvalid)
+		return nil, fmt.Errorf("list global mappings: %w: %w", err, host.ErrInvalid)
 	}
 	insts, err := s.e.Query(ctx, NamespaceSMB, q)
 	if err != nil {
-		return nil, fmt.Errorf("query global mappings: %w", mapSMBErr(err))
+		return nil, fmt.Errorf("list global mappings: %w", mapErr(classSmbGlobalMapping, err))
 	}
 	out := make([]host.SMBMapping, 0, len(insts))
 	for _, in := range insts {
 		m, err := mappingOf(in)
 		if err != nil {
-			return nil, fmt.Errorf("read global mapping %s: %w", in.Path, err)
+			return nil, fmt.Errorf("list global mappings: read %s: %w", in.Path, err)
 		}
 		out = append(out, m)
 	}
@@ -95,7 +93,7 @@ func mappingOf(in Instance) (host.SMBMapping, error) {
 }
 
 // find returns the MSFT_SmbGlobalMapping instance of remotePath, or an
-// error wrapping host.ErrNotFound.
+// error wrapping host.ErrNotFound. Its callers name the operation.
 func (s *SMB) find(ctx context.Context, remotePath string) (Instance, error) {
 	rp, err := remote(remotePath)
 	if err != nil {
@@ -103,11 +101,11 @@ func (s *SMB) find(ctx context.Context, remotePath string) (Instance, error) {
 	}
 	q, err := wql.Select(classSmbGlobalMapping, nil, wql.Eq("RemotePath", rp))
 	if err != nil {
-		return Instance{}, fmt.Errorf("query global mapping of %s: %w: %w", rp, err, host.ErrInvalid)
+		return Instance{}, fmt.Errorf("build the query: %w: %w", err, host.ErrInvalid)
 	}
 	insts, err := s.e.Query(ctx, NamespaceSMB, q)
 	if err != nil {
-		return Instance{}, fmt.Errorf("query global mapping of %s: %w", rp, mapSMBErr(err))
+		return Instance{}, mapErr(classSmbGlobalMapping, err)
 	}
 	for _, in := range insts {
 		got, ok := in.Props["RemotePath"].(string)
@@ -115,7 +113,7 @@ func (s *SMB) find(ctx context.Context, remotePath string) (Instance, error) {
 			return in, nil
 		}
 	}
-	return Instance{}, fmt.Errorf("global mapping of %s: %w", rp, host.ErrNotFound)
+	return Instance{}, fmt.Errorf("no such mapping: %w", host.ErrNotFound)
 }
 
 // Map creates a global mapping with the static method
@@ -160,7 +158,7 @@ func (s *SMB) Map(ctx context.Context, remotePath string, cred host.Credential, 
 		if cred.User != "" {
 			as = " as user " + cred.User
 		}
-		return fmt.Errorf("create global mapping of %s%s: %w", rp, as, err)
+		return fmt.Errorf("create the global mapping of %s%s: %w", rp, as, err)
 	}
 	return nil
 }
@@ -184,27 +182,26 @@ func escapeUser(u string) string {
 // (Remove-SmbGlobalMapping -Force; as kubernetes-csi/csi-proxy@eeba470 pkg/wmi/smb.go does).
 func (s *SMB) Unmap(ctx context.Context, remotePath string) error {
 	in, err := s.find(ctx, remotePath)
-	if err != nil {
-		return err
+	if err == nil {
+		err = s.call(ctx, Method{Class: classSmbGlobalMapping, Path: in.Path, Name: "Remove", In: []Param{{Name: "Force", Value: true}}}, remotePath)
 	}
-	m := Method{Class: classSmbGlobalMapping, Path: in.Path, Name: "Remove", In: []Param{{Name: "Force", Value: true}}}
-	if err := s.call(ctx, m, remotePath); err != nil {
-		return fmt.Errorf("remove global mapping of %s: %w", remotePath, err)
+	if err != nil {
+		return fmt.Errorf("remove the global mapping of %s: %w", remotePath, err)
 	}
 	return nil
 }
 
 // call invokes an MSFT_SmbGlobalMapping method on the mapping of
 // remotePath (logged). A non-zero return value is an error too; either
-// failure has its SMB meaning (mapSMBErr).
+// failure gets its meaning in errors.go (mapErr, methodError).
 func (s *SMB) call(ctx context.Context, m Method, remotePath string) error {
 	klog.FromContext(ctx).V(5).Info("Invoking WMI method", "method", m.Class+"."+m.Name, "remotePath", remotePath)
 	r, err := s.e.Call(ctx, NamespaceSMB, m)
-	if err == nil && r.ReturnValue != 0 {
-		err = smbMethodError(m.Name, r.ReturnValue)
-	}
 	if err != nil {
-		return mapSMBErr(err)
+		return mapErr(m.Class, err)
+	}
+	if r.ReturnValue != 0 {
+		return methodError(m.Class, m.Name, r.ReturnValue)
 	}
 	return nil
 }
@@ -219,7 +216,7 @@ func (s *SMB) Check(ctx context.Context, uncPath string) error {
 		return err
 	}
 	if _, err := s.e.GetFileAttributes(ctx, winpath.LongPath(rp)); err != nil {
-		return fmt.Errorf("read attributes of %s: %w", rp, mapSMBErr(err))
+		return fmt.Errorf("read attributes of %s: %w", rp, mapErr(classSmbGlobalMapping, err))
 	}
 	return nil
 }
@@ -241,142 +238,4 @@ func remote(p string) (string, error) {
 		return "", fmt.Errorf("%q is not a UNC path \\\\server\\share: %w", p, host.ErrInvalid)
 	}
 	return s, nil
-}
-
-// smbCode is what a Win32 error code means when the SMB client returns it.
-type smbCode struct {
-	name     string
-	sentinel error
-}
-
-// smbCodes are the Win32 errors the SMB client reports for mappings and
-// for paths reached through them (System Error Codes,
-// learn.microsoft.com/windows/win32/debug/system-error-codes--0-499 and
-// --1000-1299 and --1300-1699; the SMB cases from the csi-driver-smb and
-// csi-proxy issues cited). Codes not listed fall back to sentinelForWin32.
-var smbCodes = map[uint32]smbCode{
-	ErrorAccessDenied:              {"ERROR_ACCESS_DENIED", host.ErrAccessDenied},
-	ErrorBadNetpath:                {"ERROR_BAD_NETPATH", host.ErrUnreachable}, // "The network path was not found" (csi-driver-smb #294)
-	ErrorNetworkAccessDenied:       {"ERROR_NETWORK_ACCESS_DENIED", host.ErrAccessDenied},
-	ErrorBadNetName:                {"ERROR_BAD_NET_NAME", host.ErrNotFound}, // the share does not exist on the server
-	ErrorInvalidParameter:          {"ERROR_INVALID_PARAMETER", host.ErrInvalid},
-	ErrorSessionCredentialConflict: {"ERROR_SESSION_CREDENTIAL_CONFLICT", host.ErrCredentialConflict},
-	ErrorLogonFailure:              {"ERROR_LOGON_FAILURE", host.ErrLogonFailure},
-	51:                             {"ERROR_REM_NOT_LIST", host.ErrUnreachable},
-	59:                             {"ERROR_UNEXP_NET_ERR", host.ErrUnreachable},
-	64:                             {"ERROR_NETNAME_DELETED", host.ErrUnreachable},
-	85:                             {"ERROR_ALREADY_ASSIGNED", host.ErrAlreadyExists},
-	86:                             {"ERROR_INVALID_PASSWORD", host.ErrLogonFailure},
-	121:                            {"ERROR_SEM_TIMEOUT", host.ErrUnreachable},
-	1202:                           {"ERROR_DEVICE_ALREADY_REMEMBERED", host.ErrAlreadyExists},
-	1222:                           {"ERROR_NO_NETWORK", host.ErrUnreachable},
-	1231:                           {"ERROR_NETWORK_UNREACHABLE", host.ErrUnreachable},
-	1232:                           {"ERROR_HOST_UNREACHABLE", host.ErrUnreachable},
-	1311:                           {"ERROR_NO_LOGON_SERVERS", host.ErrUnreachable},
-	2250:                           {"ERROR_NOT_CONNECTED", host.ErrNotFound}, // "This network connection does not exist"
-	// Account problems are logon failures the user must fix in the secret
-	// or the directory (csi-proxy #206: a blocked account looked like a
-	// generic failure). "A specified logon session does not exist" (1312):
-	// csi-driver-smb known-issues.md #1 says the user name lacked a domain
-	// (DOMAIN\user).
-	1312: {"ERROR_NO_SUCH_LOGON_SESSION", host.ErrLogonFailure},
-	1327: {"ERROR_ACCOUNT_RESTRICTION", host.ErrLogonFailure},
-	1330: {"ERROR_PASSWORD_EXPIRED", host.ErrLogonFailure},
-	1331: {"ERROR_ACCOUNT_DISABLED", host.ErrLogonFailure},
-	1909: {"ERROR_ACCOUNT_LOCKED_OUT", host.ErrLogonFailure},
-}
-
-// smbWin32Error is a Win32 error code the SMB client reported, through a
-// failed method (HRESULT_FROM_WIN32) or a non-zero return value.
-type smbWin32Error struct {
-	code uint32
-	name string
-}
-
-func (e *smbWin32Error) Error() string {
-	if e.name == "" {
-		return fmt.Sprintf("win32 error %d", e.code)
-	}
-	return fmt.Sprintf("win32 error %d (%s)", e.code, e.name)
-}
-
-// smbMethodError is the error of a non-zero return value of an
-// MSFT_SmbGlobalMapping method. The SMB provider documents no return
-// values for its methods (the MSFT_SmbMapping.Create page lists none);
-// failures are expected as COM errors (below). A non-zero value is read as
-// the Win32 code it most likely is, which mapSMBErr then interprets.
-func smbMethodError(method string, rv uint32) error {
-	return &MethodError{Class: classSmbGlobalMapping, Method: method, ReturnValue: rv, Message: smbCodes[rv].name}
-}
-
-// mapSMBErr gives an executor error its host meaning for SMB calls.
-//
-// How MSFT_SmbGlobalMapping.Create reports failures is not documented.
-// What is known: PowerShell shows them as a CimException whose
-// FullyQualifiedErrorId is "Windows System Error <code>" (1219 in
-// kubernetes-csi/csi-driver-smb#219, 87 in kubernetes-csi/csi-proxy#206,
-// 53 in kubernetes-csi/csi-driver-smb#294), that is an MSFT_WmiError of the
-// Win32 type posted by the provider (MI_Context_PostError with
-// MI_RESULT_TYPE_WIN32). Through the COM scripting API the executor uses,
-// such an error arrives as a failed ExecMethod whose HRESULT may be
-// HRESULT_FROM_WIN32(code) (0x8007xxxx) or a generic WBEM_E_FAILED with
-// the code only in the extended error object; both are read (smbStatus,
-// errorObjectStatus in wmistatus.go), and so are a *Win32Error and a
-// non-zero return value carrying the code.
-//
-// Failures of WMI itself mean on this path what they mean on every other
-// (mapHostErr): RPC_S_SERVER_UNAVAILABLE and RPC_S_CALL_FAILED while the
-// WMI service restarts are host.ErrNotReady, E_ACCESSDENIED is
-// host.ErrAccessDenied, a schema lookup is host.ErrSchema.
-func mapSMBErr(err error) error {
-	code, fromWin32Error, ok := smbStatus(err)
-	if !ok {
-		return mapHostErr(err)
-	}
-	c, known := smbCodes[code]
-	sentinel := c.sentinel
-	if !known {
-		sentinel = sentinelForWin32(code)
-	}
-	if sentinel == nil {
-		return err
-	}
-	if !fromWin32Error || (c.name != "" && win32Name(code) == "unknown") {
-		// Name the Win32 code the COM error, error object or return value
-		// carried, or one the shared table does not know.
-		name := c.name
-		if name == "" && win32Name(code) != "unknown" {
-			name = win32Name(code)
-		}
-		err = fmt.Errorf("%w: %w", err, &smbWin32Error{code: code, name: name})
-	}
-	return fmt.Errorf("%w: %w", err, sentinel)
-}
-
-// smbStatus returns the Win32 code an SMB failure carries, and whether it
-// came from a *Win32Error (which names its code itself).
-func smbStatus(err error) (code uint32, fromWin32Error, ok bool) {
-	var (
-		ce *COMError
-		me *MethodError
-		we *Win32Error
-	)
-	isCOM := errors.As(err, &ce)
-	switch {
-	case isCOM && ce.Lookup != "":
-		return 0, false, false
-	case errors.As(err, &we):
-		return we.Code, true, true
-	case isCOM:
-		if w, found := win32FromHResult(ce.HResult); found {
-			return w, false, true
-		}
-		if st := errorObjectStatus(ce.ErrorObject); st.hasW32 {
-			return st.win32, false, true
-		}
-	}
-	if errors.As(err, &me) && me.Class == classSmbGlobalMapping {
-		return me.ReturnValue, false, true
-	}
-	return 0, false, false
 }

@@ -26,7 +26,7 @@ import (
 // RequireIntegrity, UseWriteThrough (booleans); integers arrive as int64.
 // Errors of the provider are Win32 codes ("Windows System Error 1219" in
 // csi-driver-smb #219, 87 in csi-proxy #206, 53 in csi-driver-smb #294),
-// expected here as HRESULT_FROM_WIN32 (see mapSMBErr for the uncertainty).
+// expected here as HRESULT_FROM_WIN32 (see errors.go for the uncertainty).
 
 const nsSMB = winhost.NamespaceSMB
 

@@ -36,13 +36,13 @@ func (s storage) associators(ctx context.Context, path, assoc, result string) ([
 }
 
 // call invokes a method. A non-zero return value is an error built from the
-// class's return-code table; the result is returned with it, so that a
-// caller can look at output parameters of a partial success. A failed call
-// is mapped by callError.
+// table of the class's provider (methodError); the result is returned with
+// it, so that a caller can look at output parameters of a partial success.
+// A failed call is mapped by mapErr.
 func (s storage) call(ctx context.Context, m Method) (Result, error) {
 	r, err := s.e.Call(ctx, NamespaceStorage, m)
 	if err != nil {
-		return Result{}, callError(m.Class, err)
+		return Result{}, mapErr(m.Class, err)
 	}
 	if r.ReturnValue != 0 {
 		return r, methodError(m.Class, m.Name, r.ReturnValue)

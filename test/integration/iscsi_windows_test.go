@@ -5,10 +5,12 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
 // iscsiOptIn enables TestISCSILoopbackLifecycle. The test installs the
@@ -25,33 +28,46 @@ import (
 // starts the initiator service, none of which it undoes.
 const iscsiOptIn = "CSI_WINDOWS_NODE_ISCSI_TESTS"
 
-// TestISCSILoopbackLifecycle serves two LUNs from an iSCSI target on the
-// runner itself (with one-way CHAP) and drives the node service over
-// pkg/winhost and the real executor through the whole iSCSI cycle:
-// a wrong CHAP secret is Unauthenticated, stage → publish → write, a
-// second LUN of the same target, unstage of the first keeps the session,
-// unstage of the last logs out and removes the portal, restage → read back.
+// loopbackTarget is an iSCSI target served by this machine (the iSCSI
+// Target Server role), requiring one-way CHAP, with RAM-disk LUNs 0, 1, …
+type loopbackTarget struct {
+	// env holds what the scripts read as $Env:CSI_IT_<key>: TARGET,
+	// VHD<n>, CHAP_USER, CHAP_SECRET, IQN and PORTAL.
+	env    map[string]string
+	iqn    string
+	portal string // the machine's own IPv4 address (not 127.0.0.1)
+	chap   host.CHAP
+	suffix string // random, in every name
+}
+
+var installTarget sync.Once
+
+// newLoopbackTarget serves a target with luns LUNs on this machine, or
+// skips the test unless CSI_WINDOWS_NODE_ISCSI_TESTS=1: it installs the
+// iSCSI Target Server role (Windows Server only), allows loopback logins
+// and starts the initiator service, none of which it undoes. Cleanup logs
+// out of the target's sessions, removes its persistent logins and portal,
+// the target and its virtual disks.
 //
 // The setup follows the steps csi-proxy's integration tests use
-// (kubernetes-csi/csi-proxy@eeba470 integrationtests/iscsi_ps_scripts.go): Install-WindowsFeature
-// FS-iSCSITarget-Server, the
-// AllowLoopBack registry value of the iSCSI Target service, MSiSCSI
-// started, New-IscsiVirtualDisk on a RAM disk, New-IscsiServerTarget for
-// every initiator, Add-IscsiVirtualDiskTargetMapping, Set-IscsiServerTarget
-// -EnableChap. The portal is the machine's own IPv4 address, not 127.0.0.1.
-func TestISCSILoopbackLifecycle(t *testing.T) {
+// (kubernetes-csi/csi-proxy@eeba470 integrationtests/iscsi_ps_scripts.go):
+// Install-WindowsFeature FS-iSCSITarget-Server, the AllowLoopBack registry
+// value of the iSCSI Target service, MSiSCSI started,
+// New-IscsiVirtualDisk on a RAM disk, New-IscsiServerTarget for every
+// initiator, Add-IscsiVirtualDiskTargetMapping, Set-IscsiServerTarget
+// -EnableChap.
+func newLoopbackTarget(t *testing.T, luns int) *loopbackTarget {
+	t.Helper()
 	if os.Getenv(iscsiOptIn) != "1" {
-		t.Skipf("set %s=1 to run: the test installs the iSCSI Target Server role", iscsiOptIn)
+		t.Skipf("no iSCSI target is configured: set %s=1 to serve one from this machine (the test installs the iSCSI Target Server role)", iscsiOptIn)
 	}
 	suffix := randomHex(t, 4)
-	env := map[string]string{
+	lt := &loopbackTarget{suffix: suffix, env: map[string]string{
 		"TARGET":      "csiit-" + suffix,
-		"VHD0":        "ramdisk:csiit-" + suffix + "-0.vhdx",
-		"VHD1":        "ramdisk:csiit-" + suffix + "-1.vhdx",
 		"CHAP_USER":   "csiit-" + suffix,
 		"CHAP_SECRET": "Cs" + randomHex(t, 6), // 14 bytes: the initiator needs 12 to 16
-	}
-
+	}}
+	lt.chap = host.CHAP{User: lt.env["CHAP_USER"], Secret: host.NewSecret(lt.env["CHAP_SECRET"])}
 	install := `
 Install-WindowsFeature -Name FS-iSCSITarget-Server | Out-Null
 Set-ItemProperty -Path 'HKLM:\SOFTWARE\Microsoft\iSCSI Target' -Name AllowLoopBack -Value 1 -Type DWord
@@ -59,46 +75,66 @@ Restart-Service -Name WinTarget
 Set-Service -Name MSiSCSI -StartupType Automatic
 Start-Service -Name MSiSCSI
 `
-	if _, err := runScript(t, env, install); err != nil {
-		t.Fatalf("install the iSCSI Target Server and start the initiator: %v", err)
+	var installErr error
+	installTarget.Do(func() { _, installErr = runScript(t, nil, install) })
+	if installErr != nil {
+		t.Fatalf("install the iSCSI Target Server and start the initiator: %v", installErr)
+	}
+	cleanups := []string{
+		`Get-IscsiSession -ErrorAction SilentlyContinue | Where-Object { $_.TargetNodeAddress -eq $Env:CSI_IT_IQN } | ForEach-Object { Unregister-IscsiSession -SessionIdentifier $_.SessionIdentifier -ErrorAction SilentlyContinue; Disconnect-IscsiTarget -SessionIdentifier $_.SessionIdentifier -Confirm:$false }`,
+		`Get-IscsiTargetPortal -ErrorAction SilentlyContinue | Where-Object { $_.TargetPortalAddress -eq $Env:CSI_IT_PORTAL } | Remove-IscsiTargetPortal -Confirm:$false`,
+		`Remove-IscsiServerTarget -TargetName $Env:CSI_IT_TARGET -ErrorAction SilentlyContinue`,
+	}
+	var mapLUNs strings.Builder
+	for i := range luns {
+		key := "VHD" + strconv.Itoa(i)
+		lt.env[key] = "ramdisk:csiit-" + suffix + "-" + strconv.Itoa(i) + ".vhdx"
+		fmt.Fprintf(&mapLUNs, "New-IscsiVirtualDisk -Path $Env:CSI_IT_%s -Size 256MB | Out-Null\n", key)
+		fmt.Fprintf(&mapLUNs, "Add-IscsiVirtualDiskTargetMapping -TargetName $Env:CSI_IT_TARGET -Path $Env:CSI_IT_%s -Lun %d | Out-Null\n", key, i)
+		cleanups = append(cleanups, `Remove-IscsiVirtualDisk -Path $Env:CSI_IT_`+key+` -ErrorAction SilentlyContinue`)
 	}
 	t.Cleanup(func() {
-		// Best effort, each step on its own: the node service should have
-		// left nothing, but a failed test may have.
-		for _, s := range []string{
-			`Get-IscsiSession -ErrorAction SilentlyContinue | Where-Object { $_.TargetNodeAddress -eq $Env:CSI_IT_IQN } | ForEach-Object { Unregister-IscsiSession -SessionIdentifier $_.SessionIdentifier -ErrorAction SilentlyContinue; Disconnect-IscsiTarget -SessionIdentifier $_.SessionIdentifier -Confirm:$false }`,
-			`Get-IscsiTargetPortal -ErrorAction SilentlyContinue | Where-Object { $_.TargetPortalAddress -eq $Env:CSI_IT_PORTAL } | Remove-IscsiTargetPortal -Confirm:$false`,
-			`Remove-IscsiServerTarget -TargetName $Env:CSI_IT_TARGET -ErrorAction SilentlyContinue`,
-			`Remove-IscsiVirtualDisk -Path $Env:CSI_IT_VHD0 -ErrorAction SilentlyContinue`,
-			`Remove-IscsiVirtualDisk -Path $Env:CSI_IT_VHD1 -ErrorAction SilentlyContinue`,
-		} {
-			if _, err := runScript(t, env, s); err != nil {
+		// Best effort, each step on its own: the test should have left
+		// nothing, but a failed one may have.
+		for _, s := range cleanups {
+			if _, err := runScript(t, lt.env, s); err != nil {
 				t.Logf("cleanup %q: %v", s, err)
 			}
 		}
 	})
 	setup := `
 $address = Get-NetIPAddress -AddressFamily IPv4 | Where-Object { $_.IPAddress -ne '127.0.0.1' -and $_.PrefixOrigin -ne 'WellKnown' } | Select-Object -First 1 -ExpandProperty IPAddress
-New-IscsiVirtualDisk -Path $Env:CSI_IT_VHD0 -Size 256MB | Out-Null
-New-IscsiVirtualDisk -Path $Env:CSI_IT_VHD1 -Size 256MB | Out-Null
 $target = New-IscsiServerTarget -TargetName $Env:CSI_IT_TARGET -InitiatorIds @('Iqn:*')
-Add-IscsiVirtualDiskTargetMapping -TargetName $Env:CSI_IT_TARGET -Path $Env:CSI_IT_VHD0 -Lun 0 | Out-Null
-Add-IscsiVirtualDiskTargetMapping -TargetName $Env:CSI_IT_TARGET -Path $Env:CSI_IT_VHD1 -Lun 1 | Out-Null
+` + mapLUNs.String() + `
 $secret = ConvertTo-SecureString -String $Env:CSI_IT_CHAP_SECRET -AsPlainText -Force
 $chap = New-Object -TypeName System.Management.Automation.PSCredential -ArgumentList ($Env:CSI_IT_CHAP_USER, $secret)
 Set-IscsiServerTarget -TargetName $Env:CSI_IT_TARGET -EnableChap $true -Chap $chap
 Write-Output ("" + $target.TargetIqn + " " + $address)
 `
-	out, err := runScript(t, env, setup)
+	out, err := runScript(t, lt.env, setup)
 	if err != nil {
 		t.Fatalf("set up the target: %v", err)
 	}
-	iqn, portal, ok := strings.Cut(out, " ")
+	iqn, portal, ok := strings.Cut(lastLine(out), " ")
 	if !ok || iqn == "" || portal == "" {
 		t.Fatalf("setup printed %q, want \"<iqn> <address>\"", out)
 	}
-	env["IQN"], env["PORTAL"] = iqn, portal
+	lt.iqn, lt.portal = iqn, portal
+	lt.env["IQN"], lt.env["PORTAL"] = iqn, portal
 	t.Logf("target %s on portal %s", iqn, portal)
+	return lt
+}
+
+// TestISCSILoopbackLifecycle serves two LUNs from an iSCSI target on the
+// runner itself (with one-way CHAP) and drives the node service over
+// pkg/winhost and the real executor through the whole iSCSI cycle:
+// a wrong CHAP secret is Unauthenticated, stage → publish → write, a
+// second LUN of the same target, unstage of the first keeps the session,
+// unstage of the last logs out and removes the portal, restage → read back.
+// The target is newLoopbackTarget's.
+func TestISCSILoopbackLifecycle(t *testing.T) {
+	lt := newLoopbackTarget(t, 2)
+	env, iqn, portal, suffix := lt.env, lt.iqn, lt.portal, lt.suffix
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

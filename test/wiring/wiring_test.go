@@ -19,12 +19,13 @@ const module = "github.com/wincsi/csi-windows-node"
 
 // constructors are the packages whose New wires part of the plugin, with
 // the directories (relative to the module root, '/'-separated) that may
-// call it besides pkg/plugin.
+// call it besides pkg/plugin. pkg/winhost's end-to-end tests drive the
+// backends over the scripted executor (backend_test.go, messages_test.go).
 var constructors = map[string][]string{
 	module + "/pkg/node":          nil,
 	module + "/pkg/backend/disk":  {"pkg/backend/disk", "pkg/winhost"},
-	module + "/pkg/backend/smb":   {"pkg/backend/smb"},
-	module + "/pkg/backend/iscsi": {"pkg/backend/iscsi"},
+	module + "/pkg/backend/smb":   {"pkg/backend/smb", "pkg/winhost"},
+	module + "/pkg/backend/iscsi": {"pkg/backend/iscsi", "pkg/winhost"},
 }
 
 // scan returns the calls of the constructors outside the places allowed to

@@ -83,7 +83,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) error {
 func (b *Backend) CheckStagingPath(ctx context.Context, staging string) (string, error) {
 	info, err := b.h.Files.Stat(ctx, staging)
 	if err != nil {
-		return "", fmt.Errorf("inspect staging path %s: %w", staging, err)
+		return "", fmt.Errorf("staging path: %w", err)
 	}
 	switch info.Kind {
 	case host.PathMountPoint:
@@ -92,7 +92,7 @@ func (b *Backend) CheckStagingPath(ctx context.Context, staging string) (string,
 		return "", nil
 	case host.PathMissing:
 		if err := b.h.Files.MakeDir(ctx, staging); err != nil {
-			return "", fmt.Errorf("create staging path %s: %w", staging, err)
+			return "", fmt.Errorf("staging path: %w", err)
 		}
 		return "", nil
 	case host.PathSymlink:
@@ -122,7 +122,7 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 	// read until the disk is back online.
 	switch {
 	case readOnly && d.IsOffline:
-		if err := b.online(ctx, d); err != nil {
+		if err := b.readOnlyUp(ctx, d); err != nil {
 			return err
 		}
 	case !readOnly && (d.IsReadOnly || d.IsOffline):
@@ -132,7 +132,7 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 	}
 	num, err := b.h.Volumes.DiskNumber(ctx, guid)
 	if err != nil {
-		return fmt.Errorf("find the disk of volume %s mounted at %s: %w", guid, staging, err)
+		return fmt.Errorf("staging path %s: %w", staging, err)
 	}
 	if num != d.Number {
 		return fmt.Errorf("staging path %s holds volume %s of disk %d, not of the selected disk %d: %w",
@@ -195,7 +195,7 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 			AllocationUnitSize: r.FS.AllocationUnitSize,
 		})
 		if err != nil {
-			return fmt.Errorf("format volume %s on disk %d: %w", vol.GUIDPath, d.Number, err)
+			return err
 		}
 		b.forgetPartitioning(ctx, r.VolumeID)
 	case !fsCompatible(vol.FileSystem, r.FS):
@@ -216,23 +216,28 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 				return nil
 			}
 		}
-		return fmt.Errorf("mount volume %s at %s: %w", vol.GUIDPath, r.StagingPath, err)
+		return err
 	}
 	return nil
 }
 
-// readOnlyUp brings a disk up for a read-only stage: it stays (or is made)
-// read-only on this node before it comes online where Windows allows it,
-// so nothing this node does writes to it, and NTFS mounts it read-only.
-// Where the provider refuses to change an offline disk's attributes
-// (MSFT_Disk 41003 "the disk is offline", host.ErrNotReady; the host
-// contract, pkg/host/hosttest), the disk comes online first and is made
-// read-only at once, before the plugin mounts anything of it.
+// readOnlyUp brings a disk up for a read-only stage: it is made read-only
+// before it comes online, so that no file system ever mounts it writable,
+// not even for a moment (a disk attached to several nodes, one of them
+// writing). Whether Windows changes the attribute of an offline disk is
+// uncertain (docs/windows.md; the host contract accepts both answers):
+// where it refuses (MSFT_Disk 41003 "the disk is offline",
+// host.ErrNotReady), the stage fails with a conflict naming the disk and
+// leaves it offline, rather than bring it online writable first.
 func (b *Backend) readOnlyUp(ctx context.Context, d host.Disk) error {
 	if !d.IsReadOnly {
 		klog.FromContext(ctx).V(4).Info("Setting disk read-only for a read-only volume", "diskNumber", d.Number)
-		var err error
-		if d, err = b.setReadOnly(ctx, d, true); err != nil {
+		err := b.h.Disks.SetReadOnly(ctx, d, true)
+		if err != nil && d.IsOffline && errors.Is(err, host.ErrNotReady) {
+			return fmt.Errorf("the offline disk cannot be made read-only (Windows refuses while it is offline), "+
+				"and the disk of a read-only volume is never brought online writable, so it stays offline: %w: %w", err, host.ErrConflict)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -244,14 +249,7 @@ func (b *Backend) readOnlyUp(ctx context.Context, d host.Disk) error {
 
 func (b *Backend) online(ctx context.Context, d host.Disk) error {
 	klog.FromContext(ctx).V(4).Info("Bringing disk online", "diskNumber", d.Number, "offlineReason", int(d.OfflineReason))
-	if err := b.h.Disks.SetOnline(ctx, d, true); err != nil {
-		if d.OfflineReason == host.OfflineReasonCollision {
-			return fmt.Errorf("disk %d is offline because its signature collides with another disk "+
-				"(a clone of a disk attached to this node) and could not be brought online: %w", d.Number, err)
-		}
-		return fmt.Errorf("bring disk %d online: %w", d.Number, err)
-	}
-	return nil
+	return b.h.Disks.SetOnline(ctx, d, true)
 }
 
 // notePartitioning records that the plugin is about to create the volume's
@@ -317,12 +315,13 @@ func (b *Backend) BringUp(ctx context.Context, d host.Disk) error {
 	return nil
 }
 
-// setReadOnly sets or clears the disk's read-only attribute. When the
-// provider refuses to change an offline disk (MSFT_Disk 41003, or 41000 on
-// a blank one: host.ErrNotReady), the disk is brought online and the
-// attribute set then — except for a clone whose signature collides, which
-// only comes online once read-only is cleared. It returns the disk as it
-// is afterwards.
+// setReadOnly sets or clears the disk's read-only attribute for a
+// writable stage. When the provider refuses to change an offline disk
+// (MSFT_Disk 41003, or 41000 on a blank one: host.ErrNotReady), the disk is
+// brought online and the attribute set then — except for a clone whose
+// signature collides, which only comes online once read-only is cleared.
+// It returns the disk as it is afterwards. A read-only stage never comes
+// here (readOnlyUp).
 func (b *Backend) setReadOnly(ctx context.Context, d host.Disk, readOnly bool) (host.Disk, error) {
 	err := b.h.Disks.SetReadOnly(ctx, d, readOnly)
 	if err != nil && d.IsOffline && d.OfflineReason != host.OfflineReasonCollision && errors.Is(err, host.ErrNotReady) {
@@ -334,7 +333,7 @@ func (b *Backend) setReadOnly(ctx context.Context, d host.Disk, readOnly bool) (
 		err = b.h.Disks.SetReadOnly(ctx, d, readOnly)
 	}
 	if err != nil {
-		return d, fmt.Errorf("set read-only=%t on disk %d: %w", readOnly, d.Number, err)
+		return d, err
 	}
 	d.IsReadOnly = readOnly
 	return d, nil
@@ -355,7 +354,7 @@ func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareReque
 		}
 		log.V(4).Info("Initialising disk", "partitionStyle", "GPT")
 		if err := b.h.Disks.Initialize(ctx, d, host.PartitionStyleGPT); err != nil {
-			return host.Partition{}, false, fmt.Errorf("initialise disk %d: %w", d.Number, err)
+			return host.Partition{}, false, err
 		}
 		// The listing predates Initialize: hand the host the style the disk
 		// has now, so it creates a GPT Basic Data partition. A freshly
@@ -365,7 +364,7 @@ func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareReque
 	}
 	parts, err := b.h.Disks.Partitions(ctx, d)
 	if err != nil {
-		return host.Partition{}, false, fmt.Errorf("list partitions of disk %d: %w", d.Number, err)
+		return host.Partition{}, false, err
 	}
 	var data []host.Partition
 	for _, p := range parts {
@@ -403,7 +402,7 @@ func (b *Backend) createPartition(ctx context.Context, d host.Disk) (host.Partit
 	klog.FromContext(ctx).V(4).Info("Creating data partition", "diskNumber", d.Number)
 	p, err := b.h.Disks.CreatePartition(ctx, d)
 	if err != nil {
-		return host.Partition{}, false, fmt.Errorf("create partition on disk %d: %w", d.Number, err)
+		return host.Partition{}, false, err
 	}
 	return p, true, nil
 }
@@ -418,7 +417,7 @@ func (b *Backend) volumeOf(ctx context.Context, p host.Partition) (host.Volume, 
 			return fmt.Errorf("partition %d of disk %d has no volume yet: %w", p.Number, p.DiskNumber, backend.ErrRetry)
 		}
 		if err != nil {
-			return fmt.Errorf("find volume of partition %d of disk %d: %w", p.Number, p.DiskNumber, err)
+			return err
 		}
 		vol = v
 		return nil
@@ -439,14 +438,14 @@ func (b *Backend) growToDisk(ctx context.Context, d host.Disk, p host.Partition)
 	}
 	max, err := b.h.Disks.MaxPartitionSize(ctx, p)
 	if err != nil {
-		return fmt.Errorf("read supported size of partition %d of disk %d: %w", p.Number, d.Number, err)
+		return err
 	}
 	if max < p.Size+minGrowth {
 		return nil
 	}
 	klog.FromContext(ctx).V(4).Info("Growing partition to the disk size", "diskNumber", d.Number, "from", p.Size, "to", max)
 	if err := b.h.Disks.ResizePartition(ctx, p, max); err != nil {
-		return fmt.Errorf("grow partition %d of disk %d to %d bytes: %w", p.Number, d.Number, max, err)
+		return err
 	}
 	return nil
 }

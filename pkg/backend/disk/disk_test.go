@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,15 @@ type rig struct {
 
 func newRig(t *testing.T, o disk.Options) *rig {
 	t.Helper()
-	s, err := sim.New(sim.Config{Dir: t.TempDir()})
+	return newRigOn(t, o, sim.Config{})
+}
+
+// newRigOn is newRig over a simulated host configured by cfg (its Dir is
+// set here).
+func newRigOn(t *testing.T, o disk.Options, cfg sim.Config) *rig {
+	t.Helper()
+	cfg.Dir = t.TempDir()
+	s, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,6 +280,68 @@ func TestStage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadOnlyStageOfAnOfflineDisk (issue 23 item 2): a read-only stage
+// makes the disk read-only before it brings it online, so that a file
+// system never mounts it writable; where Windows refuses to change an
+// offline disk's attribute (uncertain: the host contract accepts both
+// answers, and the simulated host gives either), the stage fails with a
+// conflict (FailedPrecondition) naming the disk, and the disk stays
+// offline and untouched. Both on a first stage and on a repeated stage
+// after the disk came back offline and writable (a re-attach, a reboot).
+func TestReadOnlyStageOfAnOfflineDisk(t *testing.T) {
+	ntfs := contract.FileSystem{Type: "NTFS"}
+	sel := contract.DiskSelector{Serial: "D"}
+	for _, answer := range []string{sim.OfflineReadOnlyAccept, sim.OfflineReadOnlyRefuse} {
+		for _, repeated := range []bool{false, true} {
+			name := answer + "/first stage"
+			if repeated {
+				name = answer + "/repeated stage"
+			}
+			t.Run(name, func(t *testing.T) {
+				r := newRigOn(t, disk.Options{OfflineOnUnstage: true}, sim.Config{Windows: sim.WindowsAnswers{OfflineReadOnly: answer}})
+				staging := r.staging("v", true)
+				n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, FileSystem: "NTFS", Offline: true, ReadOnly: repeated})
+				if repeated {
+					// The first stage finds the disk read-only: it only
+					// brings it online, whatever Windows answers.
+					wantErr(t, "first Stage", r.b.Stage(r.ctx, stageRequest("v", staging, sel, ntfs, true)), nil)
+					off, rw := true, false
+					if err := r.sim.SetDiskState(n, sim.DiskChange{Offline: &off, ReadOnly: &rw}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mark := r.sim.Mark()
+				err := r.b.Stage(r.ctx, stageRequest("v", staging, sel, ntfs, true))
+				ops := r.sim.OpsSince(mark)
+				after := r.diskState(n)
+				setRO, online := slices.Index(ops, sim.OpDisksSetReadOnly), slices.Index(ops, sim.OpDisksSetOnline)
+				if answer == sim.OfflineReadOnlyRefuse {
+					if !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), "disk "+strconv.Itoa(int(n))+" is offline") {
+						t.Fatalf("Stage: %v, want a conflict naming disk %d", err, n)
+					}
+					if !after.Offline || after.ReadOnly || online >= 0 {
+						t.Fatalf("after the refused stage: offline %t, read-only %t, calls %v; want the disk left offline and untouched", after.Offline, after.ReadOnly, ops)
+					}
+					if !repeated && r.mountedAt(staging) != "" {
+						t.Fatal("the refused stage mounted the volume")
+					}
+					return
+				}
+				wantErr(t, "Stage", err, nil)
+				if setRO < 0 || online < 0 || setRO > online {
+					t.Fatalf("calls %v: want SetReadOnly before SetOnline", ops)
+				}
+				if after.Offline || !after.ReadOnly {
+					t.Fatalf("after the stage: offline %t, read-only %t; want online and read-only", after.Offline, after.ReadOnly)
+				}
+				if r.mountedAt(staging) != r.volumeOfDisk(n) {
+					t.Fatal("the volume is not mounted at the staging path")
+				}
+			})
+		}
 	}
 }
 

@@ -24,11 +24,11 @@ func (b *Backend) Expand(ctx context.Context, r backend.ExpandRequest) (int64, e
 		return 0, err
 	}
 	if err := b.h.Disks.Rescan(ctx); err != nil {
-		return 0, fmt.Errorf("rescan disks: %w", err)
+		return 0, err
 	}
 	d, err := b.h.Disks.Get(ctx, num)
 	if err != nil {
-		return 0, fmt.Errorf("read disk %d: %w", num, err)
+		return 0, err
 	}
 	if r.RequiredBytes > 0 && d.Size < uint64(r.RequiredBytes) {
 		return 0, fmt.Errorf("disk %d is %d bytes, less than the requested %d: the expansion is not visible on this node yet: %w",
@@ -46,7 +46,7 @@ func (b *Backend) Expand(ctx context.Context, r backend.ExpandRequest) (int64, e
 	}
 	max, err := b.h.Disks.MaxPartitionSize(ctx, part)
 	if err != nil {
-		return 0, fmt.Errorf("read supported size of partition %d of disk %d: %w", part.Number, num, err)
+		return 0, err
 	}
 	target := max
 	if r.LimitBytes > 0 && target > uint64(r.LimitBytes) {
@@ -56,14 +56,14 @@ func (b *Backend) Expand(ctx context.Context, r backend.ExpandRequest) (int64, e
 	if target >= part.Size+minGrowth {
 		log.V(4).Info("Growing partition", "diskNumber", num, "from", part.Size, "to", target)
 		if err := b.h.Disks.ResizePartition(ctx, part, target); err != nil {
-			return 0, fmt.Errorf("grow partition %d of disk %d to %d bytes: %w", part.Number, num, target, err)
+			return 0, err
 		}
 	} else {
 		log.V(4).Info("Partition already fills the disk", "diskNumber", num, "size", part.Size, "max", max)
 	}
 	vol, err := b.h.Volumes.Get(ctx, guid)
 	if err != nil {
-		return 0, fmt.Errorf("read volume %s: %w", guid, err)
+		return 0, err
 	}
 	if r.RequiredBytes > 0 && vol.Size < uint64(r.RequiredBytes) {
 		// The file system cannot reach the request (partition table and
@@ -78,14 +78,14 @@ func (b *Backend) Expand(ctx context.Context, r backend.ExpandRequest) (int64, e
 func (b *Backend) stagedVolume(ctx context.Context, staging string) (string, uint32, error) {
 	info, err := b.h.Files.Stat(ctx, staging)
 	if err != nil {
-		return "", 0, fmt.Errorf("inspect staging path %s: %w", staging, err)
+		return "", 0, fmt.Errorf("staging path: %w", err)
 	}
 	if info.Kind != host.PathMountPoint {
 		return "", 0, fmt.Errorf("no volume is mounted at staging path %s: %w", staging, host.ErrNotFound)
 	}
 	num, err := b.h.Volumes.DiskNumber(ctx, info.Target)
 	if err != nil {
-		return "", 0, fmt.Errorf("find the disk of volume %s: %w", info.Target, err)
+		return "", 0, fmt.Errorf("staging path %s: %w", staging, err)
 	}
 	return info.Target, num, nil
 }
@@ -95,7 +95,7 @@ func (b *Backend) stagedVolume(ctx context.Context, staging string) (string, uin
 func (b *Backend) partitionOf(ctx context.Context, d host.Disk, guid string) (host.Partition, error) {
 	parts, err := b.h.Disks.Partitions(ctx, d)
 	if err != nil {
-		return host.Partition{}, fmt.Errorf("list partitions of disk %d: %w", d.Number, err)
+		return host.Partition{}, err
 	}
 	want := winpath.CanonicalTarget(guid)
 	var data []host.Partition
@@ -119,7 +119,7 @@ func (b *Backend) partitionOf(ctx context.Context, d host.Disk, guid string) (ho
 func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backend.Condition, error) {
 	info, err := b.h.Files.Stat(ctx, r.StagingPath)
 	if err != nil {
-		return nil, fmt.Errorf("inspect staging path %s: %w", r.StagingPath, err)
+		return nil, fmt.Errorf("staging path: %w", err)
 	}
 	if info.Kind != host.PathMountPoint {
 		return []backend.Condition{{Severity: backend.Inaccessible, Reason: "MountPointMissing",
@@ -191,7 +191,7 @@ func (b *Backend) VolumeHealth(ctx context.Context, guid string) ([]backend.Cond
 			Message: "the disk holding volume " + guid + " is no longer attached"}}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("find the disk of volume %s: %w", guid, err)
+		return nil, err
 	}
 	d, err := b.h.Disks.Get(ctx, num)
 	if errors.Is(err, host.ErrNotFound) {
@@ -199,7 +199,7 @@ func (b *Backend) VolumeHealth(ctx context.Context, guid string) ([]backend.Cond
 			Message: fmt.Sprintf("disk %d is no longer attached", num)}}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read disk %d: %w", num, err)
+		return nil, err
 	}
 	conds = append(conds, DiskConditions(d)...)
 	if !d.IsOffline {
@@ -209,7 +209,7 @@ func (b *Backend) VolumeHealth(ctx context.Context, guid string) ([]backend.Cond
 			conds = append(conds, backend.Condition{Severity: backend.Inaccessible, Reason: "VolumeMissing",
 				Message: "volume " + guid + " is not present"})
 		case err != nil:
-			return nil, fmt.Errorf("read volume %s: %w", guid, err)
+			return nil, err
 		default:
 			conds = append(conds, healthConditions("Volume", "volume "+guid, v.HealthStatus)...)
 		}

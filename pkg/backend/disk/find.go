@@ -22,12 +22,12 @@ func (b *Backend) Find(ctx context.Context, sel contract.DiskSelector) (host.Dis
 	err := backend.Poll(ctx, b.opts.Backoff, func(ctx context.Context, attempt int) error {
 		if attempt > 0 {
 			if err := b.h.Disks.Rescan(ctx); err != nil {
-				return fmt.Errorf("rescan disks: %w", err)
+				return err
 			}
 		}
 		disks, err := b.h.Disks.List(ctx)
 		if err != nil {
-			return fmt.Errorf("list disks: %w", err)
+			return err
 		}
 		d, err := b.match(ctx, disks, sel)
 		if err != nil {

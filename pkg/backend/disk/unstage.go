@@ -49,7 +49,7 @@ func (b *Backend) OfflineUnused(ctx context.Context, d host.Disk) error {
 	}
 	parts, err := b.h.Disks.Partitions(ctx, d)
 	if err != nil {
-		return fmt.Errorf("list partitions of disk %d: %w", d.Number, err)
+		return err
 	}
 	for _, p := range parts {
 		for _, ap := range p.AccessPaths {
@@ -70,7 +70,7 @@ func (b *Backend) Unmount(ctx context.Context, staging string) (*uint32, error) 
 	log := klog.FromContext(ctx)
 	info, err := b.h.Files.Stat(ctx, staging)
 	if err != nil {
-		return nil, fmt.Errorf("inspect staging path %s: %w", staging, err)
+		return nil, fmt.Errorf("staging path: %w", err)
 	}
 	switch info.Kind {
 	case host.PathMissing, host.PathDir:
@@ -93,7 +93,7 @@ func (b *Backend) Unmount(ctx context.Context, staging string) (*uint32, error) 
 		// The disk was detached under us; the mount point is all that is left.
 		log.V(2).Info("Volume's disk is gone; removing the stale mount point", "volumeGUID", guid)
 	default:
-		return nil, fmt.Errorf("find the disk of volume %s: %w", guid, err)
+		return nil, fmt.Errorf("staging path %s: %w", staging, err)
 	}
 
 	if diskNumber != nil {
@@ -103,7 +103,7 @@ func (b *Backend) Unmount(ctx context.Context, staging string) (*uint32, error) 
 	}
 	log.V(4).Info("Removing volume mount point", "volumeGUID", guid, "stagingTargetPath", staging)
 	if err := b.h.Volumes.Unmount(ctx, staging); err != nil && !errors.Is(err, host.ErrNotFound) {
-		return nil, fmt.Errorf("remove mount point %s: %w", staging, err)
+		return nil, err
 	}
 
 	if diskNumber != nil && b.opts.OfflineOnUnstage {
@@ -139,7 +139,7 @@ func (b *Backend) flush(ctx context.Context, guid string, diskNumber uint32) err
 			return nil
 		}
 	}
-	return fmt.Errorf("flush volume %s: %w", guid, err)
+	return err
 }
 
 // offline takes the disk with this number offline. The caller makes sure
@@ -153,7 +153,7 @@ func (b *Backend) offline(ctx context.Context, number uint32) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read disk %d: %w", number, err)
+		return err
 	}
 	return b.offlineDisk(ctx, d)
 }
@@ -176,7 +176,7 @@ func (b *Backend) offlineDisk(ctx context.Context, d host.Disk) error {
 			// session ended): nothing left to take offline.
 			return nil
 		}
-		return fmt.Errorf("take disk %d offline: %w", d.Number, err)
+		return err
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backen
 	iqn := rec.IQN
 	sessions, err := b.h.ISCSI.Sessions(ctx, iqn)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions of target %s: %w", iqn, err)
+		return nil, err
 	}
 	up := map[string]bool{}
 	for _, s := range sessions {

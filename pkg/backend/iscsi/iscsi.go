@@ -44,7 +44,7 @@ type Backend struct {
 	// IQN): logging in (with the portals it needs) and logging out are
 	// its transitions; finding, preparing and mounting a LUN's disk run
 	// beside them.
-	targets *shared.Set
+	targets *shared.Set[loggedIn]
 	// locks holds "portal:<address:port>" (adding a portal and logging in
 	// through it, against removing it) and "initiator" (the node-wide
 	// mutual-CHAP secret); they are taken inside a target's transitions.
@@ -63,7 +63,7 @@ func New(h host.Host, disks *disk.Backend, store backend.Store, o Options) *Back
 	if o.Backoff == (backend.Backoff{}) {
 		o.Backoff = backend.DefaultBackoff
 	}
-	return &Backend{h: h, disks: disks, store: store, opts: o, targets: shared.NewSet("target", store), locks: inflight.NewKeyMutex()}
+	return &Backend{h: h, disks: disks, store: store, opts: o, targets: shared.NewSet[loggedIn]("target", store), locks: inflight.NewKeyMutex()}
 }
 
 // Stage logs in to the volume's target and mounts the LUN's volume at the
@@ -93,29 +93,20 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	ctx, use := b.targets.Stage(ctx, resourceKey(spec.IQN), r.VolumeID)
 	var created []host.ISCSISession
 	var added []host.Portal
+	// While a host call of a failed stage (a login hung past the
+	// deadline) still runs, it may yet create a session through the
+	// portals this stage added; End leaves them to the retry or the
+	// unstage rather than race it (and wait on its portal locks).
 	defer func() {
-		if err == nil {
-			use.Staged()
-			return
-		}
-		deferred, running := use.Failed()
-		switch {
-		case running:
-			// A call hung past the deadline (a login) still runs and may
-			// yet create a session through the portals this stage added;
-			// removing them now would race it, and the portal locks it
-			// holds would keep the rollback waiting long past the
-			// deadline. The node keeps the volume's journal record (its
-			// check of the staging path fails on the ended context), so
-			// the retry reuses what is there and an unstage releases it.
-			log.Info("A host call of the failed stage is still running; leaving its sessions and portals to the retry or the unstage")
-		case len(created) > 0 || len(added) > 0 || deferred:
-			b.rollback(ctx, spec, created, added, deferred)
-		}
+		use.End(ctx, err, func(deferred bool) {
+			if len(created) > 0 || len(added) > 0 || deferred {
+				b.rollback(ctx, spec, created, added, deferred)
+			}
+		})
 	}()
 	_, err = use.Acquire(ctx,
-		func(ctx context.Context, fresh any) (bool, error) { return b.sessionsUsable(ctx, spec, fresh) },
-		func(ctx context.Context, t *shared.Transition) error {
+		func(ctx context.Context, fresh *loggedIn) (bool, error) { return b.sessionsUsable(ctx, spec, fresh) },
+		func(ctx context.Context, t *shared.Transition[loggedIn]) error {
 			c, a, now, err := b.ensureSessions(ctx, spec)
 			created, added = append(created, c...), append(added, a...)
 			if err == nil {
@@ -148,12 +139,14 @@ type loggedIn []host.ISCSISession
 // back after a reboot. A stage that waited for the transition that made
 // the target ready (fresh) checks the sessions it left instead of asking
 // the host. Anything else is left to ensureSessions, as a transition.
-func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, fresh any) (bool, error) {
-	existing, ok := fresh.(loggedIn)
-	if !ok {
+func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, fresh *loggedIn) (bool, error) {
+	var existing loggedIn
+	if fresh != nil {
+		existing = *fresh
+	} else {
 		var err error
 		if existing, err = b.h.ISCSI.Sessions(ctx, spec.IQN); err != nil {
-			return false, fmt.Errorf("list sessions of target %s: %w", spec.IQN, err)
+			return false, err
 		}
 	}
 	if len(existing) == 0 || len(unregistered(spec, existing)) > 0 {
@@ -210,7 +203,7 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 	log := klog.FromContext(ctx)
 	existing, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("list sessions of target %s: %w", spec.IQN, err)
+		return nil, nil, nil, err
 	}
 	if err := b.makePersistent(ctx, spec, existing); err != nil {
 		return nil, nil, nil, err
@@ -238,7 +231,7 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 
 	registered, err := b.h.ISCSI.Portals(ctx)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("list target portals: %w", err)
+		return nil, nil, nil, err
 	}
 	isRegistered := make(map[string]bool, len(registered))
 	for _, p := range registered {
@@ -306,8 +299,14 @@ func (b *Backend) login(ctx context.Context, spec *contract.ISCSISpec, p host.Po
 		case err == nil:
 			addedPortal = true
 		case errors.Is(err, host.ErrAlreadyExists):
+		case errors.Is(err, host.ErrLogonFailure) && spec.DiscoveryCHAP != nil:
+			return host.ISCSISession{}, false, fmt.Errorf("the portal rejected the discovery CHAP credentials of the node-stage secret "+
+				"(node.sendtargets.auth.username, node.sendtargets.auth.password): %w", err)
+		case errors.Is(err, host.ErrLogonFailure):
+			return host.ISCSISession{}, false, fmt.Errorf("the portal refused discovery without CHAP: set discoveryCHAPAuth=true and pass "+
+				"node.sendtargets.auth.username and node.sendtargets.auth.password in the node-stage secret: %w", err)
 		default:
-			return host.ISCSISession{}, false, fmt.Errorf("add target portal %s: %w", p, err)
+			return host.ISCSISession{}, false, err
 		}
 	}
 	found, err := b.discovered(ctx, spec.IQN, p)
@@ -321,7 +320,7 @@ func (b *Backend) login(ctx context.Context, spec *contract.ISCSISpec, p host.Po
 		// Update-IscsiTargetPortal on learn.microsoft.com).
 		log.V(4).Info("Target not discovered through portal yet; refreshing discovery")
 		if err := b.h.ISCSI.RefreshPortal(ctx, p); err != nil {
-			return host.ISCSISession{}, addedPortal, fmt.Errorf("refresh discovery on portal %s: %w", p, err)
+			return host.ISCSISession{}, addedPortal, err
 		}
 		if found, err = b.discovered(ctx, spec.IQN, p); err != nil {
 			return host.ISCSISession{}, addedPortal, err
@@ -345,16 +344,37 @@ func (b *Backend) login(ctx context.Context, spec *contract.ISCSISpec, p host.Po
 	log.V(4).Info("Logging in to target", "auth", spec.SessionAuth.String())
 	s, err = b.h.ISCSI.Connect(ctx, req)
 	if err != nil {
-		return host.ISCSISession{}, addedPortal, fmt.Errorf("log in to target %s through portal %s: %w", spec.IQN, p, err)
+		return host.ISCSISession{}, addedPortal, loginError(spec.SessionAuth, err)
 	}
 	return s, addedPortal, nil
+}
+
+// loginError explains a failed login with what only the backend knows:
+// which keys of the node-stage secret the credentials came from. Connect's
+// error names the operation, the target and the portal; nothing here names
+// a secret.
+func loginError(auth host.AuthType, err error) error {
+	if !errors.Is(err, host.ErrLogonFailure) {
+		return err
+	}
+	switch auth {
+	case host.AuthNone:
+		return fmt.Errorf("the target refused the login without CHAP: set sessionCHAPAuth=true and pass "+
+			"node.session.auth.username and node.session.auth.password in the node-stage secret: %w", err)
+	case host.AuthMutual:
+		return fmt.Errorf("the CHAP credentials of the node-stage secret were rejected: the target's "+
+			"(node.session.auth.username, node.session.auth.password) or, for mutual CHAP, the initiator's "+
+			"(node.session.auth.password_in): %w", err)
+	}
+	return fmt.Errorf("the target rejected the CHAP credentials of the node-stage secret "+
+		"(node.session.auth.username, node.session.auth.password): %w", err)
 }
 
 // discovered reports whether portal p lists target iqn.
 func (b *Backend) discovered(ctx context.Context, iqn string, p host.Portal) (bool, error) {
 	targets, err := b.h.ISCSI.Targets(ctx, p)
 	if err != nil {
-		return false, fmt.Errorf("list targets discovered through portal %s: %w", p, err)
+		return false, err
 	}
 	for _, t := range targets {
 		if sameIQN(t.NodeAddress, iqn) {
@@ -376,7 +396,7 @@ func (b *Backend) makePersistent(ctx context.Context, spec *contract.ISCSISpec, 
 	for _, s := range unregistered(spec, sessions) {
 		klog.FromContext(ctx).V(2).Info("Making a reused session persistent", "sessionID", s.SessionID, "portal", s.TargetPortal.String())
 		if err := b.h.ISCSI.Register(ctx, s, spec.Multipath, chap); err != nil {
-			return fmt.Errorf("make the session of target %s through %s persistent: %w", spec.IQN, s.TargetPortal, err)
+			return err
 		}
 	}
 	return nil

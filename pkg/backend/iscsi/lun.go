@@ -32,7 +32,7 @@ func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Dis
 	err := backend.Poll(ctx, b.opts.Backoff, func(ctx context.Context, attempt int) error {
 		if attempt > 0 {
 			if err := b.h.Disks.Rescan(ctx); err != nil {
-				return fmt.Errorf("rescan disks: %w", err)
+				return err
 			}
 		}
 		nums, err := b.targetDisks(ctx, iqn)
@@ -44,7 +44,7 @@ func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Dis
 		}
 		disks, err := b.h.Disks.List(ctx)
 		if err != nil {
-			return fmt.Errorf("list disks: %w", err)
+			return err
 		}
 		var matches []host.Disk
 		for _, d := range disks {
@@ -83,7 +83,7 @@ func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Dis
 func (b *Backend) targetDisks(ctx context.Context, iqn string) (map[uint32]bool, error) {
 	sessions, err := b.h.ISCSI.Sessions(ctx, iqn)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions of target %s: %w", iqn, err)
+		return nil, err
 	}
 	nums := map[uint32]bool{}
 	for _, s := range sessions {
@@ -92,7 +92,7 @@ func (b *Backend) targetDisks(ctx context.Context, iqn string) (map[uint32]bool,
 			continue // logged out in between
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list disks of session %s of target %s: %w", s.SessionID, iqn, err)
+			return nil, err
 		}
 		for _, n := range ns {
 			nums[n] = true
@@ -133,7 +133,7 @@ func (b *Backend) verifyStaged(ctx context.Context, d host.Disk, guid, staging s
 		return fmt.Errorf("staging path %s holds volume %s, which is not on LUN %d of target %s (disk %d): %w",
 			staging, guid, spec.LUN, spec.IQN, d.Number, host.ErrAlreadyExists)
 	case err != nil:
-		return fmt.Errorf("find the disk of volume %s mounted at %s: %w", guid, staging, err)
+		return fmt.Errorf("staging path %s: %w", staging, err)
 	case num != d.Number:
 		return fmt.Errorf("staging path %s holds volume %s of disk %d, not of disk %d (LUN %d of target %s): %w",
 			staging, guid, num, d.Number, spec.LUN, spec.IQN, host.ErrAlreadyExists)

@@ -80,7 +80,7 @@ func (b *Backend) releasePortal(ctx context.Context, p host.Portal, remove bool)
 	defer unlock()
 	sessions, err := b.h.ISCSI.Sessions(ctx, "")
 	if err != nil {
-		return false, fmt.Errorf("list iSCSI sessions: %w", err)
+		return false, err
 	}
 	why, listed, err := b.portalUser(ctx, portalKey(p), sessions)
 	if err != nil || why != "" {
@@ -93,7 +93,7 @@ func (b *Backend) releasePortal(ctx context.Context, p host.Portal, remove bool)
 	if !listed {
 		registered, err := b.h.ISCSI.Portals(ctx)
 		if err != nil {
-			return false, fmt.Errorf("list iSCSI target portals: %w", err)
+			return false, err
 		}
 		return !slices.ContainsFunc(registered, func(q host.Portal) bool { return portalKey(q) == portalKey(p) }), nil
 	}

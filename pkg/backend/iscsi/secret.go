@@ -46,7 +46,7 @@ func (b *Backend) setInitiatorSecret(ctx context.Context, iqn string, secret hos
 	}
 	sessions, err := b.h.ISCSI.Sessions(ctx, "")
 	if err != nil {
-		return fmt.Errorf("list iSCSI sessions: %w", err)
+		return err
 	}
 	loggedIn := func(t string) bool {
 		return slices.ContainsFunc(sessions, func(s host.ISCSISession) bool { return sameIQN(s.TargetNodeAddress, t) })
@@ -82,7 +82,7 @@ func (b *Backend) setInitiatorSecret(ctx context.Context, iqn string, secret hos
 	}
 	klog.FromContext(ctx).V(4).Info("Setting the initiator's mutual-CHAP secret")
 	if err := b.h.ISCSI.SetInitiatorSecret(ctx, secret); err != nil {
-		return fmt.Errorf("set the initiator CHAP secret for mutual CHAP with target %s: %w", iqn, err)
+		return fmt.Errorf("mutual CHAP with target %s: %w", iqn, err)
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func (b *Backend) offlineLUN(ctx context.Context, rec Record) error {
 	}
 	disks, err := b.h.Disks.List(ctx)
 	if err != nil {
-		return fmt.Errorf("list disks: %w", err)
+		return err
 	}
 	for _, d := range disks {
 		if loc, ok := host.ParseLocation(d.Location); ok && nums[d.Number] && *loc.LUN == rec.LUN {
@@ -117,7 +117,7 @@ type release struct {
 // (shared.Set.Release: a volume still registered with the target takes
 // the decision over). It returns the target's state afterwards.
 func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, error) {
-	return b.targets.Release(ctx, resourceKey(r.iqn), r.volumeID, r.trustAbsent, func(ctx context.Context, t *shared.Transition) (shared.State, error) {
+	return b.targets.Release(ctx, resourceKey(r.iqn), r.volumeID, r.trustAbsent, func(ctx context.Context, t *shared.Transition[loggedIn]) (shared.State, error) {
 		log := klog.FromContext(ctx)
 		user, err := b.otherUser(ctx, t, r.iqn)
 		if err != nil {
@@ -134,7 +134,7 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 			if len(entries) == 0 {
 				sessions, err := b.h.ISCSI.Sessions(ctx, r.iqn)
 				if err != nil {
-					return t.Prev(), fmt.Errorf("list the sessions of target %s: %w", r.iqn, err)
+					return t.Prev(), err
 				}
 				if len(sessions) > 0 {
 					return t.Prev(), nil
@@ -174,7 +174,7 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 // listedPortals returns the portals the target's other journal entries
 // list: volumes that no longer use the target (the transition found none
 // that does), whose portals go with it when nothing else uses them.
-func (b *Backend) listedPortals(ctx context.Context, t *shared.Transition) []host.Portal {
+func (b *Backend) listedPortals(ctx context.Context, t *shared.Transition[loggedIn]) []host.Portal {
 	entries, err := b.store.ByResource(ctx, t.Key())
 	if err != nil {
 		return nil // the volume's own portals are still removed
@@ -196,7 +196,7 @@ func (b *Backend) listedPortals(ctx context.Context, t *shared.Transition) []hos
 // offline or gone, as after a reboot before the volume is staged again)
 // counts too: a session is never torn down under a volume that may still
 // use it.
-func (b *Backend) otherUser(ctx context.Context, t *shared.Transition, iqn string) (string, error) {
+func (b *Backend) otherUser(ctx context.Context, t *shared.Transition[loggedIn], iqn string) (string, error) {
 	inUse, check, err := t.Others(ctx)
 	if err != nil {
 		return "", err
@@ -223,7 +223,7 @@ func (b *Backend) otherUser(ctx context.Context, t *shared.Transition, iqn strin
 	return shared.FirstUser(ctx, check, func(ctx context.Context, e journal.Entry) (bool, error) {
 		info, err := b.h.Files.Stat(ctx, e.StagingPath)
 		if err != nil {
-			return false, fmt.Errorf("inspect staging path %s of volume %q: %w", e.StagingPath, e.VolumeID, err)
+			return false, fmt.Errorf("the staging path of volume %q: %w", e.VolumeID, err)
 		}
 		if info.Kind != host.PathMountPoint {
 			return false, nil // not staged (any more): a stale or failed record
@@ -233,7 +233,7 @@ func (b *Backend) otherUser(ctx context.Context, t *shared.Transition, iqn strin
 			return true, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("find the disk of volume %s staged at %s: %w", info.Target, e.StagingPath, err)
+			return false, fmt.Errorf("the staging path of volume %q: %w", e.VolumeID, err)
 		}
 		nums, err := targetDisks(ctx)
 		if err != nil {
@@ -252,7 +252,7 @@ func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSIS
 	log := klog.FromContext(ctx)
 	sessions, err := b.h.ISCSI.Sessions(ctx, iqn)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions of target %s: %w", iqn, err)
+		return nil, err
 	}
 	var portals []host.Portal
 	remaining := len(sessions)
@@ -266,7 +266,7 @@ func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSIS
 			// pkg/os/iscsi/api.go, DisconnectTarget).
 			log.V(4).Info("Removing persistent login", "sessionID", s.SessionID, "portal", s.TargetPortal.String())
 			if err := b.h.ISCSI.Unregister(ctx, s); err != nil && !errors.Is(err, host.ErrNotFound) {
-				return portals, fmt.Errorf("remove persistent login of target %s (session %s): %w", iqn, s.SessionID, err)
+				return portals, err
 			}
 		}
 		log.V(2).Info("Logging out of target", "sessionID", s.SessionID, "portal", s.TargetPortal.String())
@@ -275,9 +275,9 @@ func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSIS
 			remaining--
 			portals = append(portals, s.TargetPortal)
 		case errors.Is(err, host.ErrInUse):
-			return portals, fmt.Errorf("log out of target %s (session %s): something still holds its disks: %w", iqn, s.SessionID, err)
+			return portals, fmt.Errorf("something still holds the disks of target %s: %w", iqn, err)
 		default:
-			return portals, fmt.Errorf("log out of target %s (session %s): %w", iqn, s.SessionID, err)
+			return portals, err
 		}
 	}
 	if remaining == 0 {
@@ -303,11 +303,11 @@ func (b *Backend) removeUnusedPortals(ctx context.Context, portals []host.Portal
 	defer unlock()
 	sessions, err := b.h.ISCSI.Sessions(ctx, "")
 	if err != nil {
-		return fmt.Errorf("list iSCSI sessions: %w", err)
+		return err
 	}
 	registered, err := b.h.ISCSI.Portals(ctx)
 	if err != nil {
-		return fmt.Errorf("list target portals: %w", err)
+		return err
 	}
 	isRegistered := map[string]bool{}
 	for _, p := range registered {
@@ -341,7 +341,7 @@ func (b *Backend) removePortal(ctx context.Context, p host.Portal) error {
 	k := portalKey(p)
 	klog.FromContext(ctx).V(2).Info("Removing target portal", "portal", k)
 	if err := b.h.ISCSI.RemovePortal(ctx, p); err != nil && !errors.Is(err, host.ErrNotFound) {
-		return fmt.Errorf("remove target portal %s: %w", k, err)
+		return err
 	}
 	return nil
 }
@@ -380,7 +380,7 @@ func (b *Backend) portalUser(ctx context.Context, k string, sessions []host.ISCS
 	id, err := shared.FirstUser(ctx, check, func(ctx context.Context, e journal.Entry) (bool, error) {
 		info, err := b.h.Files.Stat(ctx, e.StagingPath)
 		if err != nil {
-			return false, fmt.Errorf("inspect staging path %s of volume %q: %w", e.StagingPath, e.VolumeID, err)
+			return false, fmt.Errorf("the staging path of volume %q: %w", e.VolumeID, err)
 		}
 		return info.Kind == host.PathMountPoint, nil
 	})

@@ -45,9 +45,15 @@
 // and orders the transitions.
 //
 // A release that finds another volume registered is deferred to it: when
-// that volume's stage then fails (Use.Failed), it releases the resource
-// itself, so a failing stage never leaves a resource that an unstage meant
-// to remove.
+// that volume's stage then fails (Use.Failed; a backend's Stage ends with
+// Use.End, which calls the backend's undo with that answer), it releases
+// the resource itself, so a failing stage never leaves a resource that an
+// unstage meant to remove.
+//
+// A Set is typed by what a transition that made a resource ready hands to
+// the stages that waited for it (Transition.Keep, the fresh argument of
+// Acquire's verify): the SMB backend's mapping, the iSCSI backend's
+// sessions.
 //
 // # Releasing what nothing uses
 //

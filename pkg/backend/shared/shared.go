@@ -53,11 +53,11 @@ const (
 )
 
 // resource is one shared resource. Guarded by Set.mu.
-type resource struct {
+type resource[T any] struct {
 	state State
 	busy  bool          // a transition runs
 	idle  chan struct{} // while busy: closed when the transition ends
-	users map[string]*Use
+	users map[string]*Use[T]
 	// gone holds the volumes seen to leave (Use.Gone) whose journal
 	// entries may still be there: counting users skips them without
 	// asking the host.
@@ -66,20 +66,22 @@ type resource struct {
 	// left the decision to it (Use.Failed).
 	deferred bool
 	// ends counts the transitions that ended; result is what the last
-	// one left (Transition.Keep) when it made the resource Ready.
+	// one left (Transition.Keep) when it made the resource Ready, or nil.
 	ends   uint64
-	result any
+	result *T
 }
 
 // Set is the shared resources of one backend, by key (the journal's
-// ResourceKey of the volumes that share it, backend.Record.Resource).
-type Set struct {
+// ResourceKey of the volumes that share it, backend.Record.Resource). T is
+// what a transition that makes a resource ready hands to the stages that
+// waited for it (Transition.Keep): the mapping, the sessions.
+type Set[T any] struct {
 	what  string // "share", "target": in errors
 	store backend.Store
 	locks *inflight.KeyMutex // one transition per resource, held until its host calls end
 
 	mu sync.Mutex
-	m  map[string]*resource
+	m  map[string]*resource[T]
 
 	// waiting counts the stages waiting in Acquire for a transition; tests
 	// read it to know a stage is waiting.
@@ -88,15 +90,15 @@ type Set struct {
 
 // NewSet returns an empty set of resources of the kind what names (for
 // errors), whose users the stage journal store records.
-func NewSet(what string, store backend.Store) *Set {
-	return &Set{what: what, store: store, locks: inflight.NewKeyMutex(), m: make(map[string]*resource)}
+func NewSet[T any](what string, store backend.Store) *Set[T] {
+	return &Set[T]{what: what, store: store, locks: inflight.NewKeyMutex(), m: make(map[string]*resource[T])}
 }
 
 // res returns the resource of key, creating it. The caller holds s.mu.
-func (s *Set) res(key string) *resource {
+func (s *Set[T]) res(key string) *resource[T] {
 	r := s.m[key]
 	if r == nil {
-		r = &resource{users: make(map[string]*Use), gone: make(map[string]struct{})}
+		r = &resource[T]{users: make(map[string]*Use[T]), gone: make(map[string]struct{})}
 		s.m[key] = r
 	}
 	return r
@@ -104,14 +106,14 @@ func (s *Set) res(key string) *resource {
 
 // tidy forgets a resource that holds nothing worth keeping: a fresh one
 // would be the same. The caller holds s.mu.
-func (s *Set) tidy(key string, r *resource) {
+func (s *Set[T]) tidy(key string, r *resource[T]) {
 	if r.state == Unknown && !r.busy && !r.deferred && len(r.users) == 0 && len(r.gone) == 0 {
 		delete(s.m, key)
 	}
 }
 
 // State returns the state of the resource of key.
-func (s *Set) State(key string) State {
+func (s *Set[T]) State(key string) State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.m[key]; r != nil {
@@ -121,7 +123,7 @@ func (s *Set) State(key string) State {
 }
 
 // wait waits until ch is closed (a transition ended) or ctx ends.
-func (s *Set) wait(ctx context.Context, key string, ch <-chan struct{}) error {
+func (s *Set[T]) wait(ctx context.Context, key string, ch <-chan struct{}) error {
 	select {
 	case <-ch:
 		return nil
@@ -132,8 +134,8 @@ func (s *Set) wait(ctx context.Context, key string, ch <-chan struct{}) error {
 
 // Use is one volume's registration with a resource, from the start of its
 // stage or unstage until the host calls made for it have ended.
-type Use struct {
-	set      *Set
+type Use[T any] struct {
+	set      *Set[T]
 	key      string
 	volumeID string
 	role     role // guarded by set.mu
@@ -142,9 +144,9 @@ type Use struct {
 }
 
 // register adds a registration. The caller holds s.mu.
-func (s *Set) register(ctx context.Context, r *resource, key, volumeID string, ro role) (context.Context, *Use) {
+func (s *Set[T]) register(ctx context.Context, r *resource[T], key, volumeID string, ro role) (context.Context, *Use[T]) {
 	ctx, tr := host.Track(ctx)
-	u := &Use{set: s, key: key, volumeID: volumeID, role: ro, tracker: tr}
+	u := &Use[T]{set: s, key: key, volumeID: volumeID, role: ro, tracker: tr}
 	r.users[volumeID] = u
 	delete(r.gone, volumeID)
 	return ctx, u
@@ -154,7 +156,7 @@ func (s *Set) register(ctx context.Context, r *resource, key, volumeID string, r
 // key. It never waits. The host calls made under the returned context
 // keep the registration until they have ended, even past Done. Call
 // Acquire next, and Staged or Failed at the end.
-func (s *Set) Stage(ctx context.Context, key, volumeID string) (context.Context, *Use) {
+func (s *Set[T]) Stage(ctx context.Context, key, volumeID string) (context.Context, *Use[T]) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.register(ctx, s.res(key), key, volumeID, waiting)
@@ -165,7 +167,7 @@ func (s *Set) Stage(ctx context.Context, key, volumeID string) (context.Context,
 // the volume's per-volume work never overlaps a disconnection. While it is
 // registered, no release removes the resource. Call Gone once the volume
 // no longer uses the resource, then Done, then Release.
-func (s *Set) Unstage(ctx context.Context, key, volumeID string) (context.Context, *Use, error) {
+func (s *Set[T]) Unstage(ctx context.Context, key, volumeID string) (context.Context, *Use[T], error) {
 	for {
 		s.mu.Lock()
 		r := s.res(key)
@@ -193,7 +195,7 @@ func (s *Set) Unstage(ctx context.Context, key, volumeID string) (context.Contex
 // that transition kept (Transition.Keep): the resource as it just found or
 // made it, which the stage checks against its own volume instead of asking
 // the host again; otherwise it gets nil.
-func (u *Use) Acquire(ctx context.Context, verify func(ctx context.Context, fresh any) (bool, error), connect ConnectFunc) (connected bool, err error) {
+func (u *Use[T]) Acquire(ctx context.Context, verify func(ctx context.Context, fresh *T) (bool, error), connect ConnectFunc[T]) (connected bool, err error) {
 	s := u.set
 	var waitedFrom uint64
 	waited := false
@@ -212,7 +214,7 @@ func (u *Use) Acquire(ctx context.Context, verify func(ctx context.Context, fres
 			continue
 		}
 		if st == Ready {
-			var fresh any
+			var fresh *T
 			if waited && ends > waitedFrom {
 				fresh = result
 			}
@@ -241,7 +243,7 @@ func (u *Use) Acquire(ctx context.Context, verify func(ctx context.Context, fres
 // per-volume work found the resource unusable (a refusal that a stale
 // mapping or session explains). When another transition runs, Repair waits
 // for it instead and reports false: the caller checks again.
-func (u *Use) Repair(ctx context.Context, connect ConnectFunc) (ran bool, err error) {
+func (u *Use[T]) Repair(ctx context.Context, connect ConnectFunc[T]) (ran bool, err error) {
 	s := u.set
 	for {
 		_, busy, _, _ := s.peek(u.key)
@@ -259,7 +261,7 @@ func (u *Use) Repair(ctx context.Context, connect ConnectFunc) (ran bool, err er
 // Staged ends the registration of a stage that succeeded: the volume now
 // uses the resource as the host shows (a link, a mount point), so a
 // release deferred to it is moot.
-func (u *Use) Staged() {
+func (u *Use[T]) Staged() {
 	s := u.set
 	s.mu.Lock()
 	if r := s.m[u.key]; r != nil && r.users[u.volumeID] == u {
@@ -275,7 +277,7 @@ func (u *Use) Staged() {
 // the stage still runs (running), the registration lasts until it ends and
 // the caller must not release anything: the retry or the unstage of the
 // volume will.
-func (u *Use) Failed() (deferred, running bool) {
+func (u *Use[T]) Failed() (deferred, running bool) {
 	if u.tracker.Outstanding() > 0 {
 		u.Done()
 		return false, true
@@ -295,9 +297,31 @@ func (u *Use) Failed() (deferred, running bool) {
 	return deferred, false
 }
 
+// End ends the registration of a stage that returned err, as every
+// backend's Stage does in its deferred block: Staged on success; on
+// failure Failed, then undo unless a host call of the stage still runs.
+// undo gets whether a release was deferred to this stage (Failed); it
+// removes what the stage made, or what the deferred release meant to
+// remove, when nothing else uses it. While a call still runs nothing is
+// undone: the call may yet use the resource, so the retry or the unstage
+// of the volume (whose journal entry the node keeps) releases it.
+func (u *Use[T]) End(ctx context.Context, err error, undo func(deferred bool)) {
+	if err == nil {
+		u.Staged()
+		return
+	}
+	deferred, running := u.Failed()
+	if running {
+		klog.FromContext(ctx).Info("A host call of the failed stage is still running; leaving the "+u.set.what+" to the retry or the unstage",
+			"resource", u.key)
+		return
+	}
+	undo(deferred)
+}
+
 // Gone records that the unstaged volume no longer uses the resource (its
 // link or mount point is gone): users are counted without it from now on.
-func (u *Use) Gone() {
+func (u *Use[T]) Gone() {
 	s := u.set
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -306,7 +330,7 @@ func (u *Use) Gone() {
 
 // Done ends the registration once the host calls made under its context
 // have ended. Calling it again is a no-op.
-func (u *Use) Done() {
+func (u *Use[T]) Done() {
 	u.once.Do(func() {
 		u.tracker.WhenIdle(func() {
 			s := u.set
@@ -333,7 +357,7 @@ func (u *Use) Done() {
 // It returns the state of the resource afterwards. volumeID is the volume
 // being unstaged, or "" for a caller that is not a volume (an orphan sweep,
 // a failed stage that counts itself from the host).
-func (s *Set) Release(ctx context.Context, key, volumeID string, trustAbsent bool, disconnect DisconnectFunc) (State, error) {
+func (s *Set[T]) Release(ctx context.Context, key, volumeID string, trustAbsent bool, disconnect DisconnectFunc[T]) (State, error) {
 	for {
 		s.mu.Lock()
 		r := s.res(key)
@@ -365,7 +389,7 @@ func (s *Set) Release(ctx context.Context, key, volumeID string, trustAbsent boo
 }
 
 // registered returns a registered volume other than volumeID, or "".
-func (r *resource) registered(volumeID string) string {
+func (r *resource[T]) registered(volumeID string) string {
 	for id := range r.users {
 		if id != volumeID {
 			return id
@@ -377,7 +401,7 @@ func (r *resource) registered(volumeID string) string {
 // peek returns the state of the resource, while a transition runs a
 // channel closed when it ends, how many transitions ended so far and what
 // the last one kept.
-func (s *Set) peek(key string) (State, <-chan struct{}, uint64, any) {
+func (s *Set[T]) peek(key string) (State, <-chan struct{}, uint64, *T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.res(key)
@@ -387,14 +411,14 @@ func (s *Set) peek(key string) (State, <-chan struct{}, uint64, any) {
 	return r.state, nil, r.ends, r.result
 }
 
-func (s *Set) setRole(u *Use, ro role) {
+func (s *Set[T]) setRole(u *Use[T], ro role) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u.role = ro
 }
 
 // begin starts a transition to state st, or returns nil when one runs.
-func (s *Set) begin(key, volumeID string, st State) *Transition {
+func (s *Set[T]) begin(key, volumeID string, st State) *Transition[T] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.res(key)
@@ -406,8 +430,8 @@ func (s *Set) begin(key, volumeID string, st State) *Transition {
 
 // beginLocked starts a transition. The caller holds s.mu and checked that
 // none runs.
-func (s *Set) beginLocked(r *resource, key, volumeID string, st State) *Transition {
-	t := &Transition{set: s, key: key, volumeID: volumeID, prev: r.state}
+func (s *Set[T]) beginLocked(r *resource[T], key, volumeID string, st State) *Transition[T] {
+	t := &Transition[T]{set: s, key: key, volumeID: volumeID, prev: r.state}
 	r.busy, r.idle, r.state = true, make(chan struct{}), st
 	if st == Disconnecting {
 		r.deferred = false // this transition decides
@@ -416,17 +440,17 @@ func (s *Set) beginLocked(r *resource, key, volumeID string, st State) *Transiti
 }
 
 // ConnectFunc makes the resource usable, as a transition.
-type ConnectFunc func(ctx context.Context, t *Transition) error
+type ConnectFunc[T any] func(ctx context.Context, t *Transition[T]) error
 
 // DisconnectFunc decides, as a transition, whether the resource goes: it
 // removes it and returns Absent, or keeps it and returns the state it is in
 // (Transition.Prev when nothing changed, Unknown when the host may differ
 // from what the set knew).
-type DisconnectFunc func(ctx context.Context, t *Transition) (State, error)
+type DisconnectFunc[T any] func(ctx context.Context, t *Transition[T]) (State, error)
 
 // ready runs c as a transition that leaves the resource Ready.
-func ready(c ConnectFunc) DisconnectFunc {
-	return func(ctx context.Context, t *Transition) (State, error) {
+func ready[T any](c ConnectFunc[T]) DisconnectFunc[T] {
+	return func(ctx context.Context, t *Transition[T]) (State, error) {
 		if err := c(ctx, t); err != nil {
 			return Unknown, err
 		}
@@ -435,30 +459,30 @@ func ready(c ConnectFunc) DisconnectFunc {
 }
 
 // Transition is one exclusive change of a resource.
-type Transition struct {
-	set      *Set
+type Transition[T any] struct {
+	set      *Set[T]
 	key      string
 	volumeID string
 	prev     State
 	next     State
-	result   any
+	result   *T
 }
 
 // Keep leaves v, what a connect found or made (the mapping, the sessions),
 // to the stages that waited for this transition: Acquire gives it to their
 // verify when the transition leaves the resource Ready.
-func (t *Transition) Keep(v any) { t.result = v }
+func (t *Transition[T]) Keep(v T) { t.result = &v }
 
 // Key is the resource's key.
-func (t *Transition) Key() string { return t.key }
+func (t *Transition[T]) Key() string { return t.key }
 
 // Prev is the state the resource was in before the transition.
-func (t *Transition) Prev() State { return t.prev }
+func (t *Transition[T]) Prev() State { return t.prev }
 
 // run takes the resource's lock (held until the host calls made under it
 // have ended) and runs fn; the resource ends in the state fn returns, or
 // Unknown when fn fails.
-func (t *Transition) run(ctx context.Context, fn DisconnectFunc) error {
+func (t *Transition[T]) run(ctx context.Context, fn DisconnectFunc[T]) error {
 	t.next = t.prev
 	lctx, unlock, err := t.set.locks.LockUntilIdle(ctx, t.key)
 	if err != nil {
@@ -476,7 +500,7 @@ func (t *Transition) run(ctx context.Context, fn DisconnectFunc) error {
 }
 
 // end ends the transition in state t.next and wakes whoever waits.
-func (t *Transition) end() {
+func (t *Transition[T]) end() {
 	s := t.set
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -503,7 +527,7 @@ func (t *Transition) end() {
 // volume's, except those of volumes in inUse and of volumes seen to leave.
 // Stages still waiting for the resource are in check, not in inUse: they
 // use it only if the host says so (a repeated stage of a staged volume).
-func (t *Transition) Others(ctx context.Context) (inUse []string, check []journal.Entry, err error) {
+func (t *Transition[T]) Others(ctx context.Context) (inUse []string, check []journal.Entry, err error) {
 	entries, err := t.set.store.ByResource(ctx, t.key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the volumes of %s %s from the stage journal: %w", t.set.what, t.key, err)
@@ -542,7 +566,7 @@ func (t *Transition) Others(ctx context.Context) (inUse []string, check []journa
 
 // IsGone reports whether volumeID was seen to leave the resource of key
 // and its journal entry may still be there.
-func (s *Set) IsGone(key, volumeID string) bool {
+func (s *Set[T]) IsGone(key, volumeID string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.m[key]
@@ -555,7 +579,7 @@ func (s *Set) IsGone(key, volumeID string) bool {
 
 // Registered reports whether volumeID is registered with the resource of
 // key: a stage or unstage of it is working on the resource.
-func (s *Set) Registered(key, volumeID string) bool {
+func (s *Set[T]) Registered(key, volumeID string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.m[key]

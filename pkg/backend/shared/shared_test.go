@@ -16,13 +16,13 @@ import (
 
 const key = "smb:\\\\srv\\data"
 
-func newSet(t *testing.T) (*Set, *journal.Journal) {
+func newSet(t *testing.T) (*Set[string], *journal.Journal) {
 	t.Helper()
 	jr, err := journal.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewSet("share", jr), jr
+	return NewSet[string]("share", jr), jr
 }
 
 func put(t *testing.T, jr *journal.Journal, ids ...string) {
@@ -37,17 +37,17 @@ func put(t *testing.T, jr *journal.Journal, ids ...string) {
 // counter counts the calls of a transition function.
 type counter struct{ n atomic.Int64 }
 
-func (c *counter) connect(err error) ConnectFunc {
-	return func(context.Context, *Transition) error { c.n.Add(1); return err }
+func (c *counter) connect(err error) ConnectFunc[string] {
+	return func(context.Context, *Transition[string]) error { c.n.Add(1); return err }
 }
 
-func (c *counter) disconnect(next State) DisconnectFunc {
-	return func(context.Context, *Transition) (State, error) { c.n.Add(1); return next, nil }
+func (c *counter) disconnect(next State) DisconnectFunc[string] {
+	return func(context.Context, *Transition[string]) (State, error) { c.n.Add(1); return next, nil }
 }
 
-func yes(context.Context, any) (bool, error) { return true, nil }
+func yes(context.Context, *string) (bool, error) { return true, nil }
 
-func wantState(t *testing.T, s *Set, want State) {
+func wantState(t *testing.T, s *Set[string], want State) {
 	t.Helper()
 	if got := s.State(key); got != want {
 		t.Fatalf("state %s, want %s", got, want)
@@ -55,7 +55,7 @@ func wantState(t *testing.T, s *Set, want State) {
 }
 
 // stage registers id and acquires the resource.
-func stage(t *testing.T, s *Set, id string, verify func(context.Context, any) (bool, error), connect ConnectFunc) *Use {
+func stage(t *testing.T, s *Set[string], id string, verify func(context.Context, *string) (bool, error), connect ConnectFunc[string]) *Use[string] {
 	t.Helper()
 	ctx, u := s.Stage(context.Background(), key, id)
 	if _, err := u.Acquire(ctx, verify, connect); err != nil {
@@ -89,7 +89,7 @@ func TestAcquire(t *testing.T) {
 			}
 			var c counter
 			var verified atomic.Int64
-			verify := func(context.Context, any) (bool, error) { verified.Add(1); return tc.verifyOK, nil }
+			verify := func(context.Context, *string) (bool, error) { verified.Add(1); return tc.verifyOK, nil }
 			ctx, u := s.Stage(context.Background(), key, "v")
 			connected, err := u.Acquire(ctx, verify, c.connect(tc.connectErr))
 			if !errors.Is(err, tc.connectErr) {
@@ -118,7 +118,7 @@ func TestWaitersTakeTheTransitionResult(t *testing.T) {
 	var c counter
 	inConnect, release := make(chan struct{}), make(chan struct{})
 	go func() {
-		stage(t, s, "first", yes, func(_ context.Context, tr *Transition) error {
+		stage(t, s, "first", yes, func(_ context.Context, tr *Transition[string]) error {
 			c.n.Add(1)
 			tr.Keep("made")
 			close(inConnect)
@@ -129,12 +129,12 @@ func TestWaitersTakeTheTransitionResult(t *testing.T) {
 	<-inConnect
 	wantState(t, s, Connecting)
 	const n = 16
-	got := make([]any, n)
+	got := make([]*string, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		ctx, u := s.Stage(context.Background(), key, fmt.Sprint("w", i))
 		wg.Go(func() {
-			if _, err := u.Acquire(ctx, func(_ context.Context, fresh any) (bool, error) { got[i] = fresh; return true, nil },
+			if _, err := u.Acquire(ctx, func(_ context.Context, fresh *string) (bool, error) { got[i] = fresh; return true, nil },
 				c.connect(nil)); err != nil {
 				t.Error(err)
 			}
@@ -149,13 +149,13 @@ func TestWaitersTakeTheTransitionResult(t *testing.T) {
 		t.Fatalf("connect ran %d times, want 1", n)
 	}
 	for i, g := range got {
-		if g != "made" {
+		if g == nil || *g != "made" {
 			t.Errorf("waiter %d's verify got %v, want what the transition kept", i, g)
 		}
 	}
 	wantState(t, s, Ready)
-	var later any = "unset"
-	stage(t, s, "later", func(_ context.Context, fresh any) (bool, error) { later = fresh; return true, nil }, c.connect(nil))
+	later := new(string) // unset
+	stage(t, s, "later", func(_ context.Context, fresh *string) (bool, error) { later = fresh; return true, nil }, c.connect(nil))
 	if later != nil {
 		t.Fatalf("a stage that did not wait got %v kept, want nil (it must ask the host)", later)
 	}
@@ -169,7 +169,7 @@ func TestWaitingHonoursContext(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		stage(t, s, "first", yes, func(context.Context, *Transition) error { close(inConnect); <-release; return nil })
+		stage(t, s, "first", yes, func(context.Context, *Transition[string]) error { close(inConnect); <-release; return nil })
 	}()
 	<-inConnect
 	ctx, cancel := context.WithCancel(context.Background())
@@ -215,7 +215,7 @@ func TestLastOneOutReleasesOnce(t *testing.T) {
 					linked.Delete(id)
 					u.Gone()
 					u.Done()
-					if _, err := s.Release(ctx, key, id, true, func(ctx context.Context, tr *Transition) (State, error) {
+					if _, err := s.Release(ctx, key, id, true, func(ctx context.Context, tr *Transition[string]) (State, error) {
 						inUse, check, err := tr.Others(ctx)
 						if err != nil {
 							return Unknown, err
@@ -303,7 +303,7 @@ func TestUnstageWaitsWhileDisconnecting(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := s.Release(context.Background(), key, "a", false, func(context.Context, *Transition) (State, error) {
+		if _, err := s.Release(context.Background(), key, "a", false, func(context.Context, *Transition[string]) (State, error) {
 			close(inDisconnect)
 			<-release
 			return Absent, nil
@@ -353,7 +353,7 @@ func TestOthers(t *testing.T) {
 	doneU.Gone()
 	doneU.Done()
 	_ = leaving
-	_, err = s.Release(context.Background(), key, "self", false, func(ctx context.Context, tr *Transition) (State, error) { return tr.Prev(), nil })
+	_, err = s.Release(context.Background(), key, "self", false, func(ctx context.Context, tr *Transition[string]) (State, error) { return tr.Prev(), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestOthers(t *testing.T) {
 	if tr == nil {
 		t.Fatal("a transition is running")
 	}
-	err = tr.run(context.Background(), func(ctx context.Context, tr *Transition) (State, error) {
+	err = tr.run(context.Background(), func(ctx context.Context, tr *Transition[string]) (State, error) {
 		u, c, err := tr.Others(ctx)
 		inUse = u
 		for _, e := range c {
@@ -388,7 +388,7 @@ func TestOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr = s.begin(key, "self", Disconnecting)
-	if err := tr.run(context.Background(), func(ctx context.Context, tr *Transition) (State, error) {
+	if err := tr.run(context.Background(), func(ctx context.Context, tr *Transition[string]) (State, error) {
 		_, _, err := tr.Others(ctx)
 		return tr.Prev(), err
 	}); err != nil {
@@ -407,7 +407,7 @@ func TestHungCallKeepsTheResource(t *testing.T) {
 	s, _ := newSet(t)
 	var end func()
 	ctx, u := s.Stage(context.Background(), key, "hung")
-	_, err := u.Acquire(ctx, yes, func(ctx context.Context, _ *Transition) error {
+	_, err := u.Acquire(ctx, yes, func(ctx context.Context, _ *Transition[string]) error {
 		end = host.BeginCall(ctx) // a call the stage stops waiting for
 		return context.DeadlineExceeded
 	})
@@ -452,7 +452,7 @@ func TestPanicInTransitionDoesNotWedge(t *testing.T) {
 				t.Fatal("no panic")
 			}
 		}()
-		stage(t, s, "p", yes, func(context.Context, *Transition) error { panic("boom") })
+		stage(t, s, "p", yes, func(context.Context, *Transition[string]) error { panic("boom") })
 	}()
 	wantState(t, s, Unknown)
 	var c counter
@@ -522,6 +522,68 @@ func TestFirstUser(t *testing.T) {
 			}
 			if most.Load() > checkParallel {
 				t.Fatalf("%d checks at once, want at most %d", most.Load(), checkParallel)
+			}
+		})
+	}
+}
+
+// TestEnd: the end of a stage's registration, as the backends' Stage
+// ends it. Success stages (a deferred release is moot) and undoes nothing;
+// a failure undoes, saying whether a release was deferred to it; a failure
+// whose host call still runs undoes nothing and stays registered until the
+// call ends.
+func TestEnd(t *testing.T) {
+	const none, notDeferred, wasDeferred = 0, 1, 2
+	tests := []struct {
+		name     string
+		err      error
+		deferTo  bool // another volume's release is deferred to this stage
+		hung     bool // a host call of the stage still runs
+		wantUndo int
+	}{
+		{name: "success", wantUndo: none},
+		{name: "success with a deferred release", deferTo: true, wantUndo: none},
+		{name: "failure", err: errors.New("boom"), wantUndo: notDeferred},
+		{name: "failure with a deferred release", err: errors.New("boom"), deferTo: true, wantUndo: wasDeferred},
+		{name: "failure while a call runs", err: errors.New("boom"), deferTo: true, hung: true, wantUndo: none},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newSet(t)
+			ctx, u := s.Stage(context.Background(), key, "v")
+			var end func()
+			if _, err := u.Acquire(ctx, yes, func(ctx context.Context, _ *Transition[string]) error {
+				if tc.hung {
+					end = host.BeginCall(ctx)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.deferTo {
+				var c counter
+				if _, err := s.Release(context.Background(), key, "other", false, c.disconnect(Absent)); err != nil || c.n.Load() != 0 {
+					t.Fatalf("release while v is registered: %v, %d disconnects; want it deferred", err, c.n.Load())
+				}
+			}
+			undo := none
+			u.End(context.Background(), tc.err, func(deferred bool) {
+				undo = notDeferred
+				if deferred {
+					undo = wasDeferred
+				}
+			})
+			if undo != tc.wantUndo {
+				t.Fatalf("undo = %d, want %d", undo, tc.wantUndo)
+			}
+			if got := s.Registered(key, "v"); got != tc.hung {
+				t.Fatalf("registered after End: %t, want %t", got, tc.hung)
+			}
+			if end != nil {
+				end()
+				if s.Registered(key, "v") {
+					t.Fatal("still registered after the hung call ended")
+				}
 			}
 		})
 	}

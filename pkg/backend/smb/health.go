@@ -16,7 +16,7 @@ import (
 func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backend.Condition, error) {
 	info, err := b.h.Files.Stat(ctx, r.StagingPath)
 	if err != nil {
-		return nil, fmt.Errorf("inspect staging path %s: %w", r.StagingPath, err)
+		return nil, fmt.Errorf("staging path: %w", err)
 	}
 	if info.Kind != host.PathSymlink {
 		return inaccessible("LinkMissing", "staging path %s is a %s, not a link to the share", r.StagingPath, info.Kind), nil
@@ -35,7 +35,7 @@ func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backen
 	case errors.Is(err, host.ErrNotFound):
 		return inaccessible("MappingUnavailable", "share %s has no global mapping on this node", root), nil
 	case err != nil:
-		return nil, fmt.Errorf("read the global mapping of %s: %w", root, err)
+		return nil, err
 	case m.Status != host.MappingOK:
 		return inaccessible("MappingUnavailable", "the global mapping of %s has status %s", root, m.Status), nil
 	}
@@ -52,7 +52,7 @@ func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backen
 	case errors.Is(err, host.ErrNotFound):
 		return inaccessible("DirectoryMissing", "directory %s no longer exists on share %s", unc, root), nil
 	}
-	return nil, fmt.Errorf("check directory %s: %w", unc, err)
+	return nil, err
 }
 
 func inaccessible(reason, format string, args ...any) []backend.Condition {

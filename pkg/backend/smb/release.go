@@ -43,7 +43,7 @@ func (b *Backend) ReleaseUnused(ctx context.Context, key string, remove bool) (b
 		return false, fmt.Errorf("%q is not the key of an SMB share: %w", key, host.ErrInvalid)
 	}
 	unused := false
-	st, err := b.shares.Release(ctx, key, "", false, func(ctx context.Context, t *shared.Transition) (shared.State, error) {
+	st, err := b.shares.Release(ctx, key, "", false, func(ctx context.Context, t *shared.Transition[mapped]) (shared.State, error) {
 		if b.otherUser(ctx, t, root) != "" {
 			return t.Prev(), nil
 		}
@@ -53,7 +53,7 @@ func (b *Backend) ReleaseUnused(ctx context.Context, key string, remove bool) (b
 			// mapped the share again), or there is none left.
 			if _, err := b.h.SMB.Mapping(ctx, root); !errors.Is(err, host.ErrNotFound) {
 				if err != nil {
-					return t.Prev(), fmt.Errorf("look up the global mapping of %s: %w", root, err)
+					return t.Prev(), err
 				}
 				return t.Prev(), nil // someone else's mapping: never touched
 			}

@@ -47,14 +47,14 @@ type Backend struct {
 	// volumes using it (keyed by the journal's ResourceKey, "smb:" and
 	// the share root): mapping, repairing and unmapping a share are its
 	// transitions, the per-volume work runs beside them.
-	shares *shared.Set
+	shares *shared.Set[mapped]
 }
 
 // New returns an SMB backend over h. store is the stage journal: the
 // backend reads the records of the volumes of a share from it, to count the
 // share's users, and keeps a note per global mapping it made (notePrefix).
 func New(h host.Host, store backend.Store, o Options) *Backend {
-	return &Backend{h: h, store: store, opts: o, shares: shared.NewSet("share", store)}
+	return &Backend{h: h, store: store, opts: o, shares: shared.NewSet[mapped]("share", store)}
 }
 
 // stagingState is what a stage finds at the staging path.
@@ -93,25 +93,18 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	// removes it unless another volume uses it.
 	made := false
 	defer func() {
-		if err == nil {
-			use.Staged()
-			return
-		}
-		deferred, running := use.Failed()
-		if running {
-			log.V(2).Info("A host call of the failed stage is still running; leaving the global mapping to the retry or the unstage")
-			return
-		}
-		if made || deferred {
-			b.releaseAfterFailure(ctx, root)
-		}
+		use.End(ctx, err, func(deferred bool) {
+			if made || deferred {
+				b.releaseAfterFailure(ctx, root)
+			}
+		})
 	}()
-	connect := func(ctx context.Context, t *shared.Transition) error {
+	connect := func(ctx context.Context, t *shared.Transition[mapped]) error {
 		m, err := b.ensureMapping(ctx, t, spec)
 		made = made || (m && err == nil)
 		return err
 	}
-	connected, err := use.Acquire(ctx, func(ctx context.Context, fresh any) (bool, error) { return b.mappingUsable(ctx, spec, fresh) }, connect)
+	connected, err := use.Acquire(ctx, func(ctx context.Context, fresh *mapped) (bool, error) { return b.mappingUsable(ctx, spec, fresh) }, connect)
 	if err != nil {
 		return err
 	}
@@ -159,10 +152,10 @@ type mapped struct {
 // its word for the mapping and checks only what is its own. The share
 // answering through the mapping is checked by the stage's own directory
 // check.
-func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec, fresh any) (bool, error) {
+func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec, fresh *mapped) (bool, error) {
 	root := spec.MappingPath()
-	if m, ok := fresh.(mapped); ok {
-		if spec.RequirePrivacy && !m.requirePrivacy {
+	if fresh != nil {
+		if spec.RequirePrivacy && !fresh.requirePrivacy {
 			return false, nil
 		}
 	} else {
@@ -171,7 +164,7 @@ func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec, fre
 		case errors.Is(err, host.ErrNotFound):
 			return false, nil
 		case err != nil:
-			return false, fmt.Errorf("read the global mapping of %s: %w", root, err)
+			return false, err
 		case m.Status != host.MappingOK:
 			return false, nil
 		case spec.RequirePrivacy && !m.RequirePrivacy:
@@ -188,7 +181,7 @@ func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec, fre
 func (b *Backend) inspectStaging(ctx context.Context, staging, unc string) (stagingState, error) {
 	info, err := b.h.Files.Stat(ctx, staging)
 	if err != nil {
-		return 0, fmt.Errorf("inspect staging path %s: %w", staging, err)
+		return 0, fmt.Errorf("staging path: %w", err)
 	}
 	switch info.Kind {
 	case host.PathSymlink:
@@ -204,7 +197,7 @@ func (b *Backend) inspectStaging(ctx context.Context, staging, unc string) (stag
 	case host.PathDir:
 		empty, err := b.h.Files.IsEmptyDir(ctx, staging)
 		if err != nil {
-			return 0, fmt.Errorf("inspect staging path %s: %w", staging, err)
+			return 0, fmt.Errorf("staging path: %w", err)
 		}
 		if !empty {
 			return 0, fmt.Errorf("staging path %s is a directory with entries; refusing to replace it with a link: %w",
@@ -218,7 +211,7 @@ func (b *Backend) inspectStaging(ctx context.Context, staging, unc string) (stag
 // ensureMapping makes sure one healthy global mapping of the share root
 // exists, and reports whether it made one. It runs as a transition of the
 // share.
-func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition, spec *contract.SMBSpec) (bool, error) {
+func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition[mapped], spec *contract.SMBSpec) (bool, error) {
 	root := spec.MappingPath()
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 
@@ -228,7 +221,7 @@ func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition, spec 
 		return true, keepMapping(t, spec.RequirePrivacy, b.mapShare(ctx, spec))
 	}
 	if err != nil {
-		return false, fmt.Errorf("read the global mapping of %s: %w", root, err)
+		return false, err
 	}
 	if m.Status != host.MappingOK {
 		// A mapping left Disconnected or Unavailable (after a reboot or an
@@ -270,7 +263,7 @@ func (b *Backend) checkMapping(ctx context.Context, spec *contract.SMBSpec) erro
 	switch {
 	case refused(err):
 		if strings.EqualFold(unc, root) {
-			return fmt.Errorf("share %s: %w: %w", root, errStaleCredentials, err)
+			return fmt.Errorf("%w: %w", errStaleCredentials, err)
 		}
 		derr := b.h.SMB.Check(ctx, unc)
 		if derr == nil || errors.Is(derr, host.ErrNotFound) {
@@ -278,22 +271,22 @@ func (b *Backend) checkMapping(ctx context.Context, spec *contract.SMBSpec) erro
 			return nil
 		}
 		if refused(derr) {
-			return fmt.Errorf("share %s: %w: %w", root, errStaleCredentials, err)
+			return fmt.Errorf("%w: %w", errStaleCredentials, err)
 		}
-		return fmt.Errorf("check directory %s through the global mapping: %w", unc, derr)
+		return derr
 	case errors.Is(err, host.ErrUnreachable):
-		return fmt.Errorf("share %s cannot be reached through its global mapping: %w", root, err)
+		return fmt.Errorf("the share cannot be reached through its global mapping: %w", err)
 	case errors.Is(err, host.ErrNotFound):
-		return fmt.Errorf("share %s no longer exists on the server: %w", root, err)
+		return fmt.Errorf("the share no longer exists on the server: %w", err)
 	}
-	return fmt.Errorf("check share %s through its global mapping: %w", root, err)
+	return err
 }
 
 // reconcile decides whether a healthy mapping suits the volume: made with
 // the same user name and with encryption when the volume requires it. A
 // mapping that does not suit is remade only when no other staged volume
 // uses the share.
-func (b *Backend) reconcile(ctx context.Context, t *shared.Transition, spec *contract.SMBSpec, m host.SMBMapping) (bool, error) {
+func (b *Backend) reconcile(ctx context.Context, t *shared.Transition[mapped], spec *contract.SMBSpec, m host.SMBMapping) (bool, error) {
 	root, user := spec.MappingPath(), spec.Credential.User
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 
@@ -325,7 +318,7 @@ func (b *Backend) reconcile(ctx context.Context, t *shared.Transition, spec *con
 // keepMapping leaves the mapping a transition found usable or made (with
 // requirePrivacy) to the stages waiting for it, when err is nil, and
 // returns err.
-func keepMapping(t *shared.Transition, requirePrivacy bool, err error) error {
+func keepMapping(t *shared.Transition[mapped], requirePrivacy bool, err error) error {
 	if err == nil {
 		t.Keep(mapped{requirePrivacy: requirePrivacy})
 	}
@@ -337,7 +330,7 @@ func keepMapping(t *shared.Transition, requirePrivacy bool, err error) error {
 func (b *Backend) remap(ctx context.Context, spec *contract.SMBSpec) error {
 	root := spec.MappingPath()
 	if err := b.h.SMB.Unmap(ctx, root); err != nil && !errors.Is(err, host.ErrNotFound) {
-		return fmt.Errorf("remove the global mapping of %s before mapping it again: %w", root, err)
+		return fmt.Errorf("before mapping the share again: %w", err)
 	}
 	b.forgetMaker(ctx, root)
 	return b.mapShare(ctx, spec)
@@ -366,42 +359,33 @@ func (b *Backend) mapShare(ctx context.Context, spec *contract.SMBSpec) error {
 	return mapError(spec, err)
 }
 
-// mapError explains a failed Map. It names the share and, where it helps,
-// the user; never the password.
+// mapError explains a failed Map with what only the backend knows: what
+// the failure means for the volume and what to do. Map's error names the
+// operation, the share and the user; nothing here names the password.
 func mapError(spec *contract.SMBSpec, err error) error {
-	root, user := spec.MappingPath(), spec.Credential.User
-	as := ""
-	if user != "" {
-		as = " as user " + user
-	}
 	switch {
 	case errors.Is(err, host.ErrCredentialConflict):
-		return fmt.Errorf("map share %s%s: this node is already connected to server %s under another user name "+
-			"(Windows error 1219, multiple connections to a server by one user with more than one user name are not allowed); "+
+		return fmt.Errorf("this node is already connected to server %s under another user name; "+
 			"all volumes of one server must use the same credentials, or the other mapping must be removed "+
-			"(Get-SmbGlobalMapping, Remove-SmbGlobalMapping): %w", root, as, spec.Server, err)
+			"(Get-SmbGlobalMapping, Remove-SmbGlobalMapping): %w", spec.Server, err)
 	case errors.Is(err, host.ErrLogonFailure):
-		return fmt.Errorf("map share %s%s: the server rejected the credentials of the node-stage secret "+
-			"(wrong user name or password, or a locked or disabled account): %w", root, as, err)
-	case errors.Is(err, host.ErrAccessDenied):
-		hint := ""
-		if spec.RequirePrivacy {
-			hint = " (with requirePrivacy true the mapping requires SMB 3 encryption, which some servers do not offer: " +
-				"set requirePrivacy to false for them)"
-		}
-		return fmt.Errorf("map share %s%s: access denied%s: %w", root, as, hint, err)
+		return fmt.Errorf("the server rejected the credentials of the node-stage secret "+
+			"(wrong user name or password, or a locked or disabled account): %w", err)
+	case errors.Is(err, host.ErrAccessDenied) && spec.RequirePrivacy:
+		return fmt.Errorf("with requirePrivacy true the mapping requires SMB 3 encryption, which some servers do not offer: "+
+			"set requirePrivacy to false for them: %w", err)
 	case errors.Is(err, host.ErrUnreachable):
-		return fmt.Errorf("map share %s: server %s cannot be reached: %w", root, spec.Server, err)
+		return fmt.Errorf("server %s cannot be reached: %w", spec.Server, err)
 	case errors.Is(err, host.ErrNotFound):
-		return fmt.Errorf("map share %s: the share does not exist on server %s: %w", root, spec.Server, err)
+		return fmt.Errorf("the share does not exist on server %s: %w", spec.Server, err)
 	case errors.Is(err, host.ErrAlreadyExists):
 		// Mapping is a transition of the share, so the plugin cannot race
 		// itself: someone else mapped the share, or a mapping exists under
 		// another spelling of the path that the lookup did not find.
-		return fmt.Errorf("map share %s: a mapping of the share already exists but could not be read back (made outside the plugin?); "+
-			"remove it with Remove-SmbGlobalMapping: %v: %w", root, err, host.ErrConflict)
+		return fmt.Errorf("a mapping of the share already exists but could not be read back (made outside the plugin?); "+
+			"remove it with Remove-SmbGlobalMapping: %v: %w", err, host.ErrConflict)
 	}
-	return fmt.Errorf("map share %s%s: %w", root, as, err)
+	return err
 }
 
 // checkDirectory checks that the volume's directory exists on the share.
@@ -425,12 +409,12 @@ func (b *Backend) link(ctx context.Context, staging, unc string, state stagingSt
 		// A link cannot replace a directory on Windows: remove the empty
 		// one kubelet made. Remove never deletes a directory with entries.
 		if err := b.h.Files.Remove(ctx, staging); err != nil && !errors.Is(err, host.ErrNotFound) {
-			return fmt.Errorf("remove the directory at staging path %s before linking: %w", staging, err)
+			return fmt.Errorf("before linking the staging path: %w", err)
 		}
 	case stagingMissing:
 		if parent, ok := winpath.Parent(staging); ok {
 			if err := b.h.Files.MakeDir(ctx, parent); err != nil {
-				return fmt.Errorf("create the parent of staging path %s: %w", staging, err)
+				return fmt.Errorf("the parent of the staging path: %w", err)
 			}
 		}
 	}
@@ -441,7 +425,7 @@ func (b *Backend) link(ctx context.Context, staging, unc string, state stagingSt
 				klog.FromContext(ctx).Error(rerr, "Cannot restore the staging directory", "stagingTargetPath", staging)
 			}
 		}
-		return fmt.Errorf("link staging path %s to %s: %w", staging, unc, err)
+		return err
 	}
 	return nil
 }

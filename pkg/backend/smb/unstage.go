@@ -30,7 +30,7 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	log := klog.FromContext(ctx).WithValues("stagingTargetPath", r.StagingPath)
 	rec, known := recordOf(r.Entry)
 	journalRoot := rec.Share
-	var use *shared.Use
+	var use *shared.Use[mapped]
 	if known {
 		var err error
 		ctx, use, err = b.shares.Unstage(ctx, resourceKey(journalRoot), r.VolumeID)
@@ -41,7 +41,7 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 	}
 	info, err := b.h.Files.Stat(ctx, r.StagingPath)
 	if err != nil {
-		return fmt.Errorf("inspect staging path %s: %w", r.StagingPath, err)
+		return fmt.Errorf("staging path: %w", err)
 	}
 
 	var roots []string
@@ -61,13 +61,13 @@ func (b *Backend) Unstage(ctx context.Context, r backend.UnstageRequest) error {
 		}
 		log.V(4).Info("Removing staging link", "remotePath", info.Target)
 		if err := b.h.Files.Remove(ctx, r.StagingPath); err != nil && !errors.Is(err, host.ErrNotFound) {
-			return fmt.Errorf("remove staging link %s: %w", r.StagingPath, err)
+			return fmt.Errorf("staging path: %w", err)
 		}
 		if use != nil {
 			use.Gone()
 		}
 		if err := b.h.Files.MakeDir(ctx, r.StagingPath); err != nil {
-			return fmt.Errorf("recreate staging directory %s: %w", r.StagingPath, err)
+			return fmt.Errorf("recreate the staging directory: %w", err)
 		}
 	case host.PathDir, host.PathMissing:
 		// Not staged (any more). From the spec: reply 0 OK; but first
@@ -113,7 +113,7 @@ func (b *Backend) releaseShare(ctx context.Context, volumeID, root string, trust
 		log.V(4).Info("Keeping the global mapping (mappings are kept by configuration)")
 		return nil
 	}
-	_, err := b.shares.Release(ctx, resourceKey(root), volumeID, trustAbsent, func(ctx context.Context, t *shared.Transition) (shared.State, error) {
+	_, err := b.shares.Release(ctx, resourceKey(root), volumeID, trustAbsent, func(ctx context.Context, t *shared.Transition[mapped]) (shared.State, error) {
 		if other := b.otherUser(ctx, t, root); other != "" {
 			log.V(4).Info("Keeping the global mapping: other staged volumes use it", "volumes", []string{other})
 			return t.Prev(), nil
@@ -129,7 +129,7 @@ func (b *Backend) unmap(ctx context.Context, root string) (shared.State, error) 
 	log.V(2).Info("Removing the global mapping: no staged volume uses the share any more")
 	if err := b.h.SMB.Unmap(ctx, root); err != nil {
 		if !errors.Is(err, host.ErrNotFound) {
-			return shared.Unknown, fmt.Errorf("remove the global mapping of %s: %w", root, err)
+			return shared.Unknown, err
 		}
 		log.V(4).Info("Global mapping already gone")
 	}
@@ -143,7 +143,7 @@ func (b *Backend) unmap(ctx context.Context, root string) (shared.State, error) 
 // journal says where to look, the host decides). A staging path that
 // cannot be inspected counts too: keeping a mapping nobody needs costs far
 // less than removing one in use.
-func (b *Backend) otherUser(ctx context.Context, t *shared.Transition, root string) string {
+func (b *Backend) otherUser(ctx context.Context, t *shared.Transition[mapped], root string) string {
 	log := klog.FromContext(ctx)
 	inUse, check, err := t.Others(ctx)
 	if err != nil {

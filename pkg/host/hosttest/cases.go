@@ -38,27 +38,67 @@ func sameTarget(a, b string) bool {
 	return a == b || strings.EqualFold(a, b) && strings.Contains(a, `\`)
 }
 
-// Cases is the contract. Sources of Windows behaviour are the MSFT_*
-// method pages under learn.microsoft.com/windows-hardware/drivers/storage/
-// and the Win32 pages under learn.microsoft.com/windows/win32/api/; a
-// clause marked "uncertain" is what no page states and the integration
-// run on Windows checks.
-var Cases = []Case{
+// offlineReadOnly checks SetReadOnly(readOnly) on the offline disk of f.
+// Whether Windows changes the read-only attribute of an offline disk is
+// uncertain, so both answers are accepted: success, after which the disk
+// reports the attribute and is still offline; or ErrNotReady ("online
+// first"), after which it is unchanged. For refusing: the SetAttributes
+// page says "the disk must be online for most attributes to be set" and
+// lists 41003 "the disk is offline"
+// (learn.microsoft.com/windows-hardware/drivers/storage/msft-disk-setattributes).
+// For accepting: the VDS pages describe the read-only bit set and cleared
+// while the disk is offline (the remarks of IVdsDiskOnline::Online and
+// ::Offline, learn.microsoft.com/windows/win32/api/vds/), and HPE's
+// common-host-libs clears it before it brings a disk online
+// (hpe-storage/common-host-libs chapi2/multipath/multipath_windows.go,
+// MakeDiskOnlineAndWritable, at 55e77af). The answer is logged: on
+// Windows (test/integration) that log is the experiment docs/windows.md
+// names.
+func offlineReadOnly(t *testing.T, ctx context.Context, f Fixture, readOnly bool) {
+	t.Helper()
+	err := f.Host.Disks.SetReadOnly(ctx, f.Disk, readOnly)
+	if err != nil && !errors.Is(err, host.ErrNotReady) {
+		t.Fatalf("SetReadOnly(%t) on an offline disk: %v, want success or ErrNotReady", readOnly, err)
+	}
+	t.Logf("SetReadOnly(%t) on an offline disk answered %v", readOnly, err)
+	d, gerr := f.Host.Disks.Get(ctx, f.Disk.Number)
+	is(t, "Get", gerr, nil)
+	want := readOnly
+	if err != nil {
+		want = f.Disk.IsReadOnly
+	}
+	if !d.IsOffline || d.IsReadOnly != want {
+		t.Fatalf("after SetReadOnly(%t) answered %v: offline %t, read-only %t; want offline, read-only %t", readOnly, err, d.IsOffline, d.IsReadOnly, want)
+	}
+}
+
+// Cases is the contract: the cases of the disks, volumes and files
+// (localCases), of the SMB client (smbCases), of the iSCSI initiator
+// (iscsiCases) and of an ended context. Sources of Windows behaviour are
+// the MSFT_* method pages under
+// learn.microsoft.com/windows-hardware/drivers/storage/, the Win32 pages
+// under learn.microsoft.com/windows/win32/api/ and those each case cites;
+// a clause marked "uncertain" is what no page states: the case accepts
+// every documented answer, and the integration run on Windows shows
+// which one Windows gives.
+var Cases = slices.Concat(localCases, smbCases, iscsiCases, contextCases)
+
+var localCases = []Case{
 	// --- Disks -----------------------------------------------------------
 	{Name: "disks/get-missing", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
 		_, err := f.Host.Disks.Get(ctx, f.MissingDisk)
 		is(t, "Get of a missing disk", err, host.ErrNotFound)
 	}},
-	// MSFT_Disk.SetAttributes: "the disk must be online for most
-	// attributes to be set", 41003 "the disk is offline" (msft-disk-
-	// setattributes). The simulated host used to accept it.
+	// SetReadOnly on an offline disk: uncertain, both answers accepted
+	// (offlineReadOnly).
 	{Name: "disks/offline-set-read-only", Given: OfflineDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {
-		is(t, "SetReadOnly on an offline disk", f.Host.Disks.SetReadOnly(ctx, f.Disk, true), host.ErrNotReady)
+		offlineReadOnly(t, ctx, f, true)
 	}},
-	// On an offline blank disk SetAttributes may answer 41000 "the disk has
-	// not been initialized" instead of 41003; both mean "online first".
+	// On an offline blank disk SetAttributes may also answer 41000 "the
+	// disk has not been initialized" instead of 41003; both mean "online
+	// first" (ErrNotReady).
 	{Name: "disks/offline-blank-clear-read-only", Given: OfflineBlankDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {
-		is(t, "SetReadOnly on an offline blank disk", f.Host.Disks.SetReadOnly(ctx, f.Disk, false), host.ErrNotReady)
+		offlineReadOnly(t, ctx, f, false)
 	}},
 	// Initialize lists 41003 "the disk is offline" (initialize-msft-disk);
 	// an offline disk is ErrNotReady, not ErrConflict (the simulated host
@@ -241,32 +281,9 @@ var Cases = []Case{
 		_, err = f.Host.Files.ReadDir(ctx, f.Path("missing"))
 		is(t, "ReadDir of a missing path", err, host.ErrNotFound)
 	}},
+}
 
-	// --- SMB -------------------------------------------------------------
-	{Name: "smb/missing-mapping", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
-		_, err := f.Host.SMB.Mapping(ctx, f.MissingShare)
-		is(t, "Mapping of an unmapped share", err, host.ErrNotFound)
-		is(t, "Unmap of an unmapped share", f.Host.SMB.Unmap(ctx, f.MissingShare), host.ErrNotFound)
-		ms, err := f.Host.SMB.Mappings(ctx)
-		is(t, "Mappings", err, nil)
-		for _, m := range ms {
-			if strings.EqualFold(m.RemotePath, f.MissingShare) {
-				t.Fatalf("Mappings lists %s, which Mapping does not find", m.RemotePath)
-			}
-		}
-	}},
-
-	// --- iSCSI -----------------------------------------------------------
-	{Name: "iscsi/missing", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
-		is(t, "RemovePortal of an unregistered portal", f.Host.ISCSI.RemovePortal(ctx, f.MissingPortal), host.ErrNotFound)
-		s, err := f.Host.ISCSI.Sessions(ctx, f.MissingTarget)
-		is(t, "Sessions of a target without one", err, nil)
-		if len(s) != 0 {
-			t.Fatalf("sessions %+v", s)
-		}
-	}},
-
-	// --- Context ---------------------------------------------------------
+var contextCases = []Case{
 	// Every call honours ctx: an ended context fails the call with an
 	// error wrapping ctx.Err() (pkg/host doc).
 	{Name: "context/ended", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {

@@ -3,6 +3,7 @@ package hosttest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
@@ -40,6 +41,21 @@ const (
 	// DirWithFile: Fixture.Dir holds one file, and Fixture.Volume is a
 	// formatted volume (as FormattedVolume).
 	DirWithFile Given = "directory with a file"
+
+	// SMBShares: an SMB server that answers, with two shares
+	// (Fixture.Share and Fixture.OtherShare) and two accounts
+	// (Fixture.User may use Share and OtherShare, Fixture.OtherUser may
+	// use OtherShare), and no global mapping of either.
+	SMBShares Given = "two SMB shares of one server"
+	// ISCSITarget: an iSCSI target (Fixture.Target) that answers on
+	// Fixture.Portal, requires session CHAP (Fixture.CHAP) and has at
+	// least one LUN; the portal is not registered and nothing is logged
+	// in.
+	ISCSITarget Given = "iSCSI target with CHAP"
+	// BusyISCSITarget: as ISCSITarget, with the portal registered, one
+	// session (Fixture.Session) made with CHAP, and a volume of the
+	// target's first LUN mounted at Fixture.Dir.
+	BusyISCSITarget Given = "iSCSI target with a mounted volume"
 )
 
 // Fixture is what an environment prepared for a case.
@@ -64,6 +80,26 @@ type Fixture struct {
 	MissingShare  string
 	MissingPortal host.Portal
 	MissingTarget string
+
+	// SMBShares: two share roots (\\server\share) of one server, and
+	// the accounts described there.
+	Share, OtherShare string
+	User, OtherUser   host.Credential
+	// DropServer makes the server of Share stop answering, as a server
+	// that goes down or a network that breaks (SMBShares). An environment
+	// that cannot do it calls t.Skip with the reason.
+	DropServer func(t *testing.T)
+
+	// ISCSITarget, BusyISCSITarget.
+	Portal  host.Portal
+	Target  string
+	CHAP    host.CHAP
+	Session host.ISCSISession
+	// Reboot restarts the host: every session ends, persistent logins are
+	// restored (Register-IscsiSession: "once an iSCSI session is
+	// registered, it automatically attempts to reconnect on restart"). An
+	// environment that cannot do it calls t.Skip with the reason.
+	Reboot func(t *testing.T)
 }
 
 // Env is an implementation under test.
@@ -94,4 +130,56 @@ func Run(t *testing.T, env Env) {
 			c.Check(t, ctx, f)
 		})
 	}
+}
+
+// LoginAndMount is for an environment that sets BusyISCSITarget up
+// through the host itself (the simulated host, Windows): it registers
+// f.Portal, logs in to f.Target with f.CHAP, brings the first disk of the
+// session online, lays one NTFS volume out on it and mounts the volume at
+// f.Dir, and sets f.Session and f.Disk.
+func LoginAndMount(t *testing.T, f *Fixture) {
+	t.Helper()
+	ctx := context.Background()
+	h := f.Host
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("set up %s: %s: %v", BusyISCSITarget, what, err)
+		}
+	}
+	must("AddPortal", h.ISCSI.AddPortal(ctx, f.Portal, "", nil))
+	s, err := h.ISCSI.Connect(ctx, host.ConnectRequest{TargetIQN: f.Target, Portal: f.Portal, Auth: host.AuthOneWay, CHAP: f.CHAP})
+	must("Connect", err)
+	f.Session = s
+	disks := sessionDisks(t, ctx, *f, s)
+	if len(disks) == 0 {
+		t.Fatalf("set up %s: the session reaches no disk", BusyISCSITarget)
+	}
+	d, err := h.Disks.Get(ctx, disks[0])
+	must("Get", err)
+	if d.IsReadOnly {
+		must("SetReadOnly", h.Disks.SetReadOnly(ctx, d, false))
+	}
+	if d.IsOffline {
+		must("SetOnline", h.Disks.SetOnline(ctx, d, true))
+	}
+	if d.PartitionStyle == host.PartitionStyleRAW {
+		must("Initialize", h.Disks.Initialize(ctx, d, host.PartitionStyleGPT))
+		d.PartitionStyle = host.PartitionStyleGPT
+	}
+	p, err := h.Disks.CreatePartition(ctx, d)
+	must("CreatePartition", err)
+	var v host.Volume
+	for attempt := 0; ; attempt++ {
+		if v, err = h.Volumes.OfPartition(ctx, p); err == nil || attempt == 30 {
+			break
+		}
+		time.Sleep(time.Second) // Windows surfaces the new volume shortly after
+	}
+	must("OfPartition", err)
+	v, err = h.Volumes.Format(ctx, v, host.FormatOptions{FileSystem: "NTFS"})
+	must("Format", err)
+	must("Mount", h.Volumes.Mount(ctx, v.GUIDPath, f.Dir))
+	f.Disk, err = h.Disks.Get(ctx, d.Number)
+	must("Get", err)
 }

@@ -20,11 +20,6 @@ import (
 const (
 	sFalse                 = 0x00000001
 	rpcETooLate            = 0x80010119 // CoInitializeSecurity already called
-	rpcEDisconnected       = 0x80010108
-	rpcSServerUnavailable  = 0x800706BA
-	rpcSCallFailed         = 0x800706BE
-	rpcSCallFailedDNE      = 0x800706BF
-	wbemETransportFailure  = 0x80041015
 	dispEException         = 0x80020009
 	wbemFlagReturnImmediat = 0x10 // wbemFlagReturnImmediately
 	wbemFlagForwardOnly    = 0x20
@@ -150,24 +145,24 @@ func (t *comThread) dropConn(ns string) {
 }
 
 // failed converts a COM failure, with WMI's extended error object, and
-// drops the connection when the failure means the WMI service went away (a
-// restarted winmgmt), so that the next call reconnects instead of failing
-// forever on a dead proxy. The failed call is not retried here.
+// drops the connection when the failure means the connection to WMI is
+// gone (winhost.ConnectionLost: a restarted or stopping winmgmt, a broken
+// RPC channel), so that the next call reconnects instead of failing
+// forever on a dead proxy. The failed call is not retried here; winhost
+// reads it as host.ErrNotReady.
 func (t *comThread) failed(ns, op string, err error) error {
-	if code, ok := hresultOf(err); ok {
-		switch code {
-		case rpcEDisconnected, rpcSServerUnavailable, rpcSCallFailed, rpcSCallFailedDNE, wbemETransportFailure:
-			t.dropConn(ns)
-		}
+	if code, ok := hresultOf(err); ok && winhost.ConnectionLost(code) {
+		t.dropConn(ns)
 	}
 	return withErrorObject(comError(op, err))
 }
 
-// lookupFailed converts the failure of a schema lookup (a class
-// definition, a method, an input parameter), marking it as such
-// (winhost.COMError.Lookup), with WMI's extended error object.
-func lookupFailed(lookup, op string, err error) error {
-	err = withErrorObject(comError(op, err))
+// lookupFailed is failed for a schema lookup (a class definition, a
+// method, an input parameter), marking the error as such
+// (winhost.COMError.Lookup). What the failure means is winhost's to say:
+// only a lookup that found nothing is host.ErrSchema.
+func (t *comThread) lookupFailed(ns, lookup, op string, err error) error {
+	err = t.failed(ns, op, err)
 	var ce *winhost.COMError
 	if errors.As(err, &ce) {
 		ce.Lookup = lookup
@@ -184,12 +179,7 @@ func (t *comThread) class(svc *ole.IDispatch, ns, class string) (*ole.IDispatch,
 	t.note(comworker.Op{Kind: kindWMI, Name: "Get " + class})
 	v, err := oleutil.CallMethod(svc, "Get", class)
 	if err != nil {
-		err = t.failed(ns, "Get "+class, err)
-		var ce *winhost.COMError
-		if errors.As(err, &ce) {
-			ce.Lookup = winhost.LookupClass
-		}
-		return nil, err
+		return nil, t.lookupFailed(ns, winhost.LookupClass, "Get "+class, err)
 	}
 	d, err := dispatchOf(v, "Get "+class)
 	if err != nil {
@@ -302,7 +292,7 @@ func (t *comThread) inParams(svc *ole.IDispatch, ns string, m winhost.Method) (*
 	}
 	methods, err := getProperty(cls, "Methods_")
 	if err != nil {
-		return nil, comError("Methods_", err)
+		return nil, t.failed(ns, "Methods_", err)
 	}
 	defer clearVariant(methods)
 	md, err := dispatchOf(methods, "Methods_")
@@ -311,7 +301,7 @@ func (t *comThread) inParams(svc *ole.IDispatch, ns string, m winhost.Method) (*
 	}
 	method, err := oleutil.CallMethod(md, "Item", m.Name)
 	if err != nil {
-		return nil, lookupFailed(winhost.LookupMethod, "method "+m.Name, err)
+		return nil, t.lookupFailed(ns, winhost.LookupMethod, "method "+m.Name, err)
 	}
 	defer clearVariant(method)
 	def, err := dispatchOf(method, "method "+m.Name)
@@ -320,7 +310,7 @@ func (t *comThread) inParams(svc *ole.IDispatch, ns string, m winhost.Method) (*
 	}
 	inDef, err := getProperty(def, "InParameters")
 	if err != nil {
-		return nil, comError("InParameters", err)
+		return nil, t.failed(ns, "InParameters", err)
 	}
 	defer clearVariant(inDef)
 	inDefD := inDef.ToIDispatch()
@@ -329,23 +319,23 @@ func (t *comThread) inParams(svc *ole.IDispatch, ns string, m winhost.Method) (*
 	}
 	inst, err := oleutil.CallMethod(inDefD, "SpawnInstance_")
 	if err != nil {
-		return nil, comError("SpawnInstance_", err)
+		return nil, t.failed(ns, "SpawnInstance_", err)
 	}
-	if err := setParams(inst, m.In); err != nil {
+	if err := t.setParams(ns, inst, m.In); err != nil {
 		clearVariant(inst)
 		return nil, err
 	}
 	return inst, nil
 }
 
-func setParams(inst *ole.VARIANT, in []winhost.Param) error {
+func (t *comThread) setParams(ns string, inst *ole.VARIANT, in []winhost.Param) error {
 	d, err := dispatchOf(inst, "SpawnInstance_")
 	if err != nil {
 		return err
 	}
 	props, err := getProperty(d, "Properties_")
 	if err != nil {
-		return comError("Properties_", err)
+		return t.failed(ns, "Properties_", err)
 	}
 	defer clearVariant(props)
 	pd, err := dispatchOf(props, "Properties_")
@@ -356,17 +346,17 @@ func setParams(inst *ole.VARIANT, in []winhost.Param) error {
 		if p.Value == nil {
 			continue
 		}
-		if err := setParam(pd, p); err != nil {
+		if err := t.setParam(ns, pd, p); err != nil {
 			return fmt.Errorf("parameter %s: %w", p.Name, err)
 		}
 	}
 	return nil
 }
 
-func setParam(props *ole.IDispatch, p winhost.Param) error {
+func (t *comThread) setParam(ns string, props *ole.IDispatch, p winhost.Param) error {
 	item, err := oleutil.CallMethod(props, "Item", p.Name)
 	if err != nil {
-		return lookupFailed(winhost.LookupParameter, "Properties_.Item", err)
+		return t.lookupFailed(ns, winhost.LookupParameter, "Properties_.Item", err)
 	}
 	defer clearVariant(item)
 	prop, err := dispatchOf(item, "Properties_.Item")

@@ -92,38 +92,109 @@ func TestSchemaLookupIsNotNotFound(t *testing.T) {
 // The review found that the SMB path read any 0x8007xxxx HRESULT as a
 // Win32 code of its own table, so RPC_S_SERVER_UNAVAILABLE (0x800706BA) and
 // RPC_S_CALL_FAILED (0x800706BE) during a WMI service restart came back as
-// internal errors while the storage path read them as ErrNotReady. They
-// mean the same on every path.
+// internal errors while the storage path read them as ErrNotReady; and
+// issue 23 found RPC_E_DISCONNECTED (0x80010108) and WBEM_E_SHUTTING_DOWN
+// (0x80041033) internal on every path, and ErrSchema when a class lookup
+// met them. They mean the same on every path, lookups included: not ready,
+// retry (the executor drops the connection, winhost.ConnectionLost).
 func TestWMIRestartSameOnEveryPath(t *testing.T) {
-	for _, hr := range []uint32{0x800706BA, 0x800706BE, 0x800706BF} {
-		rpc := &winhost.COMError{Op: "ExecMethod", HResult: hr}
-		paths := map[string]func() error{
-			"storage": func() error {
-				e := scripted.New(t)
-				e.ExpectQuery(ns, wqlDisks, scripted.Reply{Err: rpc})
-				_, err := winhost.NewDisks(e).List(context.Background())
-				return err
-			},
-			"smb": func() error {
-				e := scripted.New(t)
-				e.ExpectMatching(scripted.KindCall, func(scripted.Call) string { return "" }, scripted.Reply{Err: rpc})
-				return winhost.NewSMB(e).Map(context.Background(), `\\srv\data`, host.Credential{}, false)
-			},
-			"smb check": func() error {
-				e := scripted.New(t)
-				e.ExpectWin32("GetFileAttributes", []any{`\\?\UNC\srv\data`}, scripted.Reply{Err: &winhost.Win32Error{Call: "GetFileAttributes", Code: hr & 0xFFFF}})
-				return winhost.NewSMB(e).Check(context.Background(), `\\srv\data`)
-			},
-			"iscsi": func() error {
-				e := scripted.New(t)
-				e.ExpectCall(iscNS, winhost.Method{Class: "MSFT_iSCSISession", Path: iscSessionPath, Name: "Unregister"}, scripted.Reply{Err: rpc})
-				return winhost.NewISCSI(e).Unregister(context.Background(), host.ISCSISession{Ref: iscSessionPath, SessionID: iscSessionID})
-			},
-		}
-		for name, run := range paths {
-			if err := run(); !errors.Is(err, host.ErrNotReady) {
-				t.Errorf("0x%08X on the %s path: err = %v, want ErrNotReady", hr, name, err)
+	for _, hr := range []uint32{0x800706BA, 0x800706BE, 0x800706BF, 0x80010108, 0x80041033, 0x80041015} {
+		for _, lookup := range []string{"", winhost.LookupClass, winhost.LookupMethod, winhost.LookupParameter} {
+			rpc := &winhost.COMError{Op: "ExecMethod", HResult: hr, Lookup: lookup,
+				// A stale status in the error object does not change it.
+				ErrorObject: wmiError(map[string]any{"error_Code": int64(1219), "error_Type": "WIN32"})}
+			paths := map[string]func() error{
+				"storage": func() error {
+					e := scripted.New(t)
+					e.ExpectQuery(ns, wqlDisks, scripted.Reply{Err: rpc})
+					_, err := winhost.NewDisks(e).List(context.Background())
+					return err
+				},
+				"storage method": func() error {
+					e := scripted.New(t)
+					e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(4), Name: "Offline"}, scripted.Reply{Err: rpc})
+					return winhost.NewDisks(e).SetOnline(context.Background(), diskOf(diskSpec{Number: 4}), false)
+				},
+				"smb": func() error {
+					e := scripted.New(t)
+					e.ExpectMatching(scripted.KindCall, func(scripted.Call) string { return "" }, scripted.Reply{Err: rpc})
+					return winhost.NewSMB(e).Map(context.Background(), `\\srv\data`, host.Credential{}, false)
+				},
+				"iscsi": func() error {
+					e := scripted.New(t)
+					e.ExpectCall(iscNS, winhost.Method{Class: "MSFT_iSCSISession", Path: iscSessionPath, Name: "Unregister"}, scripted.Reply{Err: rpc})
+					return winhost.NewISCSI(e).Unregister(context.Background(), host.ISCSISession{Ref: iscSessionPath, SessionID: iscSessionID})
+				},
 			}
+			if hr>>16 == 0x8007 && lookup == "" {
+				paths["smb check"] = func() error {
+					e := scripted.New(t)
+					e.ExpectWin32("GetFileAttributes", []any{`\\?\UNC\srv\data`}, scripted.Reply{Err: &winhost.Win32Error{Call: "GetFileAttributes", Code: hr & 0xFFFF}})
+					return winhost.NewSMB(e).Check(context.Background(), `\\srv\data`)
+				}
+			}
+			for name, run := range paths {
+				err := run()
+				if !errors.Is(err, host.ErrNotReady) || errors.Is(err, host.ErrSchema) || errors.Is(err, host.ErrCredentialConflict) {
+					t.Errorf("0x%08X (lookup %q) on the %s path: err = %v, want ErrNotReady only", hr, lookup, name, err)
+				}
+			}
+		}
+	}
+}
+
+// Issue 23: a class lookup (SWbemServices.Get) that fails for any reason
+// but "not there" is not ErrSchema ("this Windows lacks the class"): access
+// denied is access denied, and a failure without a meaning is internal.
+// Only WBEM_E_NOT_FOUND and WBEM_E_INVALID_CLASS say the class is missing.
+func TestLookupFailureMeaning(t *testing.T) {
+	disk := diskOf(diskSpec{Number: 4})
+	tests := []struct {
+		hr   uint32
+		want error // nil: no host meaning
+	}{
+		{0x80041002, host.ErrSchema},       // WBEM_E_NOT_FOUND
+		{0x80041010, host.ErrSchema},       // WBEM_E_INVALID_CLASS
+		{0x80041003, host.ErrAccessDenied}, // WBEM_E_ACCESS_DENIED
+		{0x80070005, host.ErrAccessDenied}, // E_ACCESSDENIED
+		{0x80041001, nil},                  // WBEM_E_FAILED
+		{0x80041006, nil},                  // WBEM_E_OUT_OF_MEMORY
+	}
+	meanings := []error{host.ErrSchema, host.ErrNotFound, host.ErrAccessDenied, host.ErrNotReady}
+	for _, tt := range tests {
+		for _, what := range []string{winhost.LookupClass, winhost.LookupMethod, winhost.LookupParameter} {
+			e := scripted.New(t)
+			e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: disk.Ref, Name: "Offline"},
+				scripted.Reply{Err: &winhost.COMError{Op: "Get MSFT_Disk", HResult: tt.hr, Lookup: what}})
+			err := winhost.NewDisks(e).SetOnline(context.Background(), disk, false)
+			for _, m := range meanings {
+				if got, want := errors.Is(err, m), errors.Is(tt.want, m); got != want {
+					t.Errorf("0x%08X looking up the %s: errors.Is(%v, %v) = %t, want %t", tt.hr, what, err, m, got, want)
+				}
+			}
+		}
+	}
+}
+
+// ConnectionLost is the executor's rule for dropping its WMI connection
+// (wmiexec drops it and reconnects on the next call) and the mapping's
+// rule for ErrNotReady: one list for both.
+func TestConnectionLost(t *testing.T) {
+	for hr, want := range map[uint32]bool{
+		0x80010108: true,  // RPC_E_DISCONNECTED
+		0x80041033: true,  // WBEM_E_SHUTTING_DOWN
+		0x80041015: true,  // WBEM_E_TRANSPORT_FAILURE
+		0x800706BA: true,  // RPC_S_SERVER_UNAVAILABLE
+		0x800706BE: true,  // RPC_S_CALL_FAILED
+		0x800706BF: true,  // RPC_S_CALL_FAILED_DNE
+		0x80041002: false, // WBEM_E_NOT_FOUND
+		0x80041003: false, // WBEM_E_ACCESS_DENIED
+		0x80041001: false, // WBEM_E_FAILED
+		0x80070005: false, // E_ACCESSDENIED
+		0xEFFF0003: false, // ISDSC_CONNECTION_FAILED: the target, not WMI
+	} {
+		if got := winhost.ConnectionLost(hr); got != want {
+			t.Errorf("ConnectionLost(0x%08X) = %t, want %t", hr, got, want)
 		}
 	}
 }

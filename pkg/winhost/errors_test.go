@@ -14,7 +14,7 @@ func TestMethodErrorSentinels(t *testing.T) {
 		want          error // nil: no sentinel
 		msg           string
 	}{
-		// Source for each: the method's page (see returncodes.go).
+		// Source for each: the method's page (see errors.go).
 		{classDisk, "SetAttributes", 41002, host.ErrReadOnly, "the disk is read only"},
 		{classDisk, "SetAttributes", 41003, host.ErrNotReady, "the disk is offline"},
 		{classDisk, "SetAttributes", 41009, host.ErrConflict, "operation not supported on a critical disk"},
