@@ -2,8 +2,6 @@ package winhost
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
@@ -98,36 +96,4 @@ func NewAdmin(e AdminExecutor) host.Admin {
 		LocalSMB:     &LocalSMB{e: e},
 		FileData:     &FileData{e: e},
 	}
-}
-
-// Win32 and NET_API_STATUS codes of the admin calls (winerror.h, lmerr.h).
-const (
-	ErrorServiceAlreadyRunning = 1056
-	ErrorServiceDisabled       = 1058
-	ErrorServiceDoesNotExist   = 1060
-	ErrorNoneMapped            = 1332 // LookupAccountName: no such account
-	NerrUserNotFound           = 2221
-	NerrUserExists             = 2224
-	NerrPasswordTooShort       = 2245 // also: the password policy refused it
-	NerrNetNameNotFound        = 2310 // no such share
-)
-
-// adminErr gives the admin calls' own codes their host meaning and maps
-// the rest as every host call does.
-func adminErr(err error) error {
-	var sentinel error
-	switch {
-	case isCode(err, ErrorServiceDoesNotExist, ErrorNoneMapped, NerrUserNotFound, NerrNetNameNotFound):
-		sentinel = host.ErrNotFound
-	case isCode(err, NerrUserExists):
-		sentinel = host.ErrAlreadyExists
-	case isCode(err, NerrPasswordTooShort):
-		sentinel = host.ErrInvalid
-	case isCode(err, ErrorServiceDisabled):
-		sentinel = host.ErrConflict
-	}
-	if sentinel != nil && !errors.Is(err, sentinel) {
-		return fmt.Errorf("%w: %w", err, sentinel)
-	}
-	return mapHostErr(err)
 }

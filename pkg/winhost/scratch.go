@@ -22,7 +22,7 @@ var _ host.VirtualDisks = (*VirtualDisks)(nil)
 // Create implements host.VirtualDisks.
 func (v *VirtualDisks) Create(ctx context.Context, path string, size uint64) error {
 	if err := v.e.CreateVirtualDisk(ctx, path, size); err != nil {
-		return fmt.Errorf("create virtual disk %s: %w", path, adminErr(err))
+		return fmt.Errorf("create virtual disk %s: %w", path, mapHostErr(err))
 	}
 	return nil
 }
@@ -33,7 +33,7 @@ func (v *VirtualDisks) Create(ctx context.Context, path string, size uint64) err
 func (v *VirtualDisks) Attach(ctx context.Context, path string) (uint32, error) {
 	phys, err := v.e.AttachVirtualDisk(ctx, path)
 	if err != nil {
-		return 0, fmt.Errorf("attach virtual disk %s: %w", path, adminErr(err))
+		return 0, fmt.Errorf("attach virtual disk %s: %w", path, mapHostErr(err))
 	}
 	n, err := physicalDriveNumber(phys)
 	if err != nil {
@@ -58,7 +58,7 @@ func physicalDriveNumber(p string) (uint32, error) {
 // Resize implements host.VirtualDisks.
 func (v *VirtualDisks) Resize(ctx context.Context, path string, size uint64) error {
 	if err := v.e.ResizeVirtualDisk(ctx, path, size); err != nil {
-		return fmt.Errorf("resize virtual disk %s to %d bytes: %w", path, size, adminErr(err))
+		return fmt.Errorf("resize virtual disk %s to %d bytes: %w", path, size, mapHostErr(err))
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func (v *VirtualDisks) Resize(ctx context.Context, path string, size uint64) err
 // file anyway.
 func (v *VirtualDisks) Detach(ctx context.Context, path string) error {
 	if err := v.e.DetachVirtualDisk(ctx, path); err != nil {
-		return fmt.Errorf("detach virtual disk %s: %w", path, adminErr(err))
+		return fmt.Errorf("detach virtual disk %s: %w", path, mapHostErr(err))
 	}
 	return nil
 }
@@ -86,7 +86,7 @@ const classSmbShare = "MSFT_SmbShare"
 // CreateUser implements host.LocalSMB.
 func (l *LocalSMB) CreateUser(ctx context.Context, name string, password host.Secret) error {
 	if err := l.e.NetUserAdd(ctx, name, password); err != nil {
-		return fmt.Errorf("create local user %s: %w", name, adminErr(err))
+		return fmt.Errorf("create local user %s: %w", name, mapHostErr(err))
 	}
 	return nil
 }
@@ -94,7 +94,7 @@ func (l *LocalSMB) CreateUser(ctx context.Context, name string, password host.Se
 // DeleteUser implements host.LocalSMB.
 func (l *LocalSMB) DeleteUser(ctx context.Context, name string) error {
 	if err := l.e.NetUserDel(ctx, name); err != nil {
-		return fmt.Errorf("delete local user %s: %w", name, adminErr(err))
+		return fmt.Errorf("delete local user %s: %w", name, mapHostErr(err))
 	}
 	return nil
 }
@@ -139,10 +139,10 @@ const shareDACL = "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;%s)"
 func (l *LocalSMB) CreateShare(ctx context.Context, name, dir, user string) error {
 	sid, err := l.e.LookupAccountName(ctx, user)
 	if err != nil {
-		return fmt.Errorf("share %s: look up user %s: %w", name, user, adminErr(err))
+		return fmt.Errorf("share %s: look up user %s: %w", name, user, mapHostErr(err))
 	}
 	if err := l.e.SetDACL(ctx, dir, fmt.Sprintf(shareDACL, sid)); err != nil {
-		return fmt.Errorf("share %s: grant %s access to %s: %w", name, user, dir, adminErr(err))
+		return fmt.Errorf("share %s: grant %s access to %s: %w", name, user, dir, mapHostErr(err))
 	}
 	m := Method{Class: classSmbShare, Name: "CreateShare", In: []Param{
 		{Name: "Name", Value: name},
@@ -153,10 +153,10 @@ func (l *LocalSMB) CreateShare(ctx context.Context, name, dir, user string) erro
 	}}
 	r, err := l.e.Call(ctx, NamespaceSMB, m)
 	if err == nil && r.ReturnValue != 0 {
-		err = &MethodError{Class: classSmbShare, Method: m.Name, ReturnValue: r.ReturnValue}
+		err = methodError(classSmbShare, m.Name, r.ReturnValue)
 	}
 	if err != nil {
-		return fmt.Errorf("create share %s of %s: %w", name, dir, mapSMBErr(err))
+		return fmt.Errorf("create share %s of %s: %w", name, dir, mapErr(classSmbShare, err))
 	}
 	return nil
 }
@@ -174,7 +174,7 @@ func (l *LocalSMB) DeleteShare(ctx context.Context, name string) error {
 		return fmt.Errorf("share %s: %w", name, host.ErrNotFound)
 	}
 	if err := l.e.DeleteInstance(ctx, NamespaceSMB, insts[0].Path); err != nil {
-		return fmt.Errorf("delete share %s: %w", name, mapSMBErr(err))
+		return fmt.Errorf("delete share %s: %w", name, mapErr(classSmbShare, err))
 	}
 	return nil
 }
@@ -204,7 +204,7 @@ func (l *LocalSMB) query(ctx context.Context, conds ...wql.Cond) ([]Instance, er
 	}
 	insts, err := l.e.Query(ctx, NamespaceSMB, q)
 	if err != nil {
-		return nil, fmt.Errorf("list shares: %w", mapSMBErr(err))
+		return nil, fmt.Errorf("list shares: %w", mapErr(classSmbShare, err))
 	}
 	return insts, nil
 }
@@ -218,7 +218,7 @@ var _ host.FileData = (*FileData)(nil)
 // WriteFile implements host.FileData.
 func (f *FileData) WriteFile(ctx context.Context, path string, data []byte) error {
 	if err := f.e.WriteFile(ctx, path, data); err != nil {
-		return fmt.Errorf("write %s: %w", path, adminErr(err))
+		return fmt.Errorf("write %s: %w", path, mapHostErr(err))
 	}
 	return nil
 }
@@ -227,7 +227,7 @@ func (f *FileData) WriteFile(ctx context.Context, path string, data []byte) erro
 func (f *FileData) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	b, err := f.e.ReadFile(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, adminErr(err))
+		return nil, fmt.Errorf("read %s: %w", path, mapHostErr(err))
 	}
 	return b, nil
 }
@@ -235,7 +235,7 @@ func (f *FileData) ReadFile(ctx context.Context, path string) ([]byte, error) {
 // RemoveFile implements host.FileData.
 func (f *FileData) RemoveFile(ctx context.Context, path string) error {
 	if err := f.e.DeleteFile(ctx, path); err != nil {
-		return fmt.Errorf("remove %s: %w", path, adminErr(err))
+		return fmt.Errorf("remove %s: %w", path, mapHostErr(err))
 	}
 	return nil
 }

@@ -93,7 +93,7 @@ func (s *System) optionalValue(ctx context.Context, key, name string) (any, erro
 	case isCode(err, ErrorFileNotFound):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf(`read HKLM\%s\%s: %w`, key, name, adminErr(err))
+		return nil, fmt.Errorf(`read HKLM\%s\%s: %w`, key, name, mapHostErr(err))
 	}
 	return v, nil
 }
@@ -102,7 +102,7 @@ func (s *System) optionalValue(ctx context.Context, key, name string) (any, erro
 func (s *System) Token(ctx context.Context) (host.Token, error) {
 	t, err := s.e.ProcessToken(ctx)
 	if err != nil {
-		return host.Token{}, fmt.Errorf("read the process token: %w", adminErr(err))
+		return host.Token{}, fmt.Errorf("read the process token: %w", mapHostErr(err))
 	}
 	return t, nil
 }
@@ -114,15 +114,15 @@ func (s *System) Token(ctx context.Context) (host.Token, error) {
 func (s *System) PathVolume(ctx context.Context, path string) (host.PathVolume, error) {
 	root, err := s.e.GetVolumePathName(ctx, path)
 	if err != nil {
-		return host.PathVolume{}, fmt.Errorf("find the volume of %s: %w", path, adminErr(err))
+		return host.PathVolume{}, fmt.Errorf("find the volume of %s: %w", path, mapHostErr(err))
 	}
 	dt, err := s.e.GetDriveType(ctx, root)
 	if err != nil {
-		return host.PathVolume{}, fmt.Errorf("drive type of %s: %w", root, adminErr(err))
+		return host.PathVolume{}, fmt.Errorf("drive type of %s: %w", root, mapHostErr(err))
 	}
 	fs, err := s.e.GetVolumeFileSystem(ctx, root)
 	if err != nil {
-		return host.PathVolume{}, fmt.Errorf("file system of %s: %w", root, adminErr(err))
+		return host.PathVolume{}, fmt.Errorf("file system of %s: %w", root, mapHostErr(err))
 	}
 	return host.PathVolume{Root: root, DriveType: host.DriveType(dt), FileSystem: fs}, nil
 }
@@ -131,7 +131,7 @@ func (s *System) PathVolume(ctx context.Context, path string) (host.PathVolume, 
 func (s *System) Security(ctx context.Context, path string) (string, error) {
 	sd, err := s.e.GetSecurityDescriptor(ctx, path)
 	if err != nil {
-		return "", fmt.Errorf("read the security of %s: %w", path, adminErr(err))
+		return "", fmt.Errorf("read the security of %s: %w", path, mapHostErr(err))
 	}
 	return sd, nil
 }
@@ -140,7 +140,7 @@ func (s *System) Security(ctx context.Context, path string) (string, error) {
 func (s *System) Service(ctx context.Context, name string) (host.Service, error) {
 	svc, err := s.e.QueryService(ctx, name)
 	if err != nil {
-		return host.Service{}, fmt.Errorf("query service %s: %w", name, adminErr(err))
+		return host.Service{}, fmt.Errorf("query service %s: %w", name, mapHostErr(err))
 	}
 	svc.Name = name
 	return svc, nil
@@ -149,7 +149,7 @@ func (s *System) Service(ctx context.Context, name string) (host.Service, error)
 // SetServiceAutoStart implements host.System.
 func (s *System) SetServiceAutoStart(ctx context.Context, name string) error {
 	if err := s.e.ChangeServiceStartType(ctx, name, host.StartAuto); err != nil {
-		return fmt.Errorf("set service %s to start automatically: %w", name, adminErr(err))
+		return fmt.Errorf("set service %s to start automatically: %w", name, mapHostErr(err))
 	}
 	return nil
 }
@@ -171,7 +171,7 @@ func (s *System) StartService(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, serviceStartTimeout)
 	defer cancel()
 	if err := s.e.StartService(ctx, name); err != nil && !isCode(err, ErrorServiceAlreadyRunning) {
-		return fmt.Errorf("start service %s: %w", name, adminErr(err))
+		return fmt.Errorf("start service %s: %w", name, mapHostErr(err))
 	}
 	wait := servicePollFirst
 	for {
@@ -224,7 +224,7 @@ func (s *System) OptionalFeature(ctx context.Context, name string) (host.Feature
 func (s *System) DSMSupportedDevices(ctx context.Context) ([]string, error) {
 	v, err := s.e.RegistryValue(ctx, keyMSDSMParameters, valueDSMSupportedIDs)
 	if err != nil {
-		return nil, fmt.Errorf("read the Microsoft DSM's device list: %w", adminErr(err))
+		return nil, fmt.Errorf("read the Microsoft DSM's device list: %w", mapHostErr(err))
 	}
 	ids, ok := v.([]string)
 	if !ok {
