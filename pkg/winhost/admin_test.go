@@ -64,7 +64,7 @@ func TestSystemOS(t *testing.T) {
 		}, host.OSInfo{Caption: "Microsoft Windows Server 2022 Datacenter", Version: "10.0.17763", Build: 17763,
 			DisplayVersion: "1809", ProductType: host.ProductServer, ComputerName: "NODE1"}, false},
 		{"BuildNumber not a number", func(e *scripted.Executor) {
-			e.ExpectQuery(nsCIMV2, wqlOS, scripted.Reply{Instances: []winhost.Instance{osInst("x")}})
+			e.ExpectQuery(nsCIMV2, wqlOS, scripted.Reply{Instances: []winhost.Instance{osInst("20348x")}})
 		}, host.OSInfo{}, true},
 		{"registry refused", func(e *scripted.Executor) {
 			e.ExpectQuery(nsCIMV2, wqlOS, scripted.Reply{Instances: []winhost.Instance{osInst("20348")}})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -65,9 +66,11 @@ func (s *System) OS(ctx context.Context) (host.OSInfo, error) {
 	if err := p.Err(); err != nil {
 		return host.OSInfo{}, fmt.Errorf("read the operating system: %w", err)
 	}
-	if _, err := fmt.Sscan(build, &info.Build); err != nil {
+	n, err := strconv.ParseUint(build, 10, 32)
+	if err != nil {
 		return host.OSInfo{}, fmt.Errorf("read the operating system: BuildNumber %q is not a number", build)
 	}
+	info.Build = uint32(n)
 	if v, err := s.optionalValue(ctx, keyCurrentVersion, "UBR"); err != nil {
 		return host.OSInfo{}, err
 	} else if n, ok := v.(uint32); ok {
