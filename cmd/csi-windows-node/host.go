@@ -69,9 +69,12 @@ func newHost(ctx context.Context, opts *config.Options, setup *sim.Setup, rec *r
 		}
 		// The volume of each RPC's host calls is what auto-attach reads,
 		// and an expansion's size what its stand-in for the controller's
-		// expansion reads.
+		// expansion reads. No System: the plugin runs no preflight checks
+		// at start on the simulated host, whose node facts are fixed by
+		// its model and whose host calls the suites count (preflight and
+		// diagnose run them on demand).
 		return &node{
-			plugin:     plugin.Host{Host: s.Host(), System: s.Admin().System, ForVolume: sim.WithVolume, ForExpand: sim.WithExpansion},
+			plugin:     plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume, ForExpand: sim.WithExpansion},
 			admin:      s.Admin(),
 			roundTrips: simCalls(s),
 			close: func() {
