@@ -39,8 +39,10 @@ func (fakeSystem) StartService(context.Context, string) error        { return ho
 func (fakeSystem) OptionalFeature(context.Context, string) (host.FeatureState, error) {
 	return host.FeatureDisabled, nil
 }
-func (fakeSystem) DSMSupportedDevices(context.Context) ([]string, error) { return nil, host.ErrNotFound }
-func (fakeSystem) NativeNVMeRequested(context.Context) (bool, error)     { return false, nil }
+func (fakeSystem) DSMSupportedDevices(context.Context) ([]string, error) {
+	return nil, host.ErrNotFound
+}
+func (fakeSystem) NativeNVMeRequested(context.Context) (bool, error) { return false, nil }
 func (fakeSystem) NewDiskPolicy(context.Context) (host.SANPolicy, error) {
 	return host.SANPolicyOfflineShared, nil
 }
