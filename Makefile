@@ -31,7 +31,7 @@ CSC := $(BIN)/csc
 # make image: the Windows image (Dockerfile.windows), pushed to $(IMAGE).
 IMAGE ?= registry.example.com/csi-windows-node
 
-.PHONY: all build build-windows run demo csc image test test-unit test-deploy verify fmt tidy vet lint bench bench-smoke clean help check-cgo
+.PHONY: all build build-windows run demo csc image test test-unit test-deploy verify fmt tidy generated vet lint bench bench-smoke clean help check-cgo
 
 all: build build-windows
 
@@ -112,7 +112,7 @@ test-unit: check-cgo ## unit tests only (no sanity, no binary-level tests)
 test-integration: ## Windows integration tests (elevated; see test/integration)
 	go test -v -race -count=1 -gcflags=all=-d=checkptr=0 -tags integration -timeout 30m ./test/integration/...
 
-verify: fmt tidy vet lint ## gofmt, go mod tidy -diff, go vet and golangci-lint for GOOS=linux and GOOS=windows
+verify: fmt tidy generated vet lint ## gofmt, go mod tidy -diff, generated files up to date, go vet and golangci-lint for GOOS=linux and GOOS=windows
 
 # go.mod and go.sum of every module (the plugin, test/deploy, test/tools)
 # must be what go mod tidy would write.
@@ -120,6 +120,12 @@ tidy:
 	go mod tidy -diff
 	cd test/deploy && go mod tidy -diff
 	cd test/tools && go mod tidy -diff
+
+# Generated files (// Code generated ... DO NOT EDIT.) must be what their
+# go:generate line writes: hostgen compares instead of writing when
+# HOSTGEN_CHECK=1 and names the stale file.
+generated:
+	HOSTGEN_CHECK=1 go generate ./...
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.bin/*')); \

@@ -21,7 +21,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/server"
-	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/pkg/version"
 )
 
@@ -103,8 +102,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 // startup is what the flags give once checked.
 type startup struct {
 	plugin plugin.Options
-	socket string     // the path of --endpoint
-	setup  *sim.Setup // --sim-config, read
+	socket string   // the path of --endpoint
+	setup  simSetup // --sim-config, read
 }
 
 // prepare checks every flag that can be checked without touching the host
@@ -125,7 +124,7 @@ func prepare(fs *flag.FlagSet, opts *config.Options, hostname string) (startup, 
 		errs = append(errs, fmt.Errorf("--endpoint: %w", err))
 	}
 	if opts.SimConfig != "" {
-		if st.setup, err = sim.LoadSetup(opts.SimConfig); err != nil {
+		if st.setup, err = loadSimSetup(opts.SimConfig); err != nil {
 			errs = append(errs, fmt.Errorf("--sim-config %s: %w", opts.SimConfig, err))
 		}
 	}

@@ -112,7 +112,7 @@ func selftestCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, so.Timeout)
 	defer cancel()
 	ctx = klog.NewContext(ctx, klog.Background())
-	n, err := newHost(ctx, opts, nil, rec)
+	n, err := newHost(ctx, opts, simSetup{}, rec)
 	if err != nil {
 		return sc.failed(err)
 	}

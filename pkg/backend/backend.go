@@ -8,6 +8,20 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
+// Backend is a volume backend (pkg/backend/disk, smb, iscsi) as the node
+// service uses it.
+type Backend interface {
+	// Record returns the backend's record of a volume, which the node
+	// keeps in the volume's journal entry from the start of its stage.
+	Record(vol contract.Volume) (Record, error)
+	// DecodeRecord reads back the record of an entry of this backend.
+	DecodeRecord(e journal.Entry) (Record, error)
+	Stage(ctx context.Context, r StageRequest) error
+	Unstage(ctx context.Context, r UnstageRequest) error
+	Expand(ctx context.Context, r ExpandRequest) (int64, error)
+	Health(ctx context.Context, r HealthRequest) ([]Condition, error)
+}
+
 // StageRequest asks a backend to make the volume available at StagingPath.
 type StageRequest struct {
 	VolumeID    string

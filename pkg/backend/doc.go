@@ -1,5 +1,6 @@
 // Package backend holds what the volume backends (disk, smb, iscsi, in the
-// sub-packages) have in common: the requests the node service hands them,
+// sub-packages) have in common: the interface the node service uses them
+// through (Backend), the requests it hands them,
 // the health conditions they report, the store they keep their records and
 // notes in (Store, the stage journal) and the shape of those records
 // (Record), the host work every backend shares (Publisher: publishing, and

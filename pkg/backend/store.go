@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
@@ -22,9 +23,8 @@ import (
 // memory, never block on a write and may run concurrently with each other
 // and with writes.
 //
-// Note keys and values are the backend's own: each backend names its keys
-// with a prefix of its own (documented where it writes them) and never
-// stores a secret.
+// Note keys are spelled one way, "<backend>/<kind>/<about>" (NotePrefix);
+// values are the backend's own, and never a secret.
 type Store interface {
 	// ByResource returns the entries whose ResourceKey is key (see
 	// Record.Resource), intents included, ordered by volume ID.
@@ -42,6 +42,19 @@ type Store interface {
 }
 
 var _ Store = (*journal.Journal)(nil)
+
+// NotePrefix is the start of the keys of one kind of note of a backend,
+// "<backend>/<kind>/"; the rest of a key says what the note is about (a
+// share root, a volume ID, "chap-secret" for the initiator's):
+// "smb/mapping/\\srv\data", "disk/partitioning/pvc-1",
+// "iscsi/initiator/chap-secret". Every note key is spelled so.
+func NotePrefix(b contract.Kind, kind string) string { return string(b) + "/" + kind + "/" }
+
+// NoteRename is a spelling of note keys an earlier version wrote: every
+// key that starts with From is now To followed by the rest of the key.
+// plugin.New renames them at start (a node upgraded in place keeps its
+// notes).
+type NoteRename struct{ From, To string }
 
 // Record is a backend's typed record of one volume, kept in the volume's
 // journal entry (Entry.ResourceKey and Entry.Attrs) from the start of its

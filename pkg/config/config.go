@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wincsi/csi-windows-node/internal/bytesize"
 )
 
 // Host kinds.
@@ -164,9 +166,9 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.StringVar(&o.Host, "host", defHost, "host backend: windows, or sim for the simulated Windows host (Linux only; no default outside Windows)")
 	fs.StringVar(&o.SimDir, "sim-dir", "", "directory of the simulated host's state and volume contents (required with --host=sim)")
 	fs.StringVar(&o.SimConfig, "sim-config", "", "with --host=sim: YAML file of disks, SMB shares and iSCSI targets to add to the simulated host (docs/sim-config.md)")
-	fs.BoolVar(&o.SimAutoAttach, "sim-auto-attach", true, "with --host=sim: attach a blank disk for a volume the simulated host has not seen")
+	fs.BoolVar(&o.SimAutoAttach, "sim-auto-attach", true, "with --host=sim: the stand-in for the controller attaches a blank disk for a disk volume the simulated host has not seen, and grows it on expansion")
 	o.SimDiskSize = 1 << 30
-	fs.Var(&o.SimDiskSize, "sim-disk-size", "with --host=sim: size of auto-attached disks (bytes, or with a Ki/Mi/Gi/Ti suffix)")
+	fs.Var(&o.SimDiskSize, "sim-disk-size", "with --host=sim: size of the disks the stand-in for the controller attaches (bytes, or with a Ki/Mi/Gi/Ti suffix)")
 	fs.DurationVar(&o.SimLatency, "sim-latency", 0, "with --host=sim: latency injected before every simulated host call")
 	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port serving /metrics and /healthz; empty disables it")
 	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "also serve the Go profiler on --http-endpoint under /debug/pprof/ (keep that endpoint on localhost)")
@@ -177,7 +179,7 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.StringVar(&o.DefaultBackend, "default-backend", "", "backend when volume_context sets none and names no source or iqn: disk, smb or iscsi")
 	fs.Var(mapFlag{m: &o.ContextAliases, name: "context-alias"}, "context-alias", "VENDORKEY=ourKey: read a vendor's volume_context/publish_context key as one of ours (repeatable)")
 	fs.Var(listFlag{l: &o.DiskPresets}, "disk-preset", "cloud preset for finding disks: azure-disk, aws-ebs, gce-pd, vsphere (repeatable)")
-	fs.StringVar(&o.VolumeIDDisk, "volume-id-disk", "", "when a disk volume names no disk: \"serial\" selects the disk whose serial equals the volume ID. Default: serial with --host=sim, none otherwise")
+	fs.StringVar(&o.VolumeIDDisk, "volume-id-disk", "", "when a disk volume names no disk: \"serial\" selects the disk whose serial equals the volume ID; none turns this off")
 	fs.BoolVar(&o.SMBRequirePriv, "smb-require-privacy", true, "default of the requirePrivacy parameter (SMB 3 encryption) for SMB global mappings")
 	fs.StringVar(&o.SMBDefaultDomain, "smb-default-domain", "", "domain for SMB user names that carry none; empty means none is added")
 	fs.BoolVar(&o.SMBKeepMappings, "smb-keep-mappings", false, "keep an SMB global mapping when the last volume using its share is unstaged")
@@ -255,9 +257,6 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 		} else {
 			o.StateDir = join(sep, o.KubeletDir, "plugins", o.DriverName, "state")
 		}
-	}
-	if !o.set["volume-id-disk"] && o.Host == HostSim {
-		o.VolumeIDDisk = "serial"
 	}
 	switch o.VolumeIDDisk {
 	case "", "none":
@@ -431,34 +430,18 @@ func ValidateTopology(k, v string) error {
 	return nil
 }
 
-// Size is a byte count flag accepting binary suffixes (Ki, Mi, Gi, Ti).
+// Size is a byte count flag: a number of bytes or a number with a binary
+// suffix (Ki, Mi, Gi, Ti), as internal/bytesize parses it.
 type Size uint64
 
 func (s Size) String() string { return strconv.FormatUint(uint64(s), 10) }
 
 // Set parses "1073741824", "512Mi" or "16Gi".
 func (s *Size) Set(v string) error {
-	n, err := ParseSize(v)
+	n, err := bytesize.Parse(v)
 	if err != nil {
 		return err
 	}
 	*s = Size(n)
 	return nil
-}
-
-// ParseSize parses a positive byte count: "1073741824", or a number with a
-// binary suffix, "512Mi", "16Gi" (Ki, Mi, Gi, Ti).
-func ParseSize(v string) (uint64, error) {
-	mult := uint64(1)
-	for suffix, m := range map[string]uint64{"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40} {
-		if strings.HasSuffix(v, suffix) {
-			v, mult = strings.TrimSuffix(v, suffix), m
-			break
-		}
-	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || n == 0 || n > (1<<63)/mult {
-		return 0, fmt.Errorf("want a positive byte count such as 1073741824 or 16Gi")
-	}
-	return n * mult, nil
 }

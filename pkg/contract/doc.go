@@ -10,6 +10,10 @@
 // validation of values, and the typed specs the backends consume. Errors are
 // *Error values that name the offending key and never quote a secret.
 //
+// The grammar of portals, iSCSI names, SMB share paths and CHAP secret
+// lengths is pkg/host's (names.go), which the simulated host's setup file
+// is checked with too; this package names the key a bad value came from.
+//
 // What does not: gRPC, host calls, anything OS-specific. The package is pure
 // and deterministic so that it can be fuzzed.
 package contract

@@ -199,7 +199,7 @@ func checkVolume(t *testing.T, v Volume) {
 			t.Fatalf("LUN %d", s.LUN)
 		}
 		chapOK := func(c host.CHAP) bool {
-			return c.User != "" && c.Secret.Len() >= minCHAPSecret && c.Secret.Len() <= maxCHAPSecret
+			return c.User != "" && c.Secret.Len() >= host.MinCHAPSecret && c.Secret.Len() <= host.MaxCHAPSecret
 		}
 		switch s.SessionAuth {
 		case host.AuthNone:
@@ -207,7 +207,7 @@ func checkVolume(t *testing.T, v Volume) {
 				t.Fatal("CHAP set without session auth")
 			}
 		case host.AuthMutual:
-			if s.InitiatorSecret.Len() < minCHAPSecret || s.InitiatorSecret.Len() > maxCHAPSecret || s.InitiatorSecret.Equal(s.SessionCHAP.Secret) {
+			if s.InitiatorSecret.Len() < host.MinCHAPSecret || s.InitiatorSecret.Len() > host.MaxCHAPSecret || s.InitiatorSecret.Equal(s.SessionCHAP.Secret) {
 				t.Fatal("bad initiator secret")
 			}
 			fallthrough
@@ -312,7 +312,7 @@ func FuzzValidateIQN(f *testing.F) {
 			}
 			return
 		}
-		if v != strings.ToLower(v) || len(v) > maxIQNLen || strings.ContainsAny(v, " \t\r\n") {
+		if v != strings.ToLower(v) || len(v) > 223 /* RFC 3720 §3.2.6.1 */ || strings.ContainsAny(v, " \t\r\n") {
 			t.Fatalf("%q validated as %q", s, v)
 		}
 		if again, err := ValidateIQN(v); err != nil || again != v {

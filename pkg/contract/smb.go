@@ -1,23 +1,10 @@
 package contract
 
 import (
-	"net/netip"
 	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
-
-// Characters Windows refuses in share names and in file and directory
-// names (besides control characters).
-const (
-	shareForbidden = `"/\[]:|<>+=;,?*`
-	nameForbidden  = `<>:"/\|?*`
-)
-
-// ipv6LiteralSuffix is the DNS suffix under which Windows resolves an
-// IPv6 address written for UNC paths: fe80::1 becomes
-// fe80--1.ipv6-literal.net ('-' for ':', 's' for '%').
-const ipv6LiteralSuffix = ".ipv6-literal.net"
 
 func parseSMB(p params, sec params, o Options) (*SMBSpec, *Error) {
 	src, ok := p.get(keySource)
@@ -50,120 +37,20 @@ func parseSMB(p params, sec params, o Options) (*SMBSpec, *Error) {
 }
 
 // ParseSMBSource splits an SMB source, \\server\share[\dir...] or
-// //server/share[/dir...], into its parts; dir is backslash-separated and
-// empty for the share root. A single trailing separator is allowed. The
-// error is an *Error for key "source".
+// //server/share[/dir...], into its parts by host.ParseSharePath's
+// grammar. The error is an *Error for key "source".
 func ParseSMBSource(s string) (server, share, dir string, err error) {
 	server, share, dir, e := parseSMBSource(keySource, s)
 	return server, share, dir, asError(e)
 }
 
 func parseSMBSource(key, s string) (server, share, dir string, e *Error) {
-	if hasControl(s) {
-		return "", "", "", errorf(key, "%q contains a control character", s)
+	server, share, dir, err := host.ParseSharePath(s)
+	if err != nil {
+		return "", "", "", errorf(key, "%s", err)
 	}
-	if len(s) >= 2 && s[1] == ':' && isASCIILetter(s[0]) {
-		return "", "", "", errorf(key, `%q is a drive path; want \\server\share or //server/share`, s)
-	}
-	u := strings.ReplaceAll(s, "/", `\`)
-	rest, ok := strings.CutPrefix(u, `\\`)
-	if !ok {
-		return "", "", "", errorf(key, `%q is not a UNC path; want \\server\share or //server/share`, s)
-	}
-	if rest == "?" || rest == "." || strings.HasPrefix(rest, `?\`) || strings.HasPrefix(rest, `.\`) {
-		return "", "", "", errorf(key, `%q is a device path (\\?\ or \\.\); want \\server\share`, s)
-	}
-	rest = strings.TrimSuffix(rest, `\`)
-	parts := strings.Split(rest, `\`)
-	if parts[0] == "" {
-		return "", "", "", errorf(key, "%q has an empty server name", s)
-	}
-	if reason := checkServer(parts[0]); reason != "" {
-		return "", "", "", errorf(key, "%q: server %s", s, reason)
-	}
-	if len(parts) < 2 || parts[1] == "" {
-		return "", "", "", errorf(key, `%q has no share name; want \\server\share`, s)
-	}
-	if reason := checkName(parts[1], shareForbidden); reason != "" {
-		return "", "", "", errorf(key, "%q: share name %s", s, reason)
-	}
-	for _, c := range parts[2:] {
-		if reason := checkName(c, nameForbidden); reason != "" {
-			return "", "", "", errorf(key, "%q: path component %s", s, reason)
-		}
-	}
-	return parts[0], parts[1], strings.Join(parts[2:], `\`), nil
+	return server, share, dir, nil
 }
-
-// checkServer validates an SMB server name and returns why it is invalid,
-// or "". Accepted: an IPv4 address, a host name of letters, digits, '-'
-// and '_' in dot-separated labels (NetBIOS names may carry '_'), or an
-// IPv6 address in the <addr>.ipv6-literal.net form.
-func checkServer(s string) string {
-	if strings.ContainsAny(s, ":[]") {
-		return quote(s) + " is not a valid name: write an IPv6 address as <address>" + ipv6LiteralSuffix +
-			" with '-' for ':' (fe80::1 is fe80--1" + ipv6LiteralSuffix + ")"
-	}
-	if len(s) > len(ipv6LiteralSuffix) && strings.EqualFold(s[len(s)-len(ipv6LiteralSuffix):], ipv6LiteralSuffix) {
-		lit := s[:len(s)-len(ipv6LiteralSuffix)]
-		a, err := netip.ParseAddr(strings.NewReplacer("-", ":", "s", "%", "S", "%").Replace(lit))
-		if err != nil || !a.Is6() {
-			return quote(s) + " is not a valid IPv6 literal name (fe80::1 is fe80--1" + ipv6LiteralSuffix + ")"
-		}
-		return ""
-	}
-	return checkHostName(s, true)
-}
-
-// checkHostName validates an IPv4 address or an RFC 1123 host name (with
-// '_' too when underscore) and returns why it is invalid, or "".
-func checkHostName(s string, underscore bool) string {
-	if len(s) > 253 {
-		return quote(s) + " is longer than 253 characters"
-	}
-	numeric := true
-	for _, label := range strings.Split(s, ".") {
-		if label == "" || len(label) > 63 {
-			return quote(s) + " is not a valid host name (empty or over-long label)"
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			ok := isASCIILetter(c) || '0' <= c && c <= '9' || c == '-' || underscore && c == '_'
-			if !ok {
-				return quote(s) + " contains " + quote(string(c)) + ", which a host name cannot"
-			}
-		}
-		if label[0] == '-' || label[len(label)-1] == '-' {
-			return quote(s) + " is not a valid host name (a label starts or ends with '-')"
-		}
-		numeric = numeric && isDigits(label)
-	}
-	if numeric {
-		if a, err := netip.ParseAddr(s); err != nil || !a.Is4() {
-			return quote(s) + " is not a valid IPv4 address"
-		}
-	}
-	return ""
-}
-
-// checkName validates a share name or path component and returns why it
-// is invalid, or "".
-func checkName(c, forbidden string) string {
-	switch {
-	case c == "":
-		return "is empty (doubled separator)"
-	case c == "." || c == "..":
-		return quote(c) + " is not allowed"
-	case strings.HasSuffix(c, ".") || strings.HasSuffix(c, " "):
-		return quote(c) + " ends in a dot or space, which Windows strips"
-	}
-	if i := strings.IndexAny(c, forbidden); i >= 0 {
-		return quote(c) + " contains " + quote(c[i:i+1]) + "; names cannot contain any of " + forbidden
-	}
-	return ""
-}
-
-func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // subDirTemplates are the placeholders subDir may carry and the keys that
 // fill them (the csi-driver-smb convention: kubernetes-csi/csi-driver-smb@95c6968
@@ -218,8 +105,8 @@ func parseSubDir(e entry, p params) (string, *Error) {
 	}
 	s = strings.TrimRight(strings.ReplaceAll(s, "/", `\`), `\`)
 	for _, c := range strings.Split(s, `\`) {
-		if reason := checkName(c, nameForbidden); reason != "" {
-			return "", errorf(e.key, "%q: path component %s", e.val, reason)
+		if err := host.CheckPathComponent(c); err != nil {
+			return "", errorf(e.key, "%q: path component %s", e.val, err)
 		}
 	}
 	return s, nil
@@ -279,3 +166,5 @@ func parseSMBCredential(sec params, defaultDomain string) (host.Credential, *Err
 	}
 	return host.Credential{User: name, Password: host.NewSecret(pass.val)}, nil
 }
+
+func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

@@ -35,7 +35,8 @@ func (s Secret) Digest(salt []byte) string {
 // IsZero reports whether the secret is empty.
 func (s Secret) IsZero() bool { return s.v == "" }
 
-// Len returns the length of the secret in bytes (CHAP secrets must be 12–16).
+// Len returns the length of the secret in bytes (a CHAP secret is
+// MinCHAPSecret to MaxCHAPSecret bytes long).
 func (s Secret) Len() int { return len(s.v) }
 
 // Equal compares two secrets.

@@ -1,5 +1,9 @@
 package hostmetrics
 
+// wrap.go, the decorator of every host method (Wrap) and the area labels,
+// is written by hostgen from the interfaces of pkg/host.
+//go:generate go run ../host/internal/hostgen -kind wrap -host ../host -o wrap.go
+
 import (
 	"context"
 	"errors"
@@ -20,15 +24,6 @@ const (
 	LabelArea      = "area"
 	LabelOperation = "operation"
 	LabelResult    = "result"
-)
-
-// Areas: the host.Host fields in lower case.
-const (
-	AreaDisks   = "disks"
-	AreaVolumes = "volumes"
-	AreaFiles   = "files"
-	AreaSMB     = "smb"
-	AreaISCSI   = "iscsi"
 )
 
 // ResultOK is the result label of a call that returned no error.
@@ -119,15 +114,4 @@ func New(reg metrics.KubeRegistry) (*Metrics, error) {
 func (m *Metrics) observe(area, operation string, start time.Time, err error) {
 	m.durations.WithLabelValues(area, operation).Observe(time.Since(start).Seconds())
 	m.calls.WithLabelValues(area, operation, Result(err)).Inc()
-}
-
-// Wrap returns a host whose calls are counted and then passed to h.
-func (m *Metrics) Wrap(h host.Host) host.Host {
-	return host.Host{
-		Disks:   disks{next: h.Disks, m: m},
-		Volumes: volumes{next: h.Volumes, m: m},
-		Files:   files{next: h.Files, m: m},
-		SMB:     smb{next: h.SMB, m: m},
-		ISCSI:   iscsi{next: h.ISCSI, m: m},
-	}
 }

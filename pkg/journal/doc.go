@@ -27,10 +27,12 @@
 // facts about shared host resources that the host itself cannot tell, such
 // as the user name an SMB global mapping was made with
 // (MSFT_SmbGlobalMapping has no such property). Each note is one JSON file
-// under <dir>/notes, written the same atomic way. Each backend names its
-// notes with a prefix of its own ("smb-mapping:", "iscsi/",
-// "disk/partitioning/") and owns their values; never store a secret in
-// either.
+// under <dir>/notes, written the same atomic way. Note keys are spelled
+// "<backend>/<kind>/<about>" ("smb/mapping/\\srv\data",
+// "disk/partitioning/<volume ID>", "iscsi/initiator/chap-secret";
+// backend.NotePrefix); each backend owns the values of its notes, and an
+// earlier spelling is renamed at start (pkg/plugin, upgrade.go). Never
+// store a secret in either.
 //
 // OpenReadOnly reads a journal without changing anything, for tools that
 // inspect a node while the plugin runs.

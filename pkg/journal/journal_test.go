@@ -286,7 +286,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if err := j.Put(ctx, Entry{VolumeID: "v", Backend: "smb", ResourceKey: "smb:a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.PutNote(ctx, "smb-mapping:a", "alice"); err != nil {
+	if err := j.PutNote(ctx, "smb/mapping/a", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	// A write of the running plugin in progress.
@@ -304,14 +304,14 @@ func TestOpenReadOnly(t *testing.T) {
 	if got, _ := ro.ByResource(ctx, "smb:a"); len(got) != 1 {
 		t.Fatalf("ByResource = %v", volumeIDs(got))
 	}
-	if v, ok, _ := ro.Note(ctx, "smb-mapping:a"); !ok || v != "alice" {
+	if v, ok, _ := ro.Note(ctx, "smb/mapping/a"); !ok || v != "alice" {
 		t.Fatalf("Note = %q, %v", v, ok)
 	}
 	for name, err := range map[string]error{
 		"Put":        ro.Put(ctx, Entry{VolumeID: "x"}),
 		"Delete":     ro.Delete(ctx, "v"),
 		"PutNote":    ro.PutNote(ctx, "k", "v"),
-		"DeleteNote": ro.DeleteNote(ctx, "smb-mapping:a"),
+		"DeleteNote": ro.DeleteNote(ctx, "smb/mapping/a"),
 	} {
 		if !errors.Is(err, ErrReadOnly) {
 			t.Errorf("%s on a read-only journal: %v, want ErrReadOnly", name, err)

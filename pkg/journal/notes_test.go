@@ -21,16 +21,16 @@ func TestNotesSurviveReopen(t *testing.T) {
 		do   func(*Journal) error
 		want map[string]string // every note there should be
 	}{
-		{"put", func(j *Journal) error { return j.PutNote(ctx, `smb-mapping:\\srv\data`, `CORP\alice`) },
-			map[string]string{`smb-mapping:\\srv\data`: `CORP\alice`}},
-		{"put empty value", func(j *Journal) error { return j.PutNote(ctx, `smb-mapping:\\srv\anon`, "") },
-			map[string]string{`smb-mapping:\\srv\data`: `CORP\alice`, `smb-mapping:\\srv\anon`: ""}},
-		{"replace", func(j *Journal) error { return j.PutNote(ctx, `smb-mapping:\\srv\data`, "bob") },
-			map[string]string{`smb-mapping:\\srv\data`: "bob", `smb-mapping:\\srv\anon`: ""}},
-		{"delete", func(j *Journal) error { return j.DeleteNote(ctx, `smb-mapping:\\srv\anon`) },
-			map[string]string{`smb-mapping:\\srv\data`: "bob"}},
+		{"put", func(j *Journal) error { return j.PutNote(ctx, `smb/mapping/\\srv\data`, `CORP\alice`) },
+			map[string]string{`smb/mapping/\\srv\data`: `CORP\alice`}},
+		{"put empty value", func(j *Journal) error { return j.PutNote(ctx, `smb/mapping/\\srv\anon`, "") },
+			map[string]string{`smb/mapping/\\srv\data`: `CORP\alice`, `smb/mapping/\\srv\anon`: ""}},
+		{"replace", func(j *Journal) error { return j.PutNote(ctx, `smb/mapping/\\srv\data`, "bob") },
+			map[string]string{`smb/mapping/\\srv\data`: "bob", `smb/mapping/\\srv\anon`: ""}},
+		{"delete", func(j *Journal) error { return j.DeleteNote(ctx, `smb/mapping/\\srv\anon`) },
+			map[string]string{`smb/mapping/\\srv\data`: "bob"}},
 		{"delete missing", func(j *Journal) error { return j.DeleteNote(ctx, "never") },
-			map[string]string{`smb-mapping:\\srv\data`: "bob"}},
+			map[string]string{`smb/mapping/\\srv\data`: "bob"}},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
@@ -136,14 +136,14 @@ func TestNotesByPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{`smb-mapping:\\a\x`: "alice", `smb-mapping:\\b\y`: "", "iscsi/initiator-chap-secret": "{}"} {
+	for k, v := range map[string]string{`smb/mapping/\\a\x`: "alice", `smb/mapping/\\b\y`: "", "iscsi/initiator/chap-secret": "{}"} {
 		if err := j.PutNote(ctx, k, v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := j.Notes(ctx, "smb-mapping:")
-	if err != nil || len(got) != 2 || got[`smb-mapping:\\a\x`] != "alice" {
-		t.Fatalf("Notes(smb-mapping:) = %v, %v", got, err)
+	got, err := j.Notes(ctx, "smb/mapping/")
+	if err != nil || len(got) != 2 || got[`smb/mapping/\\a\x`] != "alice" {
+		t.Fatalf("Notes(smb/mapping/) = %v, %v", got, err)
 	}
 	got["x"] = "y"
 	if again, _ := j.Notes(ctx, ""); len(again) != 3 {

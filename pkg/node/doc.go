@@ -11,8 +11,13 @@
 // (publishing, and what is at a request's paths). It only tracks the end of
 // the host calls made under a volume's lock (host.Track), to hold the lock
 // until they have really ended. It keeps each volume's journal entry, with
-// the record its backend gives (Backend.Record), from the start of the
-// stage until the unstage has finished.
+// the record its backend gives (backend.Backend.Record), from the start of
+// the stage until the unstage has finished.
+//
+// One file per RPC family: stage.go, publish.go, stats.go, expand.go,
+// health.go; gone.go decides about volumes whose staging path is gone;
+// lookup.go is what the RPCs on a staged volume share, validate.go the
+// request checks, errors.go the gRPC codes.
 //
 // What does not belong here: host calls, knowledge of WMI or Win32, build
 // tags, how the services and backends are wired (pkg/plugin).

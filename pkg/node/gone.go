@@ -38,7 +38,7 @@ func (s *Server) ReleaseGone(ctx context.Context, volumeID string, remove bool) 
 	if !known || entry.StagingPath == "" {
 		return false, nil
 	}
-	info, _, err := s.publisher.Staged(ctx, entry.StagingPath)
+	info, _, err := s.cfg.Publisher.Staged(ctx, entry.StagingPath)
 	if err != nil {
 		return false, toStatus(err)
 	}

@@ -18,9 +18,10 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
-	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
+	"github.com/wincsi/csi-windows-node/pkg/sim/controller"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -30,21 +31,29 @@ import (
 type env struct {
 	t       *testing.T
 	p       *plugin.Plugin
-	srv     *node.Server
+	srv     csi.NodeServer
 	sim     *sim.Sim
 	kubelet string
 	simDir  string
 	jdir    string
-	// expandHook wires the simulated host's stand-in for the controller's
-	// expansion (sim.WithExpansion), as --host=sim does; without it the
-	// node is wired as on Windows.
-	expandHook bool
+	// asOnWindows wires the node without the simulated host's stand-in
+	// for the controller (pkg/sim/controller), which --host=sim wires:
+	// no disk is attached or grown for a volume.
+	asOnWindows bool
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvAs(t, false)
+}
+
+// newEnvAs is newEnv, with the node wired as on Windows when asOnWindows:
+// the test attaches the disks (attach) a controller would.
+func newEnvAs(t *testing.T, asOnWindows bool) *env {
+	t.Helper()
 	base := t.TempDir()
-	e := &env{t: t, kubelet: filepath.Join(base, "kubelet"), simDir: filepath.Join(base, "sim"), jdir: filepath.Join(base, "journal")}
+	e := &env{t: t, kubelet: filepath.Join(base, "kubelet"), simDir: filepath.Join(base, "sim"), jdir: filepath.Join(base, "journal"),
+		asOnWindows: asOnWindows}
 	if err := os.MkdirAll(e.kubelet, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +61,21 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// attach attaches the disk of a volume, whose serial is the volume ID, as
+// a controller would.
+func (e *env) attach(vol string) {
+	e.t.Helper()
+	if _, _, err := e.sim.AttachVolumeDisk(vol, 0); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // start (re)creates the sim, journal and node service on the same
 // directories: a plugin restart.
 func (e *env) start() {
 	t := e.t
 	t.Helper()
-	s, err := sim.New(sim.Config{Dir: e.simDir, AutoAttach: true})
+	s, err := sim.New(sim.Config{Dir: e.simDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,16 +95,27 @@ func (e *env) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.sim, e.p, e.srv = s, p, p.Node
+	e.sim, e.p, e.srv = s, p, p.Node()
 }
 
 // host is the simulated host as the plugin takes it.
 func (e *env) host(s *sim.Sim) plugin.Host {
-	h := plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume}
-	if e.expandHook {
-		h.ForExpand = sim.WithExpansion
+	h := plugin.Host{Host: s.Host()}
+	if !e.asOnWindows {
+		h.Controller = controller.Wrap(s, controller.Options{Attach: true})
 	}
 	return h
+}
+
+// journal reads the stage journal as diagnose does (journal.OpenReadOnly):
+// a snapshot of what the plugin has written.
+func (e *env) journal() *journal.Journal {
+	e.t.Helper()
+	j, err := journal.OpenReadOnly(e.jdir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return j
 }
 
 // restart closes the sim and starts everything again on the same directories.

@@ -176,7 +176,8 @@ func TestValidationBeforeHostCalls(t *testing.T) {
 }
 
 func TestStatsExpandHealth(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvAs(t, true)
+	e.attach("vol-s")
 	staging := e.stagingDir("vol-s")
 	target := e.targetPath("p", "pv-s")
 	mustOK(t, "stage", e.stage("vol-s", staging, nil))
@@ -251,30 +252,27 @@ func TestStatsExpandHealth(t *testing.T) {
 // TestExpandBeyondTheDisk: NodeExpandVolume asking for more than the disk
 // has is Unavailable (the controller's expansion is not visible yet) when
 // the node is wired as on Windows; with the simulated host's stand-in for
-// the controller's expansion (what --host=sim wires) the disk grows first
-// and the volume with it.
+// the controller (what --host=sim wires) the disk grows first and the
+// volume with it.
 func TestExpandBeyondTheDisk(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		hook bool
+		ctl  bool
 		want codes.Code
 	}{
 		{"wired as on Windows", false, codes.Unavailable},
-		{"with the simulated host's expansion", true, codes.OK},
+		{"with the simulated host's controller", true, codes.OK},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := &env{t: t, expandHook: tt.hook}
-			base := t.TempDir()
-			e.kubelet, e.simDir, e.jdir = filepath.Join(base, "kubelet"), filepath.Join(base, "sim"), filepath.Join(base, "journal")
-			if err := os.MkdirAll(e.kubelet, 0o755); err != nil {
-				t.Fatal(err)
+			e := newEnvAs(t, !tt.ctl)
+			if !tt.ctl {
+				e.attach("vol-x")
 			}
-			e.start()
 			staging := e.stagingDir("vol-x")
 			target := e.targetPath("p", "pv-x")
 			mustOK(t, "stage", e.stage("vol-x", staging, nil))
 			mustOK(t, "publish", e.publish("vol-x", staging, target, false))
-			const want = 5 << 30 // the auto-attached disk has 1 GiB
+			const want = 5 << 30 // the attached disk has 1 GiB
 			ex, err := e.srv.NodeExpandVolume(context.Background(), &csi.NodeExpandVolumeRequest{VolumeId: "vol-x", VolumePath: target,
 				CapacityRange: &csi.CapacityRange{RequiredBytes: want}})
 			wantCode(t, "expand", err, tt.want)
@@ -285,12 +283,39 @@ func TestExpandBeyondTheDisk(t *testing.T) {
 				}
 			}
 			switch {
-			case tt.hook && (size != want || ex.GetCapacityBytes() < want-32<<20):
+			case tt.ctl && (size != want || ex.GetCapacityBytes() < want-32<<20):
 				t.Errorf("disk %d bytes, volume %d bytes after expanding to %d", size, ex.GetCapacityBytes(), want)
-			case !tt.hook && size != 1<<30:
+			case !tt.ctl && size != 1<<30:
 				t.Errorf("the disk changed to %d bytes without the simulated controller", size)
 			}
 		})
+	}
+}
+
+// TestNoDiskAttachedForAnISCSIVolume: on the simulated host (with its
+// stand-in for the controller, as --host=sim wires it) an iSCSI volume's
+// disk is its target's LUN; no disk is attached for the volume, neither for
+// a LUN the target has nor for one it lacks.
+func TestNoDiskAttachedForAnISCSIVolume(t *testing.T) {
+	e := newEnv(t)
+	portal := host.Portal{Address: "10.0.0.1", Port: 3260}
+	iqn := "iqn.2024-01.io.example:node"
+	mustOK(t, "target", e.sim.AddTarget(sim.TargetSpec{IQN: iqn, Portals: []host.Portal{portal}, LUNs: []sim.LUNSpec{{LUN: 0}}}))
+	vctx := func(lun string) map[string]string {
+		return map[string]string{"targetPortal": portal.Address, "iqn": iqn, "lun": lun}
+	}
+	mustOK(t, "stage LUN 0", e.stage("vol-i0", e.stagingDir("vol-i0"), vctx("0")))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := e.srv.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-i7", StagingTargetPath: e.stagingDir("vol-i7"),
+		VolumeCapability: snw, VolumeContext: vctx("7")})
+	if err == nil {
+		t.Fatal("stage of a LUN the target lacks succeeded")
+	}
+	for _, d := range e.sim.Snapshot().Disks {
+		if d.Serial == "vol-i0" || d.Serial == "vol-i7" || !d.Boot && d.Target == "" {
+			t.Errorf("disk %d (serial %q) attached for an iSCSI volume", d.Number, d.Serial)
+		}
 	}
 }
 

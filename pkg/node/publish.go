@@ -57,7 +57,7 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if err := s.checkPublication(volumeID, target, pub); err != nil {
 		return nil, err
 	}
-	created, err := s.publisher.Publish(ctx, staging, target)
+	created, err := s.cfg.Publisher.Publish(ctx, staging, target)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -87,14 +87,14 @@ func (s *Server) checkStaged(ctx context.Context, volumeID, staging string) erro
 		// The journal is an index, the host is the truth: a link to an
 		// empty staging directory would put the pod's writes on the node's
 		// system disk.
-		if _, live, err := s.publisher.Staged(ctx, staging); err != nil {
+		if _, live, err := s.cfg.Publisher.Staged(ctx, staging); err != nil {
 			return toStatus(err)
 		} else if !live {
 			return status.Errorf(codes.FailedPrecondition, "volume %q is recorded as staged at %s, but nothing is staged there", volumeID, staging)
 		}
 		return nil
 	}
-	if _, live, err := s.publisher.Staged(ctx, staging); err != nil {
+	if _, live, err := s.cfg.Publisher.Staged(ctx, staging); err != nil {
 		return toStatus(err)
 	} else if !live {
 		return status.Errorf(codes.FailedPrecondition, "volume %q is not staged at %s", volumeID, staging)
@@ -147,7 +147,7 @@ func (s *Server) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	if e, ok := s.cfg.Journal.Get(ctx, volumeID); ok {
 		staging = e.StagingPath
 	}
-	if err := s.publisher.Unpublish(ctx, target, staging); err != nil {
+	if err := s.cfg.Publisher.Unpublish(ctx, target, staging); err != nil {
 		return nil, toStatus(err)
 	}
 	s.mu.Lock()
@@ -179,7 +179,7 @@ func (s *Server) resolveStagingForPublish(ctx context.Context, volumeID, p strin
 	if e, ok := s.cfg.Journal.Get(ctx, volumeID); ok && e.Staged && e.StagingPath == r {
 		return r, nil
 	}
-	if err := s.cfg.Root.CheckLinks(r, s.fs); err != nil {
+	if err := s.cfg.Root.CheckLinks(r, s.cfg.FS); err != nil {
 		return "", invalid("staging_target_path: %v", err)
 	}
 	return r, nil

@@ -34,7 +34,7 @@ func TestUnstageRetryTakesDiskOffline(t *testing.T) {
 	if offline := diskOffline(t, e, "vol-r"); !offline {
 		t.Fatal("disk still online after the retried unstage")
 	}
-	if _, ok := e.p.Journal.Get(context.Background(), "vol-r"); ok {
+	if _, ok := e.journal().Get(context.Background(), "vol-r"); ok {
 		t.Fatal("journal entry left after the retried unstage")
 	}
 }

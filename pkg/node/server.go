@@ -16,19 +16,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
-// Backend is what the node service needs from a volume backend.
-type Backend interface {
-	// Record returns the backend's record of a volume, which the node
-	// keeps in the volume's journal entry from the start of its stage.
-	Record(vol contract.Volume) (backend.Record, error)
-	// DecodeRecord reads back the record of an entry of this backend.
-	DecodeRecord(e journal.Entry) (backend.Record, error)
-	Stage(ctx context.Context, r backend.StageRequest) error
-	Unstage(ctx context.Context, r backend.UnstageRequest) error
-	Expand(ctx context.Context, r backend.ExpandRequest) (int64, error)
-	Health(ctx context.Context, r backend.HealthRequest) ([]backend.Condition, error)
-}
-
 // Config wires a node service.
 type Config struct {
 	NodeID     string
@@ -44,17 +31,7 @@ type Config struct {
 	// Publisher does the host work every backend shares: publishing,
 	// and looking at what is at a request's paths.
 	Publisher *backend.Publisher
-	// ForVolume, when set, annotates the context of the host calls made
-	// for one volume. The plugin's wiring sets it for hosts that need to
-	// know the volume (the simulated host's auto-attach, sim.WithVolume).
-	ForVolume func(ctx context.Context, volumeID string) context.Context
-	// ForExpand, when set, annotates the context of an expansion's host
-	// calls with the volume and the size NodeExpandVolume asks for. The
-	// plugin's wiring sets it for a host that stands in for the
-	// controller's expansion (the simulated host's sim.WithExpansion); on
-	// Windows it is nil and the node only grows what the controller grew.
-	ForExpand func(ctx context.Context, volumeID string, requiredBytes int64) context.Context
-	Backends  map[contract.Kind]Backend
+	Backends  map[contract.Kind]backend.Backend
 	Journal   *journal.Journal
 	Contract  contract.Options
 }
@@ -63,10 +40,8 @@ type Config struct {
 type Server struct {
 	csi.UnimplementedNodeServer
 
-	cfg       Config
-	fs        winpath.FS
-	volumes   *inflight.Set
-	publisher *backend.Publisher
+	cfg     Config
+	volumes *inflight.Set
 
 	mu        sync.Mutex
 	published map[string]map[string]publication // volume ID -> target path -> publication
@@ -87,15 +62,12 @@ var _ csi.NodeServer = (*Server)(nil)
 
 // New returns a node service.
 func New(cfg Config) *Server {
-	fs := cfg.FS
-	if fs == nil {
-		fs = winpath.DefaultFS
+	if cfg.FS == nil {
+		cfg.FS = winpath.DefaultFS
 	}
 	return &Server{
 		cfg:       cfg,
-		fs:        fs,
 		volumes:   inflight.NewSet(),
-		publisher: cfg.Publisher,
 		published: make(map[string]map[string]publication),
 	}
 }
@@ -119,20 +91,11 @@ func (s *Server) tryLockVolume(ctx context.Context, volumeID string) (context.Co
 	if !ok {
 		return ctx, nil, false
 	}
-	ctx, tracker := host.Track(s.forVolume(ctx, volumeID))
+	ctx, tracker := host.Track(ctx)
 	return ctx, func() { tracker.WhenIdle(release) }, true
 }
 
-// forVolume returns ctx annotated for the host calls of volumeID
-// (Config.ForVolume).
-func (s *Server) forVolume(ctx context.Context, volumeID string) context.Context {
-	if s.cfg.ForVolume == nil {
-		return ctx
-	}
-	return s.cfg.ForVolume(ctx, volumeID)
-}
-
-func (s *Server) backendFor(kind contract.Kind) (Backend, error) {
+func (s *Server) backendFor(kind contract.Kind) (backend.Backend, error) {
 	b, ok := s.cfg.Backends[kind]
 	if !ok || b == nil {
 		return nil, status.Errorf(codes.Unimplemented, "backend %q is not available on this node", kind)

@@ -110,7 +110,7 @@ func (s *Server) checkRestage(ctx context.Context, prev, next journal.Entry, rec
 	if !samePath(prev.StagingPath, next.StagingPath) {
 		// Staged elsewhere: refuse while that stage is live on the host;
 		// a stale record (unstaged by hand, crashed) is replaced.
-		if _, live, err := s.publisher.Staged(ctx, prev.StagingPath); err == nil && live {
+		if _, live, err := s.cfg.Publisher.Staged(ctx, prev.StagingPath); err == nil && live {
 			return status.Errorf(codes.FailedPrecondition, "volume %q is already staged at %s", prev.VolumeID, prev.StagingPath)
 		}
 		return nil
@@ -145,7 +145,7 @@ func (s *Server) checkRestage(ctx context.Context, prev, next journal.Entry, rec
 // forgetFailedStage drops the intent record of a stage that failed and left
 // nothing at the staging path; backends roll back their own partial work.
 func (s *Server) forgetFailedStage(ctx context.Context, e journal.Entry) {
-	if _, live, err := s.publisher.Staged(ctx, e.StagingPath); err != nil || live {
+	if _, live, err := s.cfg.Publisher.Staged(ctx, e.StagingPath); err != nil || live {
 		return // keep the record: unstage or a retry will need it
 	}
 	if err := s.cfg.Journal.Delete(ctx, e.VolumeID); err != nil {
@@ -177,7 +177,7 @@ func (s *Server) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	}
 	kind := contract.Kind(entry.Backend)
 	if !known {
-		k, err := s.publisher.StagedKind(ctx, staging)
+		k, err := s.cfg.Publisher.StagedKind(ctx, staging)
 		if err != nil {
 			return nil, toStatus(err)
 		}

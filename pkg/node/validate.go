@@ -36,7 +36,7 @@ func (s *Server) resolvePath(field, p string) (string, error) {
 	if err != nil {
 		return "", invalid("%s: %v", field, err)
 	}
-	if err := s.cfg.Root.CheckLinks(r, s.fs); err != nil {
+	if err := s.cfg.Root.CheckLinks(r, s.cfg.FS); err != nil {
 		return "", invalid("%s: %v", field, err)
 	}
 	return r, nil
@@ -58,7 +58,7 @@ func (s *Server) resolveLookupPath(field, p string) (string, error) {
 	if err != nil {
 		return "", invalid("%s: %v", field, err)
 	}
-	if err := s.cfg.Root.CheckLinks(r, s.fs); err != nil {
+	if err := s.cfg.Root.CheckLinks(r, s.cfg.FS); err != nil {
 		return "", invalid("%s: %v", field, err)
 	}
 	return r, nil

@@ -12,7 +12,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
-	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -61,13 +60,13 @@ func Inventory(ctx context.Context, o Options, h host.Host) (*inventory.Report, 
 // own journal, host and backends: for the orphan sweep, which runs in the
 // plugin (pkg/sweep). It only reads.
 func (p *Plugin) TakeStock(ctx context.Context) (*inventory.Report, error) {
-	return takeStock(ctx, p.opts, p.Host, p.Journal, p.Root, p.disks, p.backends)
+	return takeStock(ctx, p.opts, p.host, p.journal, p.root, p.disks, p.backends)
 }
 
 // takeStock sets the journal store against h with the backends' health
 // checks (pkg/inventory).
 func takeStock(ctx context.Context, o Options, h host.Host, store inventory.Journal, root *winpath.Root,
-	disks *disk.Backend, backends map[contract.Kind]node.Backend) (*inventory.Report, error) {
+	disks *disk.Backend, backends map[contract.Kind]backend.Backend) (*inventory.Report, error) {
 	health := make(map[string]inventory.HealthChecker, len(backends))
 	for k, b := range backends {
 		health[string(k)] = b

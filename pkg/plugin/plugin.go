@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-lib-utils/metrics"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
@@ -143,41 +144,44 @@ type Host struct {
 	// System is what the preflight checks read, which Serve runs once at
 	// start (pkg/preflight); nil runs none.
 	System host.System
-	// ForVolume annotates the context of the host calls made for one
-	// volume; nil for hosts that need nothing. The wiring of the
-	// simulated host sets sim.WithVolume, which its auto-attach reads.
-	ForVolume func(ctx context.Context, volumeID string) context.Context
-	// ForExpand annotates the context of an expansion's host calls with
-	// the volume and the size asked for; nil for hosts that need nothing.
-	// The wiring of the simulated host sets sim.WithExpansion, whose disk
-	// growth stands in for the controller's expansion.
-	ForExpand func(ctx context.Context, volumeID string, requiredBytes int64) context.Context
+	// Controller, when set, stands in for the controller side of the CSI
+	// driver on a host no controller serves: New calls it with the node
+	// service and the contract options that service parses volumes with,
+	// and serves what it returns in the node service's place. Only the
+	// wiring of the simulated host sets it (pkg/sim/controller: attaching
+	// and growing a disk volume's disk before the node sees the request);
+	// on Windows the vendor's controller does that work and it is nil.
+	Controller func(node csi.NodeServer, c contract.Options) csi.NodeServer
 }
 
-// Plugin is a wired plugin: what the gRPC server serves, and the parts
-// tests and tools look at.
+// Plugin is a wired plugin: the services the gRPC server serves (Identity,
+// Node), its metrics, and what the orphan sweep asks of it (TakeStock,
+// ReleaseGone, ReleaseUnused, Sweep).
 type Plugin struct {
 	Identity *identity.Server
-	Node     *node.Server
-	// Journal is the stage journal every backend keeps its records in.
-	Journal *journal.Journal
 	// Metrics holds the CSI operation metrics and the host-call metrics
 	// (/metrics).
 	Metrics metrics.CSIMetricsManager
-	// Host is the host as the backends see it: counted and timed.
-	Host host.Host
-	// Root is the confinement root (the kubelet directory).
-	Root *winpath.Root
 	// Registration is the plugin's own kubelet registration; nil unless
 	// Options.KubeletRegistration.
 	Registration *registration.Service
 
+	// served is the node service as Serve serves it (Node).
+	served csi.NodeServer
+	// node is the node service itself, for ReleaseGone.
+	node *node.Server
+	// journal is the stage journal every backend keeps its records in.
+	journal *journal.Journal
+	// host is the host as the backends see it: counted and timed.
+	host host.Host
+	// root is the confinement root (the kubelet directory).
+	root *winpath.Root
 	// releasers are the backends whose volumes share host resources
 	// (ReleaseUnused).
 	releasers []backend.Releaser
 	// disks and backends are the backends New built, for TakeStock.
 	disks    *disk.Backend
-	backends map[contract.Kind]node.Backend
+	backends map[contract.Kind]backend.Backend
 	// sweeper is the orphan sweep (Sweep; Serve runs it).
 	sweeper *sweep.Sweeper
 	// system and preflight are the preflight checks Serve runs at start
@@ -188,7 +192,8 @@ type Plugin struct {
 	opts Options
 }
 
-// New wires a plugin over h: it opens the stage journal in o.StateDir,
+// New wires a plugin over h: it opens the stage journal in o.StateDir
+// (upgrading what an earlier version wrote, upgrade.go),
 // wraps the host with host-call metrics, builds the three backends over
 // the host and the journal, and the node and identity services over them.
 // It is the only place that decides how these are put together: the binary
@@ -223,6 +228,9 @@ func New(o Options, h Host) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the stage journal: %w", err)
 	}
+	if err := upgradeJournal(context.Background(), jr); err != nil {
+		return nil, fmt.Errorf("upgrade the stage journal in %s: %w", o.StateDir, err)
+	}
 
 	disks, backends := newBackends(hh, jr, o)
 	// The backends whose volumes share host resources answer
@@ -249,13 +257,15 @@ func New(o Options, h Host) (*Plugin, error) {
 		Root:       root,
 		FS:         o.FS,
 		Publisher:  backend.NewPublisher(hh),
-		ForVolume:  h.ForVolume,
-		ForExpand:  h.ForExpand,
 		Backends:   backends,
 		Journal:    jr,
 		Contract:   o.Contract,
 	})
-	p := &Plugin{Identity: ids, Node: ns, Journal: jr, Metrics: mm, Host: hh, Root: root,
+	var served csi.NodeServer = ns
+	if h.Controller != nil {
+		served = h.Controller(ns, o.Contract)
+	}
+	p := &Plugin{Identity: ids, Metrics: mm, served: served, node: ns, journal: jr, host: hh, root: root,
 		releasers: releasers, disks: disks, backends: backends, system: h.System, opts: o}
 	if p.preflight, err = preflight.NewGauge(mm.GetRegistry()); err != nil {
 		return nil, err
@@ -273,6 +283,13 @@ func New(o Options, h Host) (*Plugin, error) {
 	return p, nil
 }
 
+// Node is the node service as Serve serves it, and as a CO calls it: the
+// node behind the host's stand-in for the controller when there is one
+// (Host.Controller). In-process callers (the test harnesses, benchmarks)
+// call it instead of a socket; what the node keeps (its journal, the
+// host) they read as diagnose does, from the state directory and the host.
+func (p *Plugin) Node() csi.NodeServer { return p.served }
+
 // Sweep runs one round of the orphan sweep in the configured mode
 // (pkg/sweep; nothing with --orphan-sweep=off). Serve runs rounds at start
 // and every --orphan-sweep-interval; tests call it to run one when they
@@ -285,7 +302,7 @@ func (p *Plugin) Sweep(ctx context.Context) (sweep.Round, error) {
 // path may be gone, and with remove finishes the volume as
 // NodeUnstageVolume would, under the volume's lock (node.Server.ReleaseGone).
 func (p *Plugin) ReleaseGone(ctx context.Context, volumeID string, remove bool) (bool, error) {
-	return p.Node.ReleaseGone(ctx, volumeID, remove)
+	return p.node.ReleaseGone(ctx, volumeID, remove)
 }
 
 // ReleaseUnused asks the backend that owns key (smb.ShareKey,
@@ -307,9 +324,9 @@ func (p *Plugin) ReleaseUnused(ctx context.Context, key string, remove bool) (bo
 // newBackends builds the disk, SMB and iSCSI backends over h and store, as
 // the plugin runs them; it returns the disk backend too, which the iSCSI
 // backend prepares its disks with.
-func newBackends(h host.Host, store backend.Store, o Options) (*disk.Backend, map[contract.Kind]node.Backend) {
+func newBackends(h host.Host, store backend.Store, o Options) (*disk.Backend, map[contract.Kind]backend.Backend) {
 	disks := disk.New(h, store, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff})
-	return disks, map[contract.Kind]node.Backend{
+	return disks, map[contract.Kind]backend.Backend{
 		contract.KindDisk:  disks,
 		contract.KindSMB:   smb.New(h, store, smb.Options{KeepMappings: o.SMBKeepMappings}),
 		contract.KindISCSI: iscsi.New(h, disks, store, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff}),

@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/hosttest"
 	"github.com/wincsi/csi-windows-node/pkg/hostmetrics"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sweep"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -70,7 +73,7 @@ func TestFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sim.PathStyle != winpath.POSIX || sim.StateDir != "/s/journal" || sim.Contract.VolumeIDDisk != contract.VolumeIDDiskSerial ||
+	if sim.PathStyle != winpath.POSIX || sim.StateDir != "/s/journal" || sim.Contract.VolumeIDDisk != "" ||
 		!sim.Contract.RequirePrivacy || !sim.OfflineDiskOnUnstage {
 		t.Errorf("defaults with --host=sim: %+v", sim)
 	}
@@ -124,23 +127,34 @@ func TestNewRefusesIncompleteOptions(t *testing.T) {
 }
 
 // statFiles answers Stat for the staging path with an empty directory and
-// records the contexts it was called with.
+// counts the calls.
 type statFiles struct {
 	host.Files
-	ctxs []context.Context
+	calls int
 }
 
-func (f *statFiles) Stat(ctx context.Context, _ string) (host.PathInfo, error) {
-	f.ctxs = append(f.ctxs, ctx)
+func (f *statFiles) Stat(context.Context, string) (host.PathInfo, error) {
+	f.calls++
 	return host.PathInfo{Kind: host.PathDir}, nil
 }
 
-type volumeKey struct{}
+// standIn is a stand-in for the controller that counts the unstages it
+// passes on.
+type standIn struct {
+	csi.NodeServer
+	unstages int
+}
+
+func (s *standIn) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	s.unstages++
+	return s.NodeServer.NodeUnstageVolume(ctx, req)
+}
 
 // TestNewWiresTheServices checks what New puts together: the identity
 // (name, version, topology, health check), the node (ID, topology), the
 // journal in StateDir, the host-call metrics around the host, and the
-// per-volume context hook on every host call of a volume's RPC.
+// host's stand-in for the controller in front of the node, given the
+// node's contract options.
 func TestNewWiresTheServices(t *testing.T) {
 	ctx := context.Background()
 	o := validOptions(t)
@@ -149,9 +163,14 @@ func TestNewWiresTheServices(t *testing.T) {
 	h.Files = files
 	unhealthy := errors.New("wedged")
 	healthy := true
+	var ctl *standIn
+	var ctlContract contract.Options
 	p, err := plugin.New(o, plugin.Host{Host: h,
-		Healthy:   func() error { return map[bool]error{true: nil, false: unhealthy}[healthy] },
-		ForVolume: func(ctx context.Context, id string) context.Context { return context.WithValue(ctx, volumeKey{}, id) },
+		Healthy: func() error { return map[bool]error{true: nil, false: unhealthy}[healthy] },
+		Controller: func(n csi.NodeServer, c contract.Options) csi.NodeServer {
+			ctl, ctlContract = &standIn{NodeServer: n}, c
+			return ctl
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +179,7 @@ func TestNewWiresTheServices(t *testing.T) {
 	if err != nil || info.GetName() != "a.b" || info.GetVendorVersion() != "v9" {
 		t.Errorf("GetPluginInfo = %v, %v", info, err)
 	}
-	ni, err := p.Node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
+	ni, err := p.Node().NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
 	if err != nil || ni.GetNodeId() != "n1" || ni.GetAccessibleTopology().GetSegments()["zone"] != "z1" {
 		t.Errorf("NodeGetInfo = %v, %v", ni, err)
 	}
@@ -172,16 +191,23 @@ func TestNewWiresTheServices(t *testing.T) {
 	if p.Identity.Ready() {
 		t.Error("ready with a host whose health check fails")
 	}
-	if p.Journal.Dir() != o.StateDir || p.Root.Dir() != o.KubeletDir {
-		t.Errorf("journal in %s, root %s; want %s and %s", p.Journal.Dir(), p.Root.Dir(), o.StateDir, o.KubeletDir)
+	if j, err := journal.OpenReadOnly(o.StateDir); err != nil || len(j.List(ctx)) != 0 {
+		t.Errorf("no empty journal in the state directory %s: %v", o.StateDir, err)
+	}
+	_, err = p.Node().NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: "/elsewhere/globalmount"})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), o.KubeletDir) {
+		t.Errorf("a staging path outside the kubelet directory %s: %v, want InvalidArgument naming it", o.KubeletDir, err)
 	}
 
 	staging := filepath.Join(o.KubeletDir, "plugins", "x", "vol-1", "globalmount")
-	if _, err := p.Node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: staging}); err != nil {
+	if _, err := p.Node().NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: staging}); err != nil {
 		t.Fatalf("unstage of a volume that is not staged: %v", err)
 	}
-	if len(files.ctxs) != 1 || files.ctxs[0].Value(volumeKey{}) != "vol-1" {
-		t.Fatalf("host calls of the RPC: %d, first annotated with %v; want one, with the volume", len(files.ctxs), files.ctxs[0].Value(volumeKey{}))
+	if files.calls != 1 {
+		t.Fatalf("%d host calls of the RPC, want one", files.calls)
+	}
+	if ctl == nil || p.Node() != ctl || ctl.unstages != 2 || !reflect.DeepEqual(ctlContract, o.Contract) {
+		t.Errorf("the node is not served behind the controller's stand-in (%v) given the contract options %+v (got %+v)", ctl, o.Contract, ctlContract)
 	}
 	mfs, err := p.Metrics.GetRegistry().Gather()
 	if err != nil {

@@ -57,7 +57,7 @@ func (p *Plugin) runPreflight(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	rep := preflight.Run(ctx, PreflightConfig(p.opts, p.Journal.List(ctx)), p.Host, p.system)
+	rep := preflight.Run(ctx, PreflightConfig(p.opts, p.journal.List(ctx)), p.host, p.system)
 	if ctx.Err() != nil {
 		return // cut by the shutdown: the findings say nothing about the node
 	}

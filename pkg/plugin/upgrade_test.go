@@ -8,6 +8,7 @@ package plugin_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -82,12 +83,23 @@ func (n *upgradeNode) start() {
 		Contract:             contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial, RequirePrivacy: true},
 		OfflineDiskOnUnstage: true,
 		Backoff:              backend.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Attempts: 20},
-	}, plugin.Host{Host: s.Host(), ForVolume: sim.WithVolume})
+	}, plugin.Host{Host: s.Host()})
 	if err != nil {
 		_ = s.Close()
 		n.t.Fatal(err)
 	}
 	n.sim, n.p = s, p
+}
+
+// journal reads the stage journal as diagnose does (journal.OpenReadOnly):
+// a snapshot of what the plugin has written.
+func (n *upgradeNode) journal() *journal.Journal {
+	n.t.Helper()
+	j, err := journal.OpenReadOnly(n.stateDir)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return j
 }
 
 func (n *upgradeNode) stop() {
@@ -97,7 +109,8 @@ func (n *upgradeNode) stop() {
 	}
 }
 
-// jsonFiles returns the JSON files of dir and dir/notes, by path below dir,
+// jsonFiles returns the entry files of dir by name and the notes of
+// dir/notes by key ("note <key>"; the file name derives from the key),
 // decoded, with the kubelet directory written as ${KUBELET}.
 func jsonFiles(t *testing.T, dir, kubelet string) map[string]any {
 	t.Helper()
@@ -116,18 +129,36 @@ func jsonFiles(t *testing.T, dir, kubelet string) map[string]any {
 			if err := json.Unmarshal([]byte(strings.ReplaceAll(string(b), kubelet, "${KUBELET}")), &v); err != nil {
 				t.Fatalf("%s: %v", p, err)
 			}
-			out[filepath.Join(sub, filepath.Base(p))] = v
+			if sub == "notes" {
+				note, _ := v.(map[string]any)
+				out[fmt.Sprint("note ", note["key"])] = note["value"]
+				continue
+			}
+			out[filepath.Base(p)] = v
 		}
 	}
 	return out
 }
 
+// renamed is what the previous version's files are in this version: the
+// notes under the keys upgradeJournal renames them to.
+func renamed(files map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range files {
+		k = strings.Replace(k, `note smb-mapping:`, `note smb/mapping/`, 1)
+		out[k] = v
+	}
+	return out
+}
+
 // TestStateOfThePreviousVersion: a DaemonSet upgrade keeps the state
-// directory. The current version writes the entries and notes the
-// previous version wrote for the same volumes (so a rollback reads them
-// too), reads the previous version's files into its typed records, and
-// restages and unstages the volumes from them, releasing the mapping, the
-// sessions and the portals and taking the disks offline.
+// directory. The current version writes the entries the previous version
+// wrote for the same volumes (so a rollback reads them too) and the same
+// notes under the one spelling of note keys, renames the previous
+// version's notes to it at start, reads the previous version's entries
+// into its typed records, and restages and unstages the volumes from them,
+// releasing the mapping, the sessions and the portals and taking the disks
+// offline.
 func TestStateOfThePreviousVersion(t *testing.T) {
 	base := t.TempDir()
 	n := &upgradeNode{t: t, kubelet: filepath.Join(base, "kubelet"), simDir: filepath.Join(base, "sim"), stateDir: filepath.Join(base, "state")}
@@ -154,26 +185,36 @@ func TestStateOfThePreviousVersion(t *testing.T) {
 		if err := os.MkdirAll(r.StagingTargetPath, 0o750); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := n.p.Node.NodeStageVolume(ctx, r); err != nil {
+		if _, err := n.p.Node().NodeStageVolume(ctx, r); err != nil {
 			t.Fatalf("stage %s: %v", r.VolumeId, err)
 		}
 	}
 	n.stop()
 
-	want := jsonFiles(t, previous, "${KUBELET}")
-	if len(want) != 4 {
-		t.Fatalf("%d files in %s, want 3 entries and 1 note", len(want), previous)
+	prev := jsonFiles(t, previous, "${KUBELET}")
+	if len(prev) != 4 || prev[`note smb-mapping:\\srv\data`] != "alice" {
+		t.Fatalf("%s holds %v, want 3 entries and the note of the mapping", previous, prev)
 	}
+	want := renamed(prev)
 	if got := jsonFiles(t, n.stateDir, n.kubelet); !reflect.DeepEqual(got, want) {
-		t.Errorf("the current version writes\n%v\nwhere the previous one wrote\n%v", got, want)
+		t.Errorf("the current version writes\n%v\nwhere the previous one wrote (notes renamed)\n%v", got, want)
 	}
 
 	// The previous version's files replace the current one's.
 	if err := os.RemoveAll(n.stateDir); err != nil {
 		t.Fatal(err)
 	}
-	for path := range want {
-		b, err := os.ReadFile(filepath.Join(previous, path))
+	old, err := filepath.Glob(filepath.Join(previous, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldNotes, err := filepath.Glob(filepath.Join(previous, "notes", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(old, oldNotes...) {
+		path, _ := filepath.Rel(previous, p)
+		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,6 +228,9 @@ func TestStateOfThePreviousVersion(t *testing.T) {
 	}
 	n.start()
 	defer n.stop()
+	if got := jsonFiles(t, n.stateDir, n.kubelet); !reflect.DeepEqual(got, want) {
+		t.Errorf("after the start over the previous version's files the journal holds\n%v\nwant\n%v", got, want)
+	}
 
 	lun3 := uint32(3)
 	wantRecords := map[string]backend.Record{
@@ -199,7 +243,7 @@ func TestStateOfThePreviousVersion(t *testing.T) {
 		"smb":   func(e journal.Entry) (backend.Record, error) { return smb.DecodeRecord(e) },
 		"iscsi": func(e journal.Entry) (backend.Record, error) { return iscsi.DecodeRecord(e) },
 	}
-	entries := n.p.Journal.List(ctx)
+	entries := n.journal().List(ctx)
 	if len(entries) != len(wantRecords) {
 		t.Fatalf("journal holds %d entries, want %d", len(entries), len(wantRecords))
 	}
@@ -213,19 +257,19 @@ func TestStateOfThePreviousVersion(t *testing.T) {
 			t.Errorf("%s: resource key %q, its record says %q", e.VolumeID, e.ResourceKey, rec.Resource())
 		}
 	}
-	if got, err := n.p.Journal.ByResource(ctx, `smb:\\srv\data`); err != nil || len(got) != 1 {
+	if got, err := n.journal().ByResource(ctx, `smb:\\srv\data`); err != nil || len(got) != 1 {
 		t.Errorf("ByResource(the share) = %d entries, %v; want vol-smb", len(got), err)
 	}
 
 	// A repeated stage finds the same storage in the old record; then
 	// every volume unstages and releases what it used.
 	for _, r := range reqs {
-		if _, err := n.p.Node.NodeStageVolume(ctx, r); err != nil {
+		if _, err := n.p.Node().NodeStageVolume(ctx, r); err != nil {
 			t.Errorf("restage %s over the previous version's record: %v", r.VolumeId, err)
 		}
 	}
 	for _, r := range reqs {
-		if _, err := n.p.Node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: r.VolumeId, StagingTargetPath: r.StagingTargetPath}); err != nil {
+		if _, err := n.p.Node().NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: r.VolumeId, StagingTargetPath: r.StagingTargetPath}); err != nil {
 			t.Errorf("unstage %s: %v", r.VolumeId, err)
 		}
 	}
@@ -238,10 +282,10 @@ func TestStateOfThePreviousVersion(t *testing.T) {
 			t.Errorf("disk %d (SER-1) is online after its unstage", d.Number)
 		}
 	}
-	if es := n.p.Journal.List(ctx); len(es) != 0 {
+	if es := n.journal().List(ctx); len(es) != 0 {
 		t.Errorf("journal entries left: %v", es)
 	}
-	if notes, _ := n.p.Journal.Notes(ctx, ""); len(notes) != 0 {
+	if notes, _ := n.journal().Notes(ctx, ""); len(notes) != 0 {
 		t.Errorf("journal notes left: %v", notes)
 	}
 }

@@ -59,7 +59,7 @@ func (r *runner) disk(ctx context.Context, fs string) {
 		return fmt.Sprintf("to %d bytes", r.cfg.GrowTo), nil
 	})
 	r.step(ctx, "expand", func(ctx context.Context) (string, error) {
-		resp, err := r.p.Node.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{
+		resp, err := r.p.Node().NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{
 			VolumeId: v.id, VolumePath: v.target, StagingTargetPath: v.staging, VolumeCapability: v.cap,
 			CapacityRange: &csi.CapacityRange{RequiredBytes: int64(r.cfg.GrowTo)},
 		})

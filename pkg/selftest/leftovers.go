@@ -13,6 +13,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -81,18 +82,24 @@ func (r *runner) unstageLeftovers(ctx context.Context, run string, note func(str
 	if _, err := os.Stat(filepath.Join(r.cfg.LocalDir, Prefix+run, "state")); err != nil {
 		return
 	}
+	state := filepath.Join(r.cfg.LocalDir, Prefix+run, "state")
+	jr, err := journal.OpenReadOnly(state)
+	if err != nil {
+		note("run %s: not removed: its journal could not be read: %v", run, err)
+		return
+	}
 	p, kub, err := r.newPlugin(run)
 	if err != nil {
 		note("run %s: not removed: its journal could not be opened: %v", run, err)
 		return
 	}
-	for _, e := range p.Journal.List(ctx) {
+	for _, e := range jr.List(ctx) {
 		target := kub.Join("pods", Prefix+run, "volumes", "kubernetes.io~csi", e.VolumeID, "mount")
-		if _, err := p.Node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: e.VolumeID, TargetPath: target}); err != nil {
+		if _, err := p.Node().NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: e.VolumeID, TargetPath: target}); err != nil {
 			note("run %s: not removed: publication of %s: %s", run, e.VolumeID, describe(err))
 			continue
 		}
-		if _, err := p.Node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: e.VolumeID, StagingTargetPath: e.StagingPath}); err != nil {
+		if _, err := p.Node().NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: e.VolumeID, StagingTargetPath: e.StagingPath}); err != nil {
 			note("run %s: not removed: staged volume %s: %s", run, e.VolumeID, describe(err))
 			continue
 		}

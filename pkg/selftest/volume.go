@@ -54,7 +54,7 @@ func (r *runner) stage(ctx context.Context, v *volume) (string, error) {
 		return "", fmt.Errorf("make the staging directory: %w", err)
 	}
 	r.push("stage "+v.id, "staged volume "+v.id, func(ctx context.Context) error { return r.unstageOnly(ctx, v) })
-	_, err := r.p.Node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
+	_, err := r.p.Node().NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
 		VolumeId: v.id, StagingTargetPath: v.staging, VolumeCapability: v.cap,
 		VolumeContext: v.context, Secrets: v.secrets,
 	})
@@ -71,7 +71,7 @@ func (r *runner) publish(ctx context.Context, v *volume) (string, error) {
 		return "", fmt.Errorf("make the publish path's parent: %w", err)
 	}
 	r.push("publish "+v.id, "publication "+v.target, func(ctx context.Context) error { return r.unpublishOnly(ctx, v) })
-	_, err := r.p.Node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
+	_, err := r.p.Node().NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
 		VolumeId: v.id, StagingTargetPath: v.staging, TargetPath: v.target, VolumeCapability: v.cap,
 		VolumeContext: v.context,
 	})
@@ -92,7 +92,7 @@ func (r *runner) unpublish(ctx context.Context, v *volume) (string, error) {
 // unpublishOnly unpublishes; a publication that is not there is not an
 // error (NodeUnpublishVolume is idempotent).
 func (r *runner) unpublishOnly(ctx context.Context, v *volume) error {
-	_, err := r.p.Node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.id, TargetPath: v.target})
+	_, err := r.p.Node().NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.id, TargetPath: v.target})
 	return err
 }
 
@@ -105,7 +105,7 @@ func (r *runner) unstage(ctx context.Context, v *volume) (string, error) {
 }
 
 func (r *runner) unstageOnly(ctx context.Context, v *volume) error {
-	_, err := r.p.Node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: v.id, StagingTargetPath: v.staging})
+	_, err := r.p.Node().NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: v.id, StagingTargetPath: v.staging})
 	return err
 }
 
@@ -142,7 +142,7 @@ func (r *runner) removeTestFile(ctx context.Context, v *volume) (string, error) 
 // stats returns the volume's total bytes, through NodeGetVolumeStats on
 // the publish path.
 func (r *runner) stats(ctx context.Context, v *volume) (int64, string, error) {
-	resp, err := r.p.Node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.id, VolumePath: v.target})
+	resp, err := r.p.Node().NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.id, VolumePath: v.target})
 	if err != nil {
 		return 0, "", err
 	}
@@ -159,7 +159,7 @@ func (r *runner) stats(ctx context.Context, v *volume) (int64, string, error) {
 
 // health asks NodeGetVolumeHealth about the staged and published volume.
 func (r *runner) health(ctx context.Context, v *volume) (string, error) {
-	resp, err := r.p.Node.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{
+	resp, err := r.p.Node().NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{
 		VolumeId: v.id, StagingTargetPath: v.staging, VolumePublishPath: v.target})
 	if err != nil {
 		return "", err

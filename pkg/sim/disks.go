@@ -336,18 +336,15 @@ func (h disks) Page83(ctx context.Context, disk host.Disk) (string, error) {
 
 func (h disks) Rescan(ctx context.Context) error {
 	_, err := call(ctx, h.s, OpDisksRescan, true, func(st *State) (struct{}, error) {
-		if e, ok := expansionFrom(ctx); ok {
-			h.s.growForExpansion(st, e)
-		}
-		h.s.rescan(st, volumeFrom(ctx))
+		h.s.rescan(st)
 		return struct{}{}, nil
 	})
 	return err
 }
 
 // rescan is UpdateHostStorageCache: new disk sizes and late LUNs become
-// visible, and with AutoAttach a disk appears for an unseen volume.
-func (s *Sim) rescan(st *State, volumeID string) {
+// visible.
+func (s *Sim) rescan(st *State) {
 	st.Rescans++
 	for i := range st.Disks {
 		if d := &st.Disks[i]; d.PendingSize != 0 {
@@ -368,23 +365,10 @@ func (s *Sim) rescan(st *State, volumeID string) {
 			}
 		}
 	}
-	if s.cfg.AutoAttach && volumeID != "" {
-		for i := range st.Disks {
-			if st.Disks[i].Serial == volumeID {
-				return
-			}
-		}
-		if n, ok := st.reattach(volumeID, DiskSpec{}, true); ok {
-			s.log.V(2).Info("auto-attached detached disk", "volumeID", volumeID, "diskNumber", n)
-			return
-		}
-		n := st.addDisk(blankDisk(volumeID, "", s.cfg.AutoAttachSize, st.nextAutoLUN()))
-		s.log.V(2).Info("auto-attached disk", "volumeID", volumeID, "diskNumber", n)
-	}
 }
 
 // autoLocation is the location of the disk at a LUN of SCSI adapter 1, the
-// adapter of auto-attached and declared (Setup) disks.
+// adapter of volume disks (AttachVolumeDisk) and declared (Setup) disks.
 func autoLocation(lun uint32) string {
 	return fmt.Sprintf("Integrated : Adapter 1 : Port 0 : Target 0 : LUN %d", lun)
 }
@@ -735,7 +719,7 @@ func diskFromSpec(spec DiskSpec) DiskState {
 		Health:        spec.Health,
 	}
 	if d.Size == 0 {
-		d.Size = DefaultAutoAttachSize
+		d.Size = DefaultDiskSize
 	}
 	if d.BusType == host.BusTypeUnknown {
 		d.BusType = host.BusTypeSCSI
@@ -756,7 +740,8 @@ func diskFromSpec(spec DiskSpec) DiskState {
 }
 
 // reattach brings back a detached disk by serial, with spec's attributes;
-// auto marks an auto-attach, which comes back offline by SAN policy.
+// auto marks a volume disk (AttachVolumeDisk), which comes back offline by
+// SAN policy.
 func (st *State) reattach(serial string, spec DiskSpec, auto bool) (uint32, bool) {
 	for i, old := range st.Detached {
 		if old.Serial != serial {
@@ -856,7 +841,8 @@ func (s *Sim) layout(d *DiskState, spec DiskSpec) error {
 }
 
 // DetachDisk removes a disk, as a cloud detach does. Its contents are kept
-// by serial for a later AttachDisk (or auto-attach) of the same serial.
+// by serial for a later AttachDisk (or AttachVolumeDisk) of the same
+// serial.
 // Mount points of its volumes stay, as reparse points do on Windows.
 func (s *Sim) DetachDisk(number uint32) error {
 	return s.control(func(st *State) error {
@@ -916,6 +902,70 @@ func (s *Sim) ResizeDisk(number uint32, size uint64) error {
 		}
 		return nil
 	})
+}
+
+// AttachVolumeDisk attaches the disk of a volume as a cloud's
+// ControllerPublishVolume does, for a stand-in of the controller
+// (pkg/sim/controller): when no attached disk has the serial, the disk
+// detached with that serial comes back with its contents, else a blank
+// disk of size bytes (0: DefaultDiskSize) is attached: RAW, writable,
+// offline by SAN policy, BusType SCSI, page 83 derived from the serial, at
+// the next free LUN of adapter 1. It returns the disk's number and whether
+// it attached one (false: a disk with the serial was attached already).
+func (s *Sim) AttachVolumeDisk(serial string, size uint64) (uint32, bool, error) {
+	if serial == "" {
+		return 0, false, fmt.Errorf("attach a volume's disk: no serial: %w", host.ErrInvalid)
+	}
+	if size == 0 {
+		size = DefaultDiskSize
+	}
+	if size%sectorSize != 0 {
+		return 0, false, fmt.Errorf("attach disk %q: size %d is not a multiple of %d: %w", serial, size, sectorSize, host.ErrInvalid)
+	}
+	var n uint32
+	var attached bool
+	err := s.control(func(st *State) error {
+		for _, d := range st.Disks {
+			if d.Serial == serial {
+				n = d.Number
+				return nil
+			}
+		}
+		attached = true
+		var ok bool
+		if n, ok = st.reattach(serial, DiskSpec{}, true); !ok {
+			n = st.addDisk(blankDisk(serial, "", size, st.nextAutoLUN()))
+		}
+		return nil
+	})
+	return n, attached, err
+}
+
+// GrowVolumeDisk grows the disk with the serial as a cloud's
+// ControllerExpandVolume does, for a stand-in of the controller: to size
+// rounded up to whole MiB when it is smaller (it never shrinks a disk), the
+// new size visible after the next Disks.Rescan as with ResizeDisk. iSCSI
+// LUNs and the boot disk are not such disks. It returns the disk's number
+// and its size before and after (equal when it did not grow); ErrNotFound
+// when no such disk is attached.
+func (s *Sim) GrowVolumeDisk(serial string, size uint64) (number uint32, from, to uint64, err error) {
+	want := alignUp(size, mib)
+	err = s.control(func(st *State) error {
+		for i := range st.Disks {
+			d := &st.Disks[i]
+			if d.Serial != serial || d.Target != "" || d.critical() {
+				continue
+			}
+			number, from = d.Number, max(d.Size, d.PendingSize)
+			to = max(from, want)
+			if to > from {
+				d.PendingSize = to
+			}
+			return nil
+		}
+		return fmt.Errorf("no attached disk has serial %q: %w", serial, host.ErrNotFound)
+	})
+	return number, from, to, err
 }
 
 // DiskChange changes disk attributes behind the plugin's back (faults).

@@ -7,6 +7,8 @@ package sim
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -283,31 +285,27 @@ func TestSetOnlineCollision(t *testing.T) {
 	}
 }
 
-func TestAutoAttach(t *testing.T) {
+// TestAttachVolumeDisk: a volume's disk is attached once, blank, offline
+// by SAN policy, at the next free LUN of adapter 1.
+func TestAttachVolumeDisk(t *testing.T) {
 	ctx := context.Background()
-	s := newSim(t, func(c *Config) { c.AutoAttach = true; c.AutoAttachSize = 2 << 30 })
+	s := newSim(t)
 	h := s.Host().Disks
-	if err := h.Rescan(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := len(s.Snapshot().Disks); got != 1 {
-		t.Fatalf("rescan without a volume attached something: %d disks", got)
-	}
-	vctx := WithVolume(ctx, "pvc-123")
-	for i := 0; i < 2; i++ {
-		if err := h.Rescan(vctx); err != nil {
-			t.Fatal(err)
+	for i, want := range []bool{true, false} {
+		n, attached, err := s.AttachVolumeDisk("pvc-123", 2<<30)
+		if err != nil || n != 1 || attached != want {
+			t.Fatalf("attach %d: disk %d, attached %v, %v; want disk 1, attached %v", i, n, attached, err, want)
 		}
 	}
 	list, _ := h.List(ctx)
 	if len(list) != 2 {
-		t.Fatalf("%d disks after two rescans for one volume, want 2", len(list))
+		t.Fatalf("%d disks after two attaches of one volume's disk, want 2", len(list))
 	}
 	d := list[1]
 	if d.SerialNumber != "pvc-123" || d.Size != 2<<30 || !d.IsOffline || d.OfflineReason != host.OfflineReasonPolicy ||
 		d.IsReadOnly || d.PartitionStyle != host.PartitionStyleRAW || d.BusType != host.BusTypeSCSI ||
 		d.Location != "Integrated : Adapter 1 : Port 0 : Target 0 : LUN 0" {
-		t.Errorf("auto-attached disk %+v", d)
+		t.Errorf("attached disk %+v", d)
 	}
 	if p, err := h.Page83(ctx, d); err != nil || p != page83For("pvc-123") || len(p) != 32 {
 		t.Errorf("Page83 = %q, %v", p, err)
@@ -316,50 +314,66 @@ func TestAutoAttach(t *testing.T) {
 	if !ok || *loc.LUN != 0 || *loc.Adapter != 1 {
 		t.Errorf("location %q does not parse", d.Location)
 	}
-	// Without AutoAttach nothing appears.
-	s2 := newSim(t)
-	if err := s2.Host().Disks.Rescan(vctx); err != nil {
-		t.Fatal(err)
+	if n, _, err := s.AttachVolumeDisk("pvc-456", 0); err != nil || s.Snapshot().Disks[n].Size != DefaultDiskSize {
+		t.Errorf("attach with size 0: disk %d, %v; want %d bytes", n, err, DefaultDiskSize)
 	}
-	if got := len(s2.Snapshot().Disks); got != 1 {
-		t.Errorf("rescan without AutoAttach attached a disk")
+	for _, bad := range []struct {
+		serial string
+		size   uint64
+	}{{"", 0}, {"pvc-odd", 1<<30 + 1}} {
+		_, _, err := s.AttachVolumeDisk(bad.serial, bad.size)
+		wantErr(t, fmt.Sprintf("attach %q of %d bytes", bad.serial, bad.size), err, host.ErrInvalid)
 	}
 }
 
-// TestExpansionGrowsTheVolumesDisk: with AutoAttach, a rescan for an
-// expansion grows the disk whose serial is the volume ID to the request
-// (whole MiB) and never shrinks it; other disks, and sims without
-// AutoAttach, are left alone.
-func TestExpansionGrowsTheVolumesDisk(t *testing.T) {
+// TestGrowVolumeDisk grows the disk with the serial to the request (whole
+// MiB), visible after a rescan, never shrinks it, and leaves iSCSI LUNs
+// alone.
+func TestGrowVolumeDisk(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
-		name       string
-		autoAttach bool
-		volume     string
-		required   int64
-		want       uint64 // size of pvc-1's disk after the rescan
+		name    string
+		serial  string
+		size    uint64
+		want    uint64 // size of pvc-1's disk after the rescan
+		wantErr error
 	}{
-		{"grows to the request", true, "pvc-1", 3 << 30, 3 << 30},
-		{"rounds up to whole MiB", true, "pvc-1", 3<<30 + 1, 3<<30 + 1<<20},
-		{"never shrinks", true, "pvc-1", 1 << 20, 2 << 30},
-		{"another volume's disk", true, "pvc-2", 8 << 30, 2 << 30},
-		{"without auto-attach", false, "pvc-1", 3 << 30, 2 << 30},
+		{"grows to the request", "pvc-1", 3 << 30, 3 << 30, nil},
+		{"rounds up to whole MiB", "pvc-1", 3<<30 + 1, 3<<30 + 1<<20, nil},
+		{"never shrinks", "pvc-1", 1 << 20, 2 << 30, nil},
+		{"a disk that is not attached", "pvc-2", 8 << 30, 2 << 30, host.ErrNotFound},
+		{"an iSCSI LUN", "lun-serial", 8 << 30, 2 << 30, host.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newSim(t, func(c *Config) { c.AutoAttach = tt.autoAttach })
+			s := newSim(t)
 			if _, err := s.AttachDisk(DiskSpec{Serial: "pvc-1", Size: 2 << 30, Adapter: 1, LUN: 1}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Host().Disks.Rescan(WithExpansion(ctx, tt.volume, tt.required)); err != nil {
+			portal := host.Portal{Address: "10.0.0.1", Port: 3260}
+			if err := s.AddTarget(TargetSpec{IQN: "iqn.2024-01.io.example:t", Portals: []host.Portal{portal},
+				LUNs: []LUNSpec{{LUN: 0, Serial: "lun-serial"}}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Host().ISCSI.AddPortal(ctx, portal, "", nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Host().ISCSI.Connect(ctx, host.ConnectRequest{TargetIQN: "iqn.2024-01.io.example:t", Portal: portal}); err != nil {
+				t.Fatal(err)
+			}
+			_, from, to, err := s.GrowVolumeDisk(tt.serial, tt.size)
+			if !errors.Is(err, tt.wantErr) || (err == nil && (from != 2<<30 || to != tt.want)) {
+				t.Fatalf("GrowVolumeDisk = from %d to %d, %v; want from %d to %d, %v", from, to, err, uint64(2<<30), tt.want, tt.wantErr)
+			}
+			if err := s.Host().Disks.Rescan(ctx); err != nil {
 				t.Fatal(err)
 			}
 			for _, d := range s.Snapshot().Disks {
 				if d.Serial == "pvc-1" && (d.Size != tt.want || d.PendingSize != 0) {
 					t.Errorf("disk pvc-1: size %d (pending %d), want %d", d.Size, d.PendingSize, tt.want)
 				}
-				if d.Serial == "pvc-2" {
-					t.Errorf("the expansion of a volume without a disk attached one")
+				if d.Serial == "lun-serial" && d.Size != DefaultDiskSize {
+					t.Errorf("the iSCSI LUN's disk grew to %d", d.Size)
 				}
 			}
 		})
@@ -368,7 +382,7 @@ func TestExpansionGrowsTheVolumesDisk(t *testing.T) {
 
 func TestDetachReattachKeepsContents(t *testing.T) {
 	ctx := context.Background()
-	s := newSim(t, func(c *Config) { c.AutoAttach = true })
+	s := newSim(t)
 	n, guid := formattedDisk(t, s, "cloud-1")
 	if err := s.DetachDisk(n); err != nil {
 		t.Fatal(err)
@@ -378,9 +392,10 @@ func TestDetachReattachKeepsContents(t *testing.T) {
 	wantErr(t, "detach again", s.DetachDisk(n), host.ErrNotFound)
 	_, err = s.AttachDisk(DiskSpec{Serial: "cloud-1", FileSystem: "NTFS"})
 	wantErr(t, "attach with layout over stored contents", err, host.ErrAlreadyExists)
-	// Auto-attach brings the same disk back, offline by SAN policy.
-	if err := s.Host().Disks.Rescan(WithVolume(ctx, "cloud-1")); err != nil {
-		t.Fatal(err)
+	// Attaching the volume's disk brings the same disk back, offline by
+	// SAN policy.
+	if _, attached, err := s.AttachVolumeDisk("cloud-1", 0); err != nil || !attached {
+		t.Fatalf("AttachVolumeDisk of a detached disk: attached %v, %v", attached, err)
 	}
 	st := s.Snapshot()
 	back := st.Disks[len(st.Disks)-1]

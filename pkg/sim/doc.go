@@ -23,146 +23,47 @@
 // selftest makes), the control API tests use to set up and disturb the host (AttachDisk,
 // AddShare, AddTarget, Reboot, ...) and the setup file a user declares a
 // simulated network in (Setup). What does not: policy (which disk to
-// pick, when to format), which belongs to the backends.
+// pick, when to format), which belongs to the backends; the controller's
+// part of sim mode (attaching a volume's disk), which is
+// pkg/sim/controller's; and anything above pkg/host: the package imports
+// only pkg/host and internal/, and the Windows binary does not link it.
 //
 // # Every host call
 //
-// Each call of a host method (1) is counted and appended to the call log,
-// (2) applies the fault rules of its op, (3) sleeps Config.Latency, giving
-// up with an error wrapping ctx.Err() when ctx ends, (4) checks ctx once
+// Each call of a host method (1) is counted and appended to the call log
+// (Calls, Count, Mark and OpsSince list the host steps of one RPC), (2)
+// applies the fault rules of its op, (3) sleeps Config.Latency, giving up
+// with an error wrapping ctx.Err() when ctx ends, (4) checks ctx once
 // more, (5) does its work under one mutex and (6), for mutating ops,
 // returns only once the state holding its effect is durable. Errors wrap
 // the host sentinels and name the object ("disk 3 is offline: conflict").
 // Op names are the Op* constants ("disks.List", "volumes.Mount", ...).
 //
-// # Files in Config.Dir
+// # Its directory
 //
-//	state.json        the model (below), replaced atomically
-//	state.json.*.tmp  transient (removed at open after a crash)
-//	faults.json       optional fault rules, read by New
-//	volumes/<guid>/   contents of the volume {guid}, created by Format (or a
-//	                  pre-formatted AttachDisk, or Mount of a RAW volume)
-//	                  and never deleted
-//	smb/<server>/<share>/  contents of \\server\share (names lower case)
+// Config.Dir holds state.json (the model, State, replaced atomically by one
+// persister that lets concurrent mutations share a write; no plaintext
+// password or secret, only salted hashes), faults.json (fault rules read
+// by New), volumes/<guid>/ (the contents of each volume, kept after the
+// volume is gone) and smb/<server>/<share>/ (the contents of each share).
+// Only one process opens a directory at a time; OpenReadOnly takes no lock
+// and changes nothing, so that csi-windows-node diagnose can look at the
+// host while the plugin simulates it, as on a Windows node.
 //
-// Only one process may open a directory at a time; a test that sets up a
-// host with the Go API closes its Sim before the plugin binary opens the
-// same directory with --sim-dir. OpenReadOnly is the exception: it takes no
-// lock and changes nothing (only the host calls that read are answered,
-// every other fails with ErrReadOnly), so csi-windows-node diagnose can look
-// at the host while the plugin simulates it, as on a Windows node.
+// # Faults, control and setup
 //
-// state.json is written by a single persister: a mutation bumps a
-// generation number, the persister writes the newest model (temporary
-// file, fsync, rename, fsync of the directory) and wakes every call whose
-// generation it covers, so concurrent mutations share writes (group
-// commit). It is compact JSON on one line (jq . indents it) with these
-// fields (enums are the numeric values of the host package types):
-//
-//	version                 1
-//	salt                    random; secrets are kept as hex SHA-256 of salt, 0x00, secret
-//	nextDiskID, nextSessionID, nextAutoLUN, nextTargetOrdinal, rescans
-//	disks[]                 id, number, serial, page83, location, size, pendingSize
-//	                        (visible after the next rescan), busType, boot, system,
-//	                        readOnly, offline, offlineReason, health, collision,
-//	                        partitionStyle, target+lun (iSCSI LUN disks), partitions[]:
-//	                        offset, size, gptType | mbrType, driveLetter, volume:
-//	                        guid, fileSystem, label, size, allocationUnit, health
-//	detached[]              disks detached with DetachDisk, by serial, same fields
-//	mounts[]                dir, volume (GUID) for each Volumes.Mount
-//	shares[]                server, share, users[] (name, passwordSHA256, generation),
-//	                        capacity, noEncryption, reachable
-//	mappings[]              remotePath, user, requirePrivacy, status, userGeneration
-//	                        (the user's password generation when mapped; never a password)
-//	targets[]               iqn, ordinal, portals ("host:port"), luns[] (lun, size,
-//	                        serial, page83, appearAfterRescans, pending, and the LUN's
-//	                        backing store: partitionStyle, partitions), chapUser,
-//	                        chapSecretSHA256, mutualSecretSHA256, discoveryCHAPUser,
-//	                        discoveryCHAPSecretSHA256
-//	portals[]               portal, initiatorPortal, discoveryCHAPUser,
-//	                        discoveryCHAPSecretSHA256, targets (discovered IQNs)
-//	sessions[]              id, target, portal, initiatorPortal, auth, multipath, persistent
-//	persistentLogins[]      target, portal, initiatorPortal, auth, chapUser,
-//	                        chapSecretSHA256, multipath
-//	unreachablePortals[]    "host:port"
-//	initiatorSecretSHA256   the mutual-CHAP initiator secret's hash
-//	services[]              name, state, startType: services changed from the
-//	                        defaults of admin.go (preflight --fix)
-//	virtualDisks[]          path, size, diskID (while attached), partitionStyle and
-//	                        partitions (while detached): selftest's VHDX files,
-//	                        each also a small marker file at its path
-//	localUsers[]            name, passwordSHA256: local accounts of the node
-//	localShares[]           name, dir: shares of the node itself (server SIMNODE)
-//
-// No plaintext password or secret is ever written.
-//
-// # Faults
-//
-// Faults().Add(Rule) and <Dir>/faults.json inject faults per op. A rule
-// fires on the Nth call of its op counted from when it was added (Nth 0:
-// every call); Op "*" matches every op. The JSON form, used by crash-matrix
-// tests that run the real plugin binary (WriteFaultsFile writes it):
-//
-//	{"rules": [
-//	  {"op": "volumes.Format", "nth": 1, "crashBefore": true, "exitCode": 86},
-//	  {"op": "disks.SetOnline", "nth": 2, "crashAfter": true},
-//	  {"op": "smb.Map", "err": "credentialconflict"},
-//	  {"op": "disks.Rescan", "delay": "1.5s"},
-//	  {"op": "iscsi.Connect", "hang": true}
-//	]}
-//
-// Fields: op (required), nth, err ("notfound", "alreadyexists",
-// "dirnotempty", "conflict", "inuse", "logonfailure", "accessdenied",
-// "unreachable", "readonly", "outofrange", "busy", "invalid",
-// "credentialconflict", "notimplemented": the host sentinels; "internal":
-// an error that is none of them), delay (Go duration, slept ctx-aware),
-// hang (block until Faults().Release(op), Faults().Clear() or Close; the
-// caller gets ctx.Err() at its deadline through host.Detached, the call
-// stays outstanding on its host.Tracker and completes its effect once
-// released; Faults().Hung(op) counts it from the moment it blocks, when it
-// is already outstanding), crashBefore (exit before the call has any effect), crashAfter
-// (exit once the call's effect is durable), exitCode (default 86). Unknown
-// fields are rejected. A crash stands for the plugin's process dying, not
-// the host: it first stops the other calls at the sim's mutex and writes
-// the model with what they did so far, so the real links and directories
-// and state.json agree after the restart; then it flushes klog and calls
-// the package variable exit (os.Exit; tests replace it). The file is read once, by New: remove
-// or rewrite it before restarting a crashed process.
-//
-// Calls, Count and ResetCounts expose per-op counters; Mark and OpsSince
-// return the ops called since a mark (the last 10000 are kept), so a test
-// can list the host steps of one RPC and crash at each in turn.
-//
-// # Auto-attach
-//
-// With Config.AutoAttach, Disks.Rescan called with a ctx carrying a volume
-// ID V (WithVolume) attaches a disk for V when no disk has serial V:
-// the disk detached earlier with serial V if any (its contents come back),
-// else a blank one of Config.AutoAttachSize (default 1 GiB): RAW, writable,
-// offline with OfflineReason Policy, BusType SCSI, serial V, page 83 the
-// hex of the first 16 bytes of SHA-1(V), Location "Integrated : Adapter 1 :
-// Port 0 : Target 0 : LUN n" with n the next LUN (counting up from the last
-// one picked) that no disk on adapter 1 has. It stands in for a
-// controller's ControllerPublish in csi-sanity runs. Likewise, with
-// Config.AutoAttach, Disks.Rescan under a ctx from WithExpansion(V, n)
-// first grows the disk with serial V to n bytes (rounded up to whole MiB)
-// when it is smaller, and logs it: the stand-in for ControllerExpandVolume,
-// so that NodeExpandVolume works with a controller that knows nothing of
-// the sim. It never shrinks a disk, and leaves iSCSI LUNs alone.
-//
-// # Setup
-//
-// Config.Setup (the plugin's --sim-config file, parsed by ParseSetup; its
-// keys are in docs/sim-config.md) adds disks, SMB shares and iSCSI targets
-// to the state New opens. It is additive and idempotent: an entry the state
-// has with the same attributes is kept as it is (a disk or LUN larger than
-// declared counts as the same, grown since), what the state lacks (a disk,
-// a share, a user of a share, a target, a portal or LUN of a target) is
-// added, and nothing is removed. An entry that contradicts the state fails
-// New with ErrSetupConflict, naming the entry, before anything is changed.
-// Declared disks are blank, offline by SAN policy, on adapter 1 like
-// auto-attached ones. Passwords and secrets are hashed as by AddShare and
-// AddTarget.
+// Faults().Add(Rule) and <Dir>/faults.json (WriteFaultsFile) make an op
+// fail, wait, hang until released, or crash the process before or after
+// its effect (Rule); a crash first writes what the other calls did, so
+// that the links, directories and state.json agree after the restart.
+// The control API changes the host behind the plugin's back as a cloud,
+// an administrator or a reboot would (AttachDisk, AttachVolumeDisk,
+// ResizeDisk, GrowVolumeDisk, DetachDisk, AddShare, AddTarget, Reboot,
+// ...); the stand-in for a controller in sim mode uses it
+// (pkg/sim/controller). Config.Setup (the plugin's --sim-config,
+// docs/sim-config.md) adds disks, shares and targets to the state New
+// opens: additively and idempotently, and ErrSetupConflict, changing
+// nothing, for an entry that contradicts the state.
 //
 // # Modelled Windows behaviour
 //

@@ -13,13 +13,6 @@ import (
 
 const sessionRefPrefix = "sim:session:"
 
-// CHAP secrets of the Microsoft initiator are 12 to 16 bytes (the limit
-// the initiator enforces; host.Secret.Len documents it too).
-const (
-	minCHAPSecret = 12
-	maxCHAPSecret = 16
-)
-
 // portalKey is the canonical "address:port" of a portal (port 0 means the
 // default 3260; host names compare case-insensitively).
 func portalKey(p host.Portal) string {
@@ -330,8 +323,8 @@ func (h iscsiHost) Connect(ctx context.Context, r host.ConnectRequest) (host.ISC
 		}
 		var user, hash string
 		if r.Auth != host.AuthNone {
-			if n := r.CHAP.Secret.Len(); n < minCHAPSecret || n > maxCHAPSecret {
-				return host.ISCSISession{}, fmt.Errorf("target %s: CHAP secret of %d bytes (want %d to %d): %w", r.TargetIQN, n, minCHAPSecret, maxCHAPSecret, host.ErrInvalid)
+			if n := r.CHAP.Secret.Len(); n < host.MinCHAPSecret || n > host.MaxCHAPSecret {
+				return host.ISCSISession{}, fmt.Errorf("target %s: CHAP secret of %d bytes (want %d to %d): %w", r.TargetIQN, n, host.MinCHAPSecret, host.MaxCHAPSecret, host.ErrInvalid)
 			}
 			user, hash = r.CHAP.User, st.hash(r.CHAP.Secret.Reveal())
 		}
@@ -454,8 +447,8 @@ func (h iscsiHost) Register(ctx context.Context, sess host.ISCSISession, multipa
 		s := &st.Sessions[i]
 		var user, hash string
 		if chap != nil {
-			if n := chap.Secret.Len(); n < minCHAPSecret || n > maxCHAPSecret {
-				return struct{}{}, fmt.Errorf("target %s: CHAP secret of %d bytes (want %d to %d): %w", s.Target, n, minCHAPSecret, maxCHAPSecret, host.ErrInvalid)
+			if n := chap.Secret.Len(); n < host.MinCHAPSecret || n > host.MaxCHAPSecret {
+				return struct{}{}, fmt.Errorf("target %s: CHAP secret of %d bytes (want %d to %d): %w", s.Target, n, host.MinCHAPSecret, host.MaxCHAPSecret, host.ErrInvalid)
 			}
 			user, hash = chap.User, st.hash(chap.Secret.Reveal())
 		}
@@ -472,8 +465,8 @@ func (h iscsiHost) Register(ctx context.Context, sess host.ISCSISession, multipa
 
 func (h iscsiHost) SetInitiatorSecret(ctx context.Context, secret host.Secret) error {
 	_, err := call(ctx, h.s, OpISCSISetInitiatorSecret, true, func(st *State) (struct{}, error) {
-		if n := secret.Len(); n < minCHAPSecret || n > maxCHAPSecret {
-			return struct{}{}, fmt.Errorf("initiator CHAP secret of %d bytes (want %d to %d): %w", n, minCHAPSecret, maxCHAPSecret, host.ErrInvalid)
+		if n := secret.Len(); n < host.MinCHAPSecret || n > host.MaxCHAPSecret {
+			return struct{}{}, fmt.Errorf("initiator CHAP secret of %d bytes (want %d to %d): %w", n, host.MinCHAPSecret, host.MaxCHAPSecret, host.ErrInvalid)
 		}
 		st.InitiatorSecretSHA256 = st.hash(secret.Reveal())
 		return struct{}{}, nil
@@ -569,7 +562,7 @@ func newLUN(iqn string, l LUNSpec) LUNState {
 	ls := LUNState{LUN: l.LUN, Size: l.Size, Serial: l.Serial, Page83: l.Page83, AppearAfterRescans: l.AppearAfterRescans}
 	name := fmt.Sprintf("%s/lun/%d", strings.ToLower(iqn), l.LUN)
 	if ls.Size == 0 {
-		ls.Size = DefaultAutoAttachSize
+		ls.Size = DefaultDiskSize
 	}
 	if ls.Serial == "" {
 		ls.Serial = page83For(name)[:20]

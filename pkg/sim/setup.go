@@ -14,8 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/wincsi/csi-windows-node/pkg/config"
-	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/internal/bytesize"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
@@ -35,11 +34,11 @@ type Setup struct {
 
 // SetupDisk is a disk attached to the simulated host, as a cloud attaches
 // one: blank (RAW), offline by SAN policy, on SCSI adapter 1, the adapter
-// of auto-attached disks.
+// of volume disks (AttachVolumeDisk).
 type SetupDisk struct {
 	Serial string
 	Size   uint64  // 0: 1 GiB
-	Page83 string  // "": derived from the serial, as for auto-attached disks
+	Page83 string  // "": derived from the serial, as for volume disks
 	LUN    *uint32 // nil: the next LUN no disk on adapter 1 has
 }
 
@@ -238,7 +237,7 @@ func (p *setupParser) size(n *yaml.Node, at string) uint64 {
 	if !ok {
 		return 0
 	}
-	s, err := config.ParseSize(v)
+	s, err := bytesize.Parse(v)
 	if err != nil {
 		p.fail(n, at, "%q: %v", v, err)
 		return 0
@@ -325,10 +324,10 @@ func (p *setupParser) share(n *yaml.Node, at string) ShareSpec {
 			if v == "" {
 				return
 			}
-			server, share, dir, err := contract.ParseSMBSource(v)
+			server, share, dir, err := host.ParseSharePath(v)
 			switch {
 			case err != nil:
-				p.fail(n, at, "%s", reason(err))
+				p.fail(n, at, "%v", err)
 			case dir != "":
 				p.fail(n, at, `%q names a directory of share \\%s\%s; want the share root`, v, server, share)
 			}
@@ -368,9 +367,9 @@ func (p *setupParser) target(n *yaml.Node, at string) TargetSpec {
 			if v == "" {
 				return
 			}
-			iqn, err := contract.ValidateIQN(v)
+			iqn, err := host.ValidateIQN(v)
 			if err != nil {
-				p.fail(n, at, "%s", reason(err))
+				p.fail(n, at, "%v", err)
 			}
 			t.IQN = iqn
 		},
@@ -380,9 +379,9 @@ func (p *setupParser) target(n *yaml.Node, at string) TargetSpec {
 				if v == "" {
 					return
 				}
-				pt, err := contract.ParsePortal(v)
+				pt, err := host.ParsePortal(v)
 				if err != nil {
-					p.fail(n, at, "%s", reason(err))
+					p.fail(n, at, "%v", err)
 					return
 				}
 				if slices.ContainsFunc(t.Portals, func(o host.Portal) bool { return portalKey(o) == portalKey(pt) }) {
@@ -442,12 +441,12 @@ func (p *setupParser) chap(n *yaml.Node, at string) *host.CHAP {
 	return &host.CHAP{User: user, Secret: host.NewSecret(secret)}
 }
 
-// chapSecretLength enforces the 12 to 16 bytes the Windows initiator
-// accepts (docs/parameters.md); a longer or shorter secret could never be
-// used to log in.
+// chapSecretLength enforces the lengths the Windows initiator accepts
+// (host.MinCHAPSecret to host.MaxCHAPSecret bytes); a longer or shorter
+// secret could never be used to log in.
 func (p *setupParser) chapSecretLength(n *yaml.Node, at, s string) {
-	if s != "" && (len(s) < minCHAPSecret || len(s) > maxCHAPSecret) {
-		p.fail(n, at, "the secret is %d bytes long; CHAP secrets are %d to %d bytes", len(s), minCHAPSecret, maxCHAPSecret)
+	if s != "" && (len(s) < host.MinCHAPSecret || len(s) > host.MaxCHAPSecret) {
+		p.fail(n, at, "the secret is %d bytes long; CHAP secrets are %d to %d bytes", len(s), host.MinCHAPSecret, host.MaxCHAPSecret)
 	}
 }
 
@@ -478,16 +477,6 @@ func (p *setupParser) duplicates(s *Setup) {
 	for i, t := range s.Targets {
 		claim("iqn", t.IQN, fmt.Sprintf("targets[%d] (%s)", i, t.IQN))
 	}
-}
-
-// reason is the reason of a contract error, without its volume parameter
-// name, which means nothing in a setup file.
-func reason(err error) string {
-	var ce *contract.Error
-	if errors.As(err, &ce) {
-		return ce.Reason
-	}
-	return err.Error()
 }
 
 // applySetup adds what setup declares to st and returns one line per entry
@@ -541,7 +530,7 @@ func (s *Sim) applySetup(st *State, setup *Setup) ([]string, error) {
 func (st *State) planDisk(d SetupDisk) (func() string, error) {
 	size := d.Size
 	if size == 0 {
-		size = DefaultAutoAttachSize
+		size = DefaultDiskSize
 	}
 	agrees := func(have *DiskState, what string) error {
 		if have.Target != "" {
@@ -698,7 +687,7 @@ func (st *State) planTarget(spec TargetSpec) (func() string, error) {
 		}
 		want := l.Size
 		if want == 0 {
-			want = DefaultAutoAttachSize
+			want = DefaultDiskSize
 		}
 		switch {
 		case size < want:

@@ -173,7 +173,7 @@ func TestParseSetupErrors(t *testing.T) {
 func applied(t *testing.T, dir string, setup *Setup) (*Sim, error) {
 	t.Helper()
 	quiet := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(io.Discard)))
-	s, err := New(Config{Dir: dir, Setup: setup, AutoAttach: true, Logger: quiet})
+	s, err := New(Config{Dir: dir, Setup: setup, Logger: quiet})
 	if err == nil {
 		t.Cleanup(func() { _ = s.Close() })
 	}
@@ -278,13 +278,13 @@ func TestSetupApplied(t *testing.T) {
 		t.Errorf("%d LUN disks after login, want 2", luns)
 	}
 
-	// Auto-attach picks a LUN no declared disk has.
-	if err := h.Disks.Rescan(WithVolume(ctx, "vol-auto")); err != nil {
+	// A volume's disk is attached at a LUN no declared disk has.
+	if _, _, err := s.AttachVolumeDisk("vol-auto", 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range s.Snapshot().Disks {
 		if d.Serial == "vol-auto" && (d.Location == autoLocation(0) || d.Location == autoLocation(3)) {
-			t.Errorf("auto-attached disk at a declared disk's location %q", d.Location)
+			t.Errorf("volume disk at a declared disk's location %q", d.Location)
 		}
 	}
 

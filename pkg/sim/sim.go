@@ -84,9 +84,9 @@ var AllOps = []string{
 	OpISCSISetInitiatorSecret, OpISCSISessionDisks,
 }
 
-// DefaultAutoAttachSize is the size of an auto-attached disk when
-// Config.AutoAttachSize is zero.
-const DefaultAutoAttachSize = 1 << 30
+// DefaultDiskSize is the size of a disk attached or declared without one:
+// 1 GiB.
+const DefaultDiskSize = 1 << 30
 
 // callLogSize bounds the call log.
 const callLogSize = 10000
@@ -99,11 +99,6 @@ type Config struct {
 	// Dir holds state.json, faults.json and the contents of volumes and
 	// shares. Required; created when missing.
 	Dir string
-	// AutoAttach makes Disks.Rescan attach a blank disk for a volume it
-	// has not seen (see doc.go).
-	AutoAttach bool
-	// AutoAttachSize is the size of auto-attached disks; 0 means 1 GiB.
-	AutoAttachSize uint64
 	// Latency is injected before every host call (ctx-aware), for
 	// benchmarks.
 	Latency time.Duration
@@ -225,9 +220,6 @@ func build(cfg Config, dir string) *Sim {
 func New(cfg Config) (*Sim, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("sim: Config.Dir is required")
-	}
-	if cfg.AutoAttachSize == 0 {
-		cfg.AutoAttachSize = DefaultAutoAttachSize
 	}
 	if cfg.Windows.OfflineReadOnly == "" && cfg.Setup != nil {
 		cfg.Windows.OfflineReadOnly = cfg.Setup.Windows.OfflineReadOnly

@@ -220,7 +220,7 @@ func TestContextHonoured(t *testing.T) {
 // TestGroupCommit holds the persister while 100 mutations queue up: one
 // write makes all of them durable, and a fresh New sees every one.
 func TestGroupCommit(t *testing.T) {
-	s := newSim(t, func(c *Config) { c.AutoAttach = true })
+	s := newSim(t)
 	gate := make(chan struct{})
 	var once sync.Once
 	s.p.mu.Lock()
@@ -238,8 +238,8 @@ func TestGroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx := WithVolume(context.Background(), fmt.Sprintf("vol-%03d", i))
-			errs <- s.Host().Disks.Rescan(ctx)
+			_, _, err := s.AttachVolumeDisk(fmt.Sprintf("vol-%03d", i), 0)
+			errs <- err
 		}()
 	}
 	for {

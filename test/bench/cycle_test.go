@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
@@ -48,7 +49,7 @@ func BenchmarkNodePublishUnpublish(b *testing.B) {
 
 // stagedNode returns a node service over a fresh sim with one disk volume
 // staged, the directories kubelet makes already there.
-func stagedNode(b *testing.B, fsys winpath.FS) (*node.Server, volume) {
+func stagedNode(b *testing.B, fsys winpath.FS) (csi.NodeServer, volume) {
 	b.Helper()
 	n, err := simnode.Open(simnode.Options{Base: b.TempDir(), FS: fsys})
 	if err != nil {

@@ -99,7 +99,7 @@ func sweepState(t testing.TB, base string) []string {
 	defer n.Close()
 	st := n.Sim.Snapshot()
 	var out []string
-	for _, e := range n.Journal.List(context.Background()) {
+	for _, e := range n.Journal(t).List(context.Background()) {
 		out = append(out, fmt.Sprintf("entry %s staged=%t", e.VolumeID, e.Staged))
 	}
 	for _, m := range st.Mounts {

@@ -55,9 +55,9 @@ lifecycle() {
 step "identity"; "$CSC" identity plugin-info
 step "node info"; "$CSC" node get-info
 
-# A disk: the simulated host attaches a blank one (1 GiB) for a volume it has
-# not seen (--sim-auto-attach), found by its serial, the volume ID; the
-# expansion to 5 GiB grows that disk first.
+# A disk: the stand-in for the controller (pkg/sim/controller) names it by
+# the volume ID and attaches a blank one (1 GiB) for a volume it has not
+# seen (--sim-auto-attach); the expansion to 5 GiB grows that disk first.
 X_CSI_SECRETS= EXPAND_TO=5368709120 lifecycle demo-disk 1,mount,ntfs
 
 # SMB: the share //files/data of docs/sim-config.yaml, mapped as alice.

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
@@ -272,7 +273,7 @@ var hangCases = []hangCase{
 			// The hung Map made the mapping: the note of its user must
 			// still be there, or a later volume naming another user
 			// would not be noticed.
-			if u, ok, err := e.n.Journal.Note(context.Background(), `smb-mapping:\\srv\data`); !ok || u != "alice" {
+			if u, ok, err := e.n.Journal(t).Note(context.Background(), smb.MappingNotePrefix+`\\srv\data`); !ok || u != "alice" {
 				t.Errorf("note of the mapping's user = %q, %v, %v; want alice", u, ok, err)
 			}
 		}},

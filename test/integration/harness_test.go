@@ -23,7 +23,6 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/winhost"
 	"github.com/wincsi/csi-windows-node/pkg/winhost/wmiexec"
@@ -221,7 +220,7 @@ func newWinNode(t *testing.T) *winNode {
 // server is the node service of the plugin over w, built by plugin.New as
 // the binary builds it (every backend, disks taken offline at unstage), with
 // the given contract options.
-func (w *winNode) server(t *testing.T, nodeID string, copts contract.Options) *node.Server {
+func (w *winNode) server(t *testing.T, nodeID string, copts contract.Options) csi.NodeServer {
 	t.Helper()
 	p, err := plugin.New(plugin.Options{
 		DriverName:           "integration.csi.wincsi.io",
@@ -235,7 +234,7 @@ func (w *winNode) server(t *testing.T, nodeID string, copts contract.Options) *n
 	if err != nil {
 		t.Fatalf("build the plugin: %v", err)
 	}
-	return p.Node
+	return p.Node()
 }
 
 // harness is the node service with the disk backend over a winNode, whose
@@ -243,7 +242,7 @@ func (w *winNode) server(t *testing.T, nodeID string, copts contract.Options) *n
 type harness struct {
 	t       *testing.T
 	exec    *wmiexec.Executor
-	node    *node.Server
+	node    csi.NodeServer
 	kubelet string
 }
 

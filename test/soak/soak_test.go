@@ -502,7 +502,7 @@ func checkEmpty(t *testing.T, n *simnode.Node) {
 	for _, left := range simnode.Leftovers(n.Sim.Snapshot()) {
 		t.Error(left)
 	}
-	if es := n.Journal.List(context.Background()); len(es) != 0 {
+	if es := n.Journal(t).List(context.Background()); len(es) != 0 {
 		t.Errorf("%d journal entries left, e.g. %+v", len(es), es[0])
 	}
 }

@@ -232,6 +232,16 @@ func TestSocketRace(t *testing.T) {
 				t.Fatalf("round %d: a loser met a raw bind error\n%s", round, r.log.String())
 			}
 		}
+		// The winner holds the socket's lock from its start, and serves
+		// once its host is up: wait for its "Ready" line (the bound is for
+		// liveness only).
+		ready := time.Now().Add(exitTimeout)
+		for !strings.Contains(winner.log.String(), `"Ready"`) {
+			if time.Now().After(ready) {
+				t.Fatalf("round %d: the winner never became ready\n%s", round, winner.log.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		conn := testbin.Dial(t, "unix://"+filepath.Join(base, "csi.sock"))
 		if ok, err := rpc.Probe(testbin.Context(t, exitTimeout), conn); err != nil || !ok {
 			t.Fatalf("round %d: the winner does not serve: %v %v\n%s", round, ok, err, winner.log.String())

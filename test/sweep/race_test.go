@@ -177,7 +177,7 @@ func TestCleanRacesStagesAndUnstages(t *testing.T) {
 	if left := simnode.Leftovers(n.Sim.Snapshot()); len(left) > 0 {
 		t.Errorf("left over: %q", left)
 	}
-	if es := n.Journal.List(ctx); len(es) > 0 {
+	if es := n.Journal(t).List(ctx); len(es) > 0 {
 		t.Errorf("journal entries left: %+v", es)
 	}
 }

@@ -113,7 +113,7 @@ func state(t *testing.T, n *simnode.Node) map[string]bool {
 			out["online "+d.Serial] = true
 		}
 	}
-	for _, e := range n.Journal.List(context.Background()) {
+	for _, e := range n.Journal(t).List(context.Background()) {
 		out["entry "+e.VolumeID] = true
 	}
 	return out
@@ -406,7 +406,7 @@ func TestStageInFlightIsNotGone(t *testing.T) {
 	}
 	got, _ = sweepRound(t, n)
 	expect(t, got, map[string]sweep.Result{})
-	if _, ok := n.Journal.Get(ctx, "smb-a"); !ok {
+	if _, ok := n.Journal(t).Get(ctx, "smb-a"); !ok {
 		t.Error("the staged volume's journal entry is gone")
 	}
 }

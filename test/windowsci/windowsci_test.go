@@ -28,6 +28,7 @@ const workflowSelection = `go list ./... | grep -v /test/`
 // itself, cannot work on Windows.
 var simOnly = []string{
 	"github.com/wincsi/csi-windows-node/pkg/sim",
+	"github.com/wincsi/csi-windows-node/pkg/sim/controller",
 	"github.com/wincsi/csi-windows-node/test/harness/simnode",
 	"github.com/wincsi/csi-windows-node/test/harness/sanitytest",
 	"github.com/wincsi/csi-windows-node/test/harness/testbin",

@@ -7,4 +7,9 @@
 // executor; nothing else builds the node service or a backend by hand, so
 // the binary and every harness run the same wiring (plugin.New).
 // TestScanFindsPlantedViolations proves the scan finds what it looks for.
+//
+// TestWindowsBinaryLinksNoSim lists the packages the plugin binary links
+// for GOOS=windows (go list -deps) and fails if the simulated host
+// (pkg/sim, pkg/sim/controller) is among them: cmd wires it only in files
+// built off Windows.
 package wiring

@@ -291,7 +291,9 @@ func (b *Backend) forgetPartitioning(ctx context.Context, volumeID string) {
 // partitionNote is the key of the note saying that the plugin is creating
 // the partition of a volume ("disk/partitioning/<volume ID>"; the value
 // names the disk, for people reading the journal).
-func partitionNote(volumeID string) string { return "disk/partitioning/" + volumeID }
+func partitionNote(volumeID string) string {
+	return backend.NotePrefix(contract.KindDisk, "partitioning") + volumeID
+}
 
 // BringUp clears read-only and brings the disk online, in that order: a
 // cloned disk whose signature collides with an online disk only comes

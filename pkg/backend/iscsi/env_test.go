@@ -18,7 +18,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
-	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -83,8 +82,7 @@ type env struct {
 	wrap        func(host.Host) host.Host
 
 	sim    *sim.Sim
-	jr     *journal.Journal
-	srv    *node.Server
+	srv    csi.NodeServer
 	plugin *plugin.Plugin
 }
 
@@ -144,7 +142,7 @@ func (e *env) open() {
 		_ = s.Close() // the wiring error is the one to report
 		e.t.Fatal(err)
 	}
-	e.sim, e.jr, e.srv, e.plugin = s, p.Journal, p.Node, p
+	e.sim, e.srv, e.plugin = s, p.Node(), p
 }
 
 // restart stops and starts the plugin on the same directories.
@@ -307,4 +305,15 @@ func (e *env) readFile(v volume, name string) string {
 		e.t.Fatalf("read through the published path: %v", err)
 	}
 	return string(b)
+}
+
+// journal reads the stage journal as diagnose does (journal.OpenReadOnly):
+// a snapshot of what the plugin has written.
+func (e *env) journal() *journal.Journal {
+	e.t.Helper()
+	j, err := journal.OpenReadOnly(e.jrDir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return j
 }

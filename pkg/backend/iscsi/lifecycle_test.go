@@ -273,7 +273,7 @@ func TestUnstageAfterCrashBeforeLogout(t *testing.T) {
 	if n := len(e.sessions(iqnOpen)); n != 0 {
 		t.Fatalf("%d sessions after the retry, want 0", n)
 	}
-	if _, ok := e.jr.Get(context.Background(), v.id); ok {
+	if _, ok := e.journal().Get(context.Background(), v.id); ok {
 		t.Fatal("journal entry left")
 	}
 }

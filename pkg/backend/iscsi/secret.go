@@ -10,12 +10,19 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
 // secretNoteKey is the note holding the record of the initiator secret
-// (secretRecord as JSON).
-const secretNoteKey = "iscsi/initiator-chap-secret"
+// (secretRecord as JSON): "iscsi/initiator/chap-secret".
+var secretNoteKey = backend.NotePrefix(contract.KindISCSI, "initiator") + "chap-secret"
+
+// RenamedNotes are the spellings of the backend's note keys earlier
+// versions wrote (backend.NoteRename): "iscsi/initiator-chap-secret" until
+// the note keys were spelled one way.
+var RenamedNotes = []backend.NoteRename{{From: "iscsi/initiator-chap-secret", To: secretNoteKey}}
 
 // secretRecord says which mutual-CHAP initiator secret the backend last
 // set on the node, as a salted SHA-256 (never the secret), and which

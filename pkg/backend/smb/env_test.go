@@ -20,7 +20,6 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
-	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -51,8 +50,7 @@ type env struct {
 	keepMappings bool // --smb-keep-mappings
 
 	sim    *sim.Sim
-	jr     *journal.Journal
-	ns     *node.Server
+	ns     csi.NodeServer
 	plugin *plugin.Plugin
 }
 
@@ -123,7 +121,7 @@ func (e *env) start() {
 		_ = s.Close() // the wiring error is the one to report
 		e.t.Fatal(err)
 	}
-	e.sim, e.jr, e.ns, e.plugin = s, p.Journal, p.Node, p
+	e.sim, e.ns, e.plugin = s, p.Node(), p
 }
 
 // restart simulates a plugin restart: everything in memory is dropped.
@@ -305,4 +303,15 @@ func wantCode(t *testing.T, what string, err error, want codes.Code) {
 	if got := status.Code(err); got != want {
 		t.Fatalf("%s: code %s (%v), want %s", what, got, err, want)
 	}
+}
+
+// journal reads the stage journal as diagnose does (journal.OpenReadOnly):
+// a snapshot of what the plugin has written.
+func (e *env) journal() *journal.Journal {
+	e.t.Helper()
+	j, err := journal.OpenReadOnly(e.jdir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return j
 }

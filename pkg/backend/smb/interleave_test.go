@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 )
@@ -166,7 +167,7 @@ func TestStageWhileTheLastOtherVolumeUnstages(t *testing.T) {
 				e.mustUnstage(tc.stage.id)
 			}
 			e.wantMappings(nil)
-			if _, ok := e.jr.Get(e.ctx, "v1"); ok {
+			if _, ok := e.journal().Get(e.ctx, "v1"); ok {
 				t.Error("journal entry of the unstaged volume left")
 			}
 		})
@@ -199,7 +200,7 @@ func TestReleaseUnused(t *testing.T) {
 		t.Fatalf("ReleaseUnused(remove) of an unused share = %t, %v; want true", unused, err)
 	}
 	e.wantMappings(nil)
-	if _, ok, _ := e.jr.Note(e.ctx, `smb-mapping:\\srv\data`); ok {
+	if _, ok, _ := e.journal().Note(e.ctx, smb.MappingNotePrefix+`\\srv\data`); ok {
 		t.Error("the note of the removed mapping is left")
 	}
 	if _, err := e.plugin.ReleaseUnused(e.ctx, "disk:1", true); err == nil {

@@ -95,7 +95,7 @@ func (b *Backend) DecodeRecord(e journal.Entry) (backend.Record, error) {
 // until it is removed; the rest of the key is the share root and the value
 // the user name (never a password). A mapping with such a note is the
 // plugin's; tools that take stock of a node read them (pkg/inventory).
-const MappingNotePrefix = notePrefix
+var MappingNotePrefix = notePrefix
 
 // ShareRoot returns the lower-cased share root \\server\share of a UNC
 // path or link target, in the form of Record.Share, or false when the path

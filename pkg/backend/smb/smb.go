@@ -31,12 +31,17 @@ type Options struct {
 // does not leave a mapping nobody uses.
 const rollbackTimeout = 30 * time.Second
 
-// notePrefix starts the key of a mapping's note: "smb-mapping:" and the
+// notePrefix starts the key of a mapping's note: "smb/mapping/" and the
 // share root; the value is the user name the mapping was made with ("" for
 // anonymous), never a password. MSFT_SmbGlobalMapping cannot tell the user,
 // so the note is how a volume whose secret names another user is noticed,
 // even after a restart, and how a mapping is known to be the plugin's.
-const notePrefix = "smb-mapping:"
+var notePrefix = backend.NotePrefix(contract.KindSMB, "mapping")
+
+// RenamedNotes are the spellings of the backend's note keys earlier
+// versions wrote (backend.NoteRename): "smb-mapping:" until the note keys
+// were spelled one way.
+var RenamedNotes = []backend.NoteRename{{From: "smb-mapping:", To: notePrefix}}
 
 // Backend is the SMB backend.
 type Backend struct {

@@ -55,7 +55,7 @@ func TestTwoVolumesOneShare(t *testing.T) {
 			step()
 			e.wantEmptyDir("v2")
 			e.wantMappings(nil)
-			if n := len(e.jr.List(context.Background())); n != 0 {
+			if n := len(e.journal().List(context.Background())); n != 0 {
 				t.Fatalf("journal keeps %d entries after both unstages", n)
 			}
 		})
@@ -370,7 +370,7 @@ func TestStageErrors(t *testing.T) {
 			if fi, err := os.Lstat(e.stagingPath(tc.v.id)); err != nil || fi.Mode()&os.ModeSymlink != 0 {
 				t.Fatalf("staging path after a failed stage: %v, %v; want the directory back", fi, err)
 			}
-			if _, ok := e.jr.Get(context.Background(), tc.v.id); ok {
+			if _, ok := e.journal().Get(context.Background(), tc.v.id); ok {
 				t.Errorf("journal keeps the failed stage of %s", tc.v.id)
 			}
 		})
@@ -423,7 +423,7 @@ func TestUnstageRetryAfterFailedUnmap(t *testing.T) {
 	wantCode(t, "unstage with a failing unmap", e.unstage("v1"), codes.Internal)
 	e.wantEmptyDir("v1")
 	e.wantMappings(map[string]string{`\\srv\data`: "alice"})
-	if _, ok := e.jr.Get(context.Background(), "v1"); !ok {
+	if _, ok := e.journal().Get(context.Background(), "v1"); !ok {
 		t.Fatal("journal dropped the entry of an unfinished unstage")
 	}
 	e.restart()

@@ -172,10 +172,14 @@ func Build(t testing.TB, base string) Want {
 	b.check(n.Sim.Host().Volumes.Unmount(ctx, b.staging(DiskGone)))
 	b.check(os.Remove(b.staging(DiskGone)))
 
-	// A stage that has not completed (an intent).
+	// A stage that has not completed (an intent), and entries lost: the
+	// journal on disk is edited as a crash would have left it (the
+	// plugin's own copy is not used again before it is closed).
+	jr, err := journal.Open(n.StateDir)
+	b.check(err)
 	b.check(os.MkdirAll(b.staging(DiskIntent), 0o750))
 	sel := contract.DiskSelector{Serial: DiskIntent}
-	b.check(n.Journal.Put(ctx, journal.Entry{VolumeID: DiskIntent, StagingPath: b.staging(DiskIntent), Backend: "disk",
+	b.check(jr.Put(ctx, journal.Entry{VolumeID: DiskIntent, StagingPath: b.staging(DiskIntent), Backend: "disk",
 		Attrs: disk.Record{Selector: sel}.Attrs()}))
 
 	// Unstages that failed half-way, never retried.
@@ -190,9 +194,9 @@ func Build(t testing.TB, base string) Want {
 	// Journal entries lost.
 	b.stage(DiskForgotten, nil, nil)
 	forgottenPub := b.publish(DiskForgotten, "pod-c")
-	b.check(n.Journal.Delete(ctx, DiskForgotten))
+	b.check(jr.Delete(ctx, DiskForgotten))
 	b.stage(SMBForgotten, smbContext(shareOK), smbSecrets())
-	b.check(n.Journal.Delete(ctx, SMBForgotten))
+	b.check(jr.Delete(ctx, SMBForgotten))
 
 	// Made outside the plugin.
 	h := n.Sim.Host()
@@ -416,7 +420,7 @@ func (b *builder) failedUnstage(vol, op string) {
 	if err := b.n.Unstage(b.ctx, vol); err == nil {
 		b.t.Fatalf("unstage %s with %s failing succeeded", vol, op)
 	}
-	if _, ok := b.n.Journal.Get(b.ctx, vol); !ok {
+	if _, ok := b.n.Journal(b.t).Get(b.ctx, vol); !ok {
 		b.t.Fatalf("the failed unstage of %s dropped its journal entry", vol)
 	}
 }

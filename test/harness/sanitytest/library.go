@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
-	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
@@ -27,7 +27,7 @@ type Library struct {
 	Kubelet string
 	Base    string
 	Plugin  *plugin.Plugin
-	Node    *node.Server
+	Node    csi.NodeServer
 }
 
 // NewLibrary builds the plugin with the contract options.

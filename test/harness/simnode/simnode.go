@@ -25,7 +25,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"testing"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
@@ -33,9 +35,9 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
-	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
+	"github.com/wincsi/csi-windows-node/pkg/sim/controller"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -48,8 +50,8 @@ const DriverName = "sim.csi.wincsi.io"
 type Options struct {
 	// Base holds kubelet/, sim/ and sim/journal; required.
 	Base string
-	// NoAutoAttach turns off the simulated host's auto-attach
-	// (--sim-auto-attach=false).
+	// NoAutoAttach turns off the attaching of disks by the stand-in for
+	// the controller (--sim-auto-attach=false).
 	NoAutoAttach bool
 	// AutoAttachSize is --sim-disk-size (0: the sim's default, 1 GiB).
 	AutoAttachSize uint64
@@ -59,8 +61,7 @@ type Options struct {
 	// binary's).
 	Backoff backend.Backoff
 	// Contract overrides the contract options the flags give; nil keeps
-	// them (with --host=sim: --volume-id-disk=serial,
-	// --smb-require-privacy=true).
+	// them (--smb-require-privacy=true).
 	Contract *contract.Options
 	// FS overrides what the node service checks the ancestors of request
 	// paths with (plugin.Options.FS); nil keeps the machine's.
@@ -75,14 +76,13 @@ type Options struct {
 
 // Node is the plugin on a simulated host.
 type Node struct {
-	Base    string
-	Kubelet string
-	SimDir  string
-	Sim     *sim.Sim
-	Plugin  *plugin.Plugin
-	Journal *journal.Journal // Plugin.Journal
-	Root    *winpath.Root    // Plugin.Root
-	Server  *node.Server     // Plugin.Node
+	Base     string
+	Kubelet  string
+	SimDir   string
+	StateDir string // the stage journal's directory
+	Sim      *sim.Sim
+	Plugin   *plugin.Plugin
+	Server   csi.NodeServer // Plugin.Node(): the node service as a CO calls it
 }
 
 // Dirs returns the kubelet, sim and journal directories under base.
@@ -126,7 +126,7 @@ func Open(o Options) (*Node, error) {
 			return nil, fmt.Errorf("--sim-config %s: %w", cfg.SimConfig, err)
 		}
 	}
-	s, err := sim.New(sim.Config{Dir: cfg.SimDir, AutoAttach: cfg.SimAutoAttach, AutoAttachSize: uint64(cfg.SimDiskSize), Logger: o.Logger, Setup: setup})
+	s, err := sim.New(sim.Config{Dir: cfg.SimDir, Logger: o.Logger, Setup: setup})
 	if err != nil {
 		return nil, err
 	}
@@ -134,15 +134,28 @@ func Open(o Options) (*Node, error) {
 	if o.WrapHost != nil {
 		h = o.WrapHost(h)
 	}
-	p, err := plugin.New(opts, plugin.Host{Host: h, ForVolume: sim.WithVolume, ForExpand: sim.WithExpansion})
+	ctl := controller.Wrap(s, controller.Options{Attach: cfg.SimAutoAttach, DiskSize: uint64(cfg.SimDiskSize)})
+	p, err := plugin.New(opts, plugin.Host{Host: h, Controller: ctl})
 	if err != nil {
 		_ = s.Close() // the wiring error is the one to report
 		return nil, err
 	}
 	return &Node{
-		Base: o.Base, Kubelet: kubelet, SimDir: simDir, Sim: s,
-		Plugin: p, Journal: p.Journal, Root: p.Root, Server: p.Node,
+		Base: o.Base, Kubelet: kubelet, SimDir: simDir, StateDir: cfg.StateDir, Sim: s,
+		Plugin: p, Server: p.Node(),
 	}, nil
+}
+
+// Journal reads the stage journal as diagnose does
+// (journal.OpenReadOnly): a snapshot of what the plugin has written so
+// far. It fails the test when the journal cannot be read.
+func (n *Node) Journal(t testing.TB) *journal.Journal {
+	t.Helper()
+	j, err := journal.OpenReadOnly(n.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }
 
 // Flags parses the binary's flags as cmd/csi-windows-node does on this

@@ -3,12 +3,12 @@
 // service, flags and socket handling, with a separate controller endpoint
 // (the minimal in-test controller) because the plugin serves no controller.
 // The controller only creates volumes, so the node finds each volume's disk
-// the way the simulated host offers to any controller: --volume-id-disk
-// serial (the default with --host=sim) and auto-attach (1 GiB disks). This
-// controller cannot grow disks either: NodeExpandVolume to csi-sanity's
-// expansion size (the 10 GiB test size plus 1 GiB) works because the
-// simulated host grows the disk first, its stand-in for the controller's
-// expansion (sim.WithExpansion). test/sanity/foreign runs the same with a
+// through the stand-in for the controller side that --host=sim puts in
+// front of the node (pkg/sim/controller): it names the disk by the volume
+// ID and attaches it (1 GiB disks). This controller cannot grow disks
+// either: NodeExpandVolume to csi-sanity's expansion size (the 10 GiB test
+// size plus 1 GiB) works because the stand-in grows the disk first, as
+// ControllerExpandVolume would. test/sanity/foreign runs the same with a
 // controller that is not ours.
 //
 // Skipped here and why: "should work" and "should be idempotent" need the

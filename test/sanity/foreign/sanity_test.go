@@ -4,11 +4,11 @@
 // controller would be. It creates volumes its own way (IDs "4", "5", ...,
 // a "name" in the volume context), publishes them with a "device" the node
 // does not know, and expands them in its own records only. The node
-// finds each volume's disk as the simulated host offers to any
-// controller: --volume-id-disk=serial (the default with --host=sim) and
-// auto-attach, which stands in for ControllerPublishVolume; an expansion
-// grows the simulated disk first, the stand-in for ControllerExpandVolume
-// (sim.WithExpansion). Every node spec csi-sanity runs must pass.
+// finds each volume's disk through the stand-in for the controller side
+// that --host=sim puts in front of the node (pkg/sim/controller): it names
+// the disk (diskSerial, the volume ID, in publish_context) and attaches it,
+// as ControllerPublishVolume would, and grows it first on expansion, as
+// ControllerExpandVolume would. Every node spec csi-sanity runs must pass.
 //
 // Skipped here, as in test/sanity/binary: the controller specs (the
 // controller is not ours), and the specs that need the node endpoint to
@@ -69,7 +69,7 @@ func TestSanityWithAForeignController(t *testing.T) {
 	if t.Failed() {
 		t.Logf("plugin log:\n%s\ncontroller log:\n%s", log, ctlLog.String())
 	}
-	if !regexp.MustCompile(`"Simulating the controller's expansion: growing the volume's disk before the rescan".* from=1073741824 to=11811160064`).MatchString(log) {
+	if !regexp.MustCompile(`"Simulating the controller's expansion: growing the volume's disk before the node rescans".* from=1073741824 to=11811160064`).MatchString(log) {
 		t.Errorf("the node expansion spec did not grow the simulated disk from 1 GiB to 11 GiB:\n%s", log)
 	}
 	if err := p.Stop(30 * time.Second); err != nil {

@@ -1,0 +1,68 @@
+package node
+
+import (
+	"context"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+)
+
+// NodeExpandVolume grows a staged volume.
+func (s *Server) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	volumeID := req.GetVolumeId()
+	if err := requireVolumeID(volumeID); err != nil {
+		return nil, err
+	}
+	path, err := s.resolveLookupPath("volume_path", req.GetVolumePath())
+	if err != nil {
+		return nil, err
+	}
+	if c := req.GetVolumeCapability(); c != nil {
+		if _, err := validateCapability(c); err != nil {
+			return nil, err
+		}
+	}
+	required, limit := req.GetCapacityRange().GetRequiredBytes(), req.GetCapacityRange().GetLimitBytes()
+	if required < 0 || limit < 0 || (limit > 0 && required > limit) {
+		return nil, invalid("capacity_range: required_bytes %d and limit_bytes %d are inconsistent", required, limit)
+	}
+	var reqStaging string
+	if p := req.GetStagingTargetPath(); p != "" {
+		if reqStaging, err = s.resolveLookupPath("staging_target_path", p); err != nil {
+			return nil, err
+		}
+	}
+	ctx, unlock, err := s.lockVolume(ctx, volumeID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// Read the record under the lock: a concurrent unstage cannot remove
+	// it between the lookup and the host work.
+	e, err := s.stagedEntry(ctx, volumeID)
+	if err != nil {
+		return nil, err
+	}
+	staging := e.StagingPath
+	if reqStaging != "" && !samePath(reqStaging, staging) {
+		return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, staging, reqStaging)
+	}
+	b, err := s.backendFor(contract.Kind(e.Backend))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkVolumePath(ctx, e, path); err != nil {
+		return nil, err
+	}
+	capacity, err := b.Expand(ctx, backend.ExpandRequest{
+		VolumeID: volumeID, StagingPath: staging, RequiredBytes: required, LimitBytes: limit,
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &csi.NodeExpandVolumeResponse{CapacityBytes: capacity}, nil
+}
