@@ -90,7 +90,9 @@ func preflightCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	open := readHost
 	if po.Fix || rec != nil {
-		open = func(ctx context.Context, opts *config.Options) (*node, error) { return newHost(ctx, opts, simSetup{}, rec) }
+		open = func(ctx context.Context, opts *config.Options) (*node, error) {
+			return newHost(ctx, opts, simSetup{}, rec)
+		}
 	}
 	n, err := open(ctx, opts)
 	if err != nil {
