@@ -40,6 +40,30 @@ func writeTable(w io.Writer, rep *inventory.Report) error {
 		p.row(r...)
 	}
 
+	var roots [][]string
+	for _, v := range rep.Volumes {
+		d := v.Disk
+		if v.ISCSI != nil {
+			d = v.ISCSI.Disk
+		}
+		if d == nil || d.RootACL == "" && len(d.RootAccess) == 0 {
+			continue
+		}
+		var asked []string
+		for _, g := range d.RootAccess {
+			state := "on root"
+			if !g.OnRoot {
+				state = "MISSING"
+			}
+			asked = append(asked, g.Entry+" ("+state+")")
+		}
+		roots = append(roots, []string{v.VolumeID, or(strings.Join(asked, "; "), "-"), or(d.RootACL, "-")})
+	}
+	p.section("ROOT ACCESS", len(roots), "VOLUME ID", "VOLUMEROOTACCESS", "ROOT ACL")
+	for _, r := range roots {
+		p.row(r...)
+	}
+
 	p.section("SHARED RESOURCES", len(rep.Resources), "KIND", "ID", "OWNER", "STATUS", "USED BY", "NOTE")
 	for _, r := range rep.Resources {
 		status := r.Status
@@ -56,6 +80,17 @@ func writeTable(w io.Writer, rep *inventory.Report) error {
 	p.section("UNEXPLAINED", len(rep.Unexplained), "KIND", "ID", "REASON")
 	for _, it := range rep.Unexplained {
 		p.row(string(it.Kind), it.ID, it.Reason)
+	}
+	if sd := rep.StateDir; sd != nil {
+		p.section("STATE DIRECTORY", 1, "PATH", "ACL", "FILES OWNED BY", "REFUSED FILES")
+		acl := or(sd.ACL, "- (no Windows ACL: the directory's mode protects it)")
+		p.row(sd.Path, acl, or(sd.TokenOwner, "-"), strconv.Itoa(len(sd.Refused)))
+		if len(sd.Refused) > 0 {
+			p.section("REFUSED JOURNAL FILES (owned by neither SYSTEM nor Administrators; never acted on)", len(sd.Refused), "PATH", "OWNER")
+			for _, r := range sd.Refused {
+				p.row(r.Path, r.Owner)
+			}
+		}
 	}
 	if rep.Preflight != nil {
 		findingsSection(p, rep.Preflight.Findings)

@@ -13,7 +13,7 @@ func TestTableOfAnEmptyNode(t *testing.T) {
 	if err := writeTable(&b, &inventory.Report{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "VOLUMES (0)\nnone\n\nPROBLEMS (0)\nnone\n\nPUBLICATIONS (0)\nnone\n\nSHARED RESOURCES (0)\nnone\n\nUNEXPLAINED (0)\nnone\n"
+	want := "VOLUMES (0)\nnone\n\nPROBLEMS (0)\nnone\n\nPUBLICATIONS (0)\nnone\n\nROOT ACCESS (0)\nnone\n\nSHARED RESOURCES (0)\nnone\n\nUNEXPLAINED (0)\nnone\n"
 	if b.String() != want {
 		t.Fatalf("table of an empty node:\n%s\nwant:\n%s", b.String(), want)
 	}
@@ -48,5 +48,39 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken p
 func TestTableReportsWriteErrors(t *testing.T) {
 	if err := writeTable(failingWriter{}, &inventory.Report{}); err == nil {
 		t.Fatal("a failed write was not reported")
+	}
+}
+
+func TestTableRootAccessAndStateDirectory(t *testing.T) {
+	rep := &inventory.Report{
+		Volumes: []inventory.Volume{
+			{VolumeID: "vol-a", Backend: "disk", State: inventory.StateDegraded, Disk: &inventory.DiskBacking{
+				RootACL:    "(A;OICI;0x1f01ff;;;S-1-5-32-544)",
+				RootAccess: []inventory.RootGrant{{Entry: "ContainerUser:modify", SID: "S-1-5-93-2-2"}},
+			}},
+			{VolumeID: "vol-b", Backend: "iscsi", State: inventory.StateHealthy, ISCSI: &inventory.ISCSIBacking{Disk: &inventory.DiskBacking{
+				RootACL: "(A;OICI;0x1301bf;;;S-1-5-93-2-2)", RootAccess: []inventory.RootGrant{{Entry: "ContainerUser:modify", SID: "S-1-5-93-2-2", OnRoot: true}},
+			}}},
+			{VolumeID: "vol-c", Backend: "smb", State: inventory.StateHealthy, SMB: &inventory.SMBBacking{}},
+		},
+		StateDir: &inventory.StateDir{Path: `C:\state`, ACL: "O:S-1-5-32-544D:P(A;OICI;0x1f01ff;;;S-1-5-18)(A;OICI;0x1f01ff;;;S-1-5-32-544)",
+			TokenOwner: "S-1-5-32-544", Refused: []inventory.RefusedFile{{Path: `C:\state\x.json`, Owner: "S-1-5-21-1-2-3-1001"}}},
+	}
+	var b strings.Builder
+	if err := writeTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"ROOT ACCESS (2)\nVOLUME ID  VOLUMEROOTACCESS                ROOT ACL\n" +
+			"vol-a      ContainerUser:modify (MISSING)  (A;OICI;0x1f01ff;;;S-1-5-32-544)\n" +
+			"vol-b      ContainerUser:modify (on root)  (A;OICI;0x1301bf;;;S-1-5-93-2-2)\n",
+		"STATE DIRECTORY (1)\n",
+		`C:\state  O:S-1-5-32-544D:P(A;OICI;0x1f01ff;;;S-1-5-18)(A;OICI;0x1f01ff;;;S-1-5-32-544)  S-1-5-32-544    1`,
+		`C:\state\x.json  S-1-5-21-1-2-3-1001`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
 	}
 }

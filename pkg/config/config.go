@@ -69,6 +69,7 @@ type Options struct {
 	SMBRequirePriv   bool
 	SMBDefaultDomain string
 	SMBKeepMappings  bool
+	VolumeRootAccess string
 
 	// Backend behaviour.
 	OfflineDiskOnUnstage bool
@@ -182,6 +183,7 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.StringVar(&o.VolumeIDDisk, "volume-id-disk", "", "when a disk volume names no disk: \"serial\" selects the disk whose serial equals the volume ID; none turns this off")
 	fs.BoolVar(&o.SMBRequirePriv, "smb-require-privacy", true, "default of the requirePrivacy parameter (SMB 3 encryption) for SMB global mappings")
 	fs.StringVar(&o.SMBDefaultDomain, "smb-default-domain", "", "domain for SMB user names that carry none; empty means none is added")
+	fs.StringVar(&o.VolumeRootAccess, "volume-root-access", "", "volumeRootAccess of disk and iSCSI volumes that set none: <principal>:<right> entries separated by ';', for example \"ContainerUser:modify\"; empty grants nothing")
 	fs.BoolVar(&o.SMBKeepMappings, "smb-keep-mappings", false, "keep an SMB global mapping when the last volume using its share is unstaged")
 	fs.BoolVar(&o.OfflineDiskOnUnstage, "offline-disk-on-unstage", true, "take a disk offline after unmounting it, so that detach cannot hang")
 	fs.BoolVar(&o.KeepISCSIPortals, "keep-iscsi-portals", false, "never remove iSCSI target portals, even when no target on them is in use")

@@ -31,7 +31,7 @@ var groupFlags = map[Group][]string{
 	GroupPlugin: {"driver-name", "node-id", "endpoint", "kubelet-dir", "state-dir", "topology",
 		"max-volumes-per-node", "http-endpoint", "enable-pprof", "shutdown-grace",
 		"kubelet-registration", "kubelet-registration-path", "default-backend",
-		"context-alias", "disk-preset", "volume-id-disk", "smb-require-privacy", "smb-default-domain", "version"},
+		"context-alias", "disk-preset", "volume-id-disk", "smb-require-privacy", "smb-default-domain", "volume-root-access", "version"},
 	GroupCloud: {"cloud", "cloud-metadata-endpoint", "cloud-metadata-timeout"},
 	GroupWindows: {"host", "offline-disk-on-unstage", "smb-keep-mappings", "keep-iscsi-portals",
 		"orphan-sweep", "orphan-sweep-interval", "record-host-calls"},

@@ -11,6 +11,7 @@ const (
 	keyCSIFsType          = "csi.storage.k8s.io/fstype"
 	keyFsLabel            = "fsLabel"
 	keyAllocationUnitSize = "allocationUnitSize"
+	keyVolumeRootAccess   = KeyVolumeRootAccess
 	keyEphemeral          = "csi.storage.k8s.io/ephemeral"
 	keyPVName             = "csi.storage.k8s.io/pv/name"
 	keyPVCName            = "csi.storage.k8s.io/pvc/name"
@@ -56,6 +57,10 @@ const (
 	keyVSphereUUID = "diskUUID"
 )
 
+// KeyVolumeRootAccess is the parameter that grants access on the root of a
+// disk or iSCSI volume's file system (access.go).
+const KeyVolumeRootAccess = "volumeRootAccess"
+
 // Disk presets (Options.Presets).
 const (
 	presetAzureDisk = "azure-disk"
@@ -100,6 +105,7 @@ var keyTable = []KeyDoc{
 	{Name: keyPVCNamespace, Source: SourceContext},
 	{Name: keyFsLabel, Source: SourceContext, Backends: blockFS},
 	{Name: keyAllocationUnitSize, Source: SourceContext, Backends: blockFS},
+	{Name: keyVolumeRootAccess, Source: SourceContext, Backends: blockFS},
 
 	{Name: keyDiskSerial, Source: SourceContext, Backends: onlyDisk},
 	{Name: keyDiskPage83, Source: SourceContext, Backends: onlyDisk},

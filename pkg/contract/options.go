@@ -30,6 +30,9 @@ type Options struct {
 	// DefaultDomain qualifies a bare smb user name when the secret has no
 	// domain (--smb-default-domain, default none).
 	DefaultDomain string
+	// DefaultRootAccess is volumeRootAccess for disk and iscsi volumes that
+	// do not set it (--volume-root-access, default none).
+	DefaultRootAccess string
 }
 
 // VolumeIDDiskSerial is the one non-empty value of Options.VolumeIDDisk.
@@ -133,6 +136,11 @@ func (o Options) Validate() error {
 	if o.DefaultKind != "" {
 		if _, ok := kindOf(string(o.DefaultKind)); !ok || Kind(strings.ToLower(string(o.DefaultKind))) != o.DefaultKind {
 			errs = append(errs, fmt.Errorf("default backend %q is not disk, smb or iscsi", o.DefaultKind))
+		}
+	}
+	if o.DefaultRootAccess != "" {
+		if _, e := parseRootAccess(NodeRootAccessFlag, o.DefaultRootAccess); e != nil {
+			errs = append(errs, e)
 		}
 	}
 	if o.VolumeIDDisk != "" && o.VolumeIDDisk != VolumeIDDiskSerial {

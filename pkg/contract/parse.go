@@ -83,6 +83,11 @@ func parse(r Request, o Options) (Volume, *Error) {
 	if vol.FS, e = parseFS(p, r.FsType, kind); e != nil {
 		return Volume{}, e
 	}
+	if kind != KindSMB {
+		if vol.RootAccess, e = parseVolumeRootAccess(p, o); e != nil {
+			return Volume{}, e
+		}
+	}
 	switch kind {
 	case KindDisk:
 		vol.Disk, e = parseDisk(p, r.VolumeID, o)
@@ -177,7 +182,7 @@ func checkKeys(p params, kind Kind, how kindChoice) ([]string, *Error) {
 					ignored = append(ignored, e.key)
 					continue
 				}
-				return nil, errorf(e.key, "belongs to %s, %s", backendsText(k.Backends), kindReason(p, kind, how))
+				return nil, errorf(e.key, "belongs to %s, %s%s", backendsText(k.Backends), kindReason(p, kind, how), keyNote(k, kind))
 			}
 			continue
 		}
@@ -209,4 +214,12 @@ func kindReason(p params, kind Kind, how kindChoice) string {
 		return "but iqn makes this an iscsi volume (set backend to choose)"
 	}
 	return "but without source or iqn this is a disk volume (set backend to choose)"
+}
+
+// keyNote says, for a key refused for a kind, why it cannot apply there.
+func keyNote(k KeyDoc, kind Kind) string {
+	if k.Name == keyVolumeRootAccess && kind == KindSMB {
+		return "; the SMB server owns a share's ACL"
+	}
+	return ""
 }

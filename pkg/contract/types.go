@@ -35,6 +35,10 @@ type Volume struct {
 	Disk  *DiskSpec  // set when Kind == KindDisk
 	SMB   *SMBSpec   // set when Kind == KindSMB
 	ISCSI *ISCSISpec // set when Kind == KindISCSI
+	// RootAccess is volumeRootAccess (or the node default) for disk and
+	// iscsi volumes: allow entries for the root of the volume's file
+	// system; no grants for smb volumes and when none is asked for.
+	RootAccess RootAccess
 
 	// Ignored lists the keys of volume_context and publish_context that
 	// the contract does not know (sorted), so the caller can log them.

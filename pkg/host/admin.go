@@ -32,9 +32,9 @@ type System interface {
 	// ErrNotFound otherwise).
 	PathVolume(ctx context.Context, path string) (PathVolume, error)
 
-	// Security returns the owner and DACL of path as an SDDL string
-	// ("O:SYD:PAI(A;OICI;FA;;;SY)..."); ErrNotFound when path is missing.
-	Security(ctx context.Context, path string) (string, error)
+	// DirectoryDACL returns the DACL of a directory (or file); ErrNotFound
+	// when path is missing.
+	DirectoryDACL(ctx context.Context, path string) (DACL, error)
 
 	// Service returns a service's state and start type; ErrNotFound when
 	// the service does not exist.

@@ -5,11 +5,12 @@
 //
 // What belongs here: small ctx-first interfaces named after Windows storage
 // concepts (disks, partitions, volumes, mount points and links, SMB global
-// mappings, iSCSI portals, targets and sessions), the value types they
-// exchange, the sentinel errors every implementation wraps, the grammar of
-// the names and secrets they take (names.go: portals, iSCSI names, SMB
-// share paths, CHAP secret lengths; pkg/contract and pkg/sim both check
-// with it), and the bookkeeping of outstanding host calls (calls.go).
+// mappings, iSCSI portals, targets and sessions, the DACL of a volume's
+// root and the accounts it names), the value types they exchange, the
+// sentinel errors every implementation wraps, the grammar of the names and
+// secrets they take (names.go: portals, iSCSI names, SMB share paths, CHAP
+// secret lengths; pkg/contract and pkg/sim both check with it), and the
+// bookkeeping of outstanding host calls (calls.go).
 //
 // What does not: gRPC codes, CSI types, WQL, build-tagged code, policy.
 // Deciding what to do (which disk, whether to format, when a mapping may be

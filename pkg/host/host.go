@@ -8,4 +8,6 @@ type Host struct {
 	Files   Files
 	SMB     SMB
 	ISCSI   ISCSI
+	// Security is the access control of volume roots (volumeRootAccess).
+	Security Security
 }

@@ -12,21 +12,23 @@ import (
 
 // Areas: the host.Host fields in lower case, the area label of a call.
 const (
-	AreaDisks   = "disks"
-	AreaVolumes = "volumes"
-	AreaFiles   = "files"
-	AreaSMB     = "smb"
-	AreaISCSI   = "iscsi"
+	AreaDisks    = "disks"
+	AreaVolumes  = "volumes"
+	AreaFiles    = "files"
+	AreaSMB      = "smb"
+	AreaISCSI    = "iscsi"
+	AreaSecurity = "security"
 )
 
 // Wrap returns a host whose calls are counted and then passed to h.
 func (m *Metrics) Wrap(h host.Host) host.Host {
 	return host.Host{
-		Disks:   disks{next: h.Disks, m: m},
-		Volumes: volumes{next: h.Volumes, m: m},
-		Files:   files{next: h.Files, m: m},
-		SMB:     smb{next: h.SMB, m: m},
-		ISCSI:   iscsi{next: h.ISCSI, m: m},
+		Disks:    disks{next: h.Disks, m: m},
+		Volumes:  volumes{next: h.Volumes, m: m},
+		Files:    files{next: h.Files, m: m},
+		SMB:      smb{next: h.SMB, m: m},
+		ISCSI:    iscsi{next: h.ISCSI, m: m},
+		Security: security{next: h.Security, m: m},
 	}
 }
 
@@ -356,5 +358,33 @@ func (w iscsi) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32,
 	start := time.Now()
 	r0, err := w.next.SessionDisks(ctx, s)
 	w.m.observe(AreaISCSI, "SessionDisks", start, err)
+	return r0, err
+}
+
+type security struct {
+	next host.Security
+	m    *Metrics
+}
+
+var _ host.Security = security{}
+
+func (w security) RootDACL(ctx context.Context, guidPath string) (host.DACL, error) {
+	start := time.Now()
+	r0, err := w.next.RootDACL(ctx, guidPath)
+	w.m.observe(AreaSecurity, "RootDACL", start, err)
+	return r0, err
+}
+
+func (w security) AddRootAllowEntries(ctx context.Context, guidPath string, entries []host.ACE) ([]host.ACE, error) {
+	start := time.Now()
+	r0, err := w.next.AddRootAllowEntries(ctx, guidPath, entries)
+	w.m.observe(AreaSecurity, "AddRootAllowEntries", start, err)
+	return r0, err
+}
+
+func (w security) LookupAccountName(ctx context.Context, name string) (string, error) {
+	start := time.Now()
+	r0, err := w.next.LookupAccountName(ctx, name)
+	w.m.observe(AreaSecurity, "LookupAccountName", start, err)
 	return r0, err
 }

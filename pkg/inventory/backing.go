@@ -20,10 +20,14 @@ func (t *taker) backing(ctx context.Context, v *Volume, e journal.Entry, info ho
 	switch contract.Kind(e.Backend) {
 	case contract.KindDisk:
 		v.Disk, err = t.diskBacking(ctx, e, info)
+		t.rootAccess(ctx, v, v.Disk, e)
 	case contract.KindSMB:
 		v.SMB, err = t.smbBacking(ctx, e, info)
 	case contract.KindISCSI:
 		v.ISCSI, err = t.iscsiBacking(ctx, e, info)
+		if v.ISCSI != nil {
+			t.rootAccess(ctx, v, v.ISCSI.Disk, e)
+		}
 	}
 	if errors.Is(err, backend.ErrNoRecord) {
 		v.problem("NoRecord", err.Error())

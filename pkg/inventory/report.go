@@ -18,6 +18,32 @@ type Report struct {
 	// Preflight is what the preflight checks find on the node
 	// (pkg/preflight); diagnose adds it, Take does not.
 	Preflight *preflight.Report `json:"preflight,omitempty"`
+	// StateDir is the stage journal's directory, its ACL and the files
+	// refused for their owner; nil when it does not exist (or in the
+	// orphan sweep's own stock-take).
+	StateDir *StateDir `json:"stateDir,omitempty"`
+}
+
+// StateDir is the stage journal's directory.
+type StateDir struct {
+	Path string `json:"path"`
+	// ACL is its owner and DACL in SDDL form with full SIDs and hex masks
+	// (O:S-1-5-32-544D:P(A;OICI;0x1f01ff;;;S-1-5-18)(A;OICI;0x1f01ff;;;S-1-5-32-544)
+	// once the plugin protected it); "" where the system keeps no ACL (the
+	// simulated host on Linux, where the directory's mode protects it).
+	ACL string `json:"acl,omitempty"`
+	// TokenOwner is the SID the plugin's own files are owned by ("" off
+	// Windows).
+	TokenOwner string `json:"tokenOwner,omitempty"`
+	// Refused are the files in it owned by neither SYSTEM, Administrators
+	// nor the plugin: never loaded, never acted on.
+	Refused []RefusedFile `json:"refused"`
+}
+
+// RefusedFile is a journal file refused for its owner.
+type RefusedFile struct {
+	Path  string `json:"path"`
+	Owner string `json:"owner"`
 }
 
 // State is the state of a recorded volume.
@@ -85,6 +111,13 @@ type DiskBacking struct {
 	Serial     string  `json:"serial,omitempty"`
 	Offline    bool    `json:"offline,omitempty"`
 	ReadOnly   bool    `json:"readOnly,omitempty"`
+	// RootACL is the DACL of the root of the volume's file system, in
+	// SDDL form with hex masks and full SIDs; empty when nothing is
+	// mounted or it could not be read.
+	RootACL string `json:"rootACL,omitempty"`
+	// RootAccess are the grants of the volumeRootAccess the stage
+	// recorded, each with whether the root has it.
+	RootAccess []RootGrant `json:"rootAccess,omitempty"`
 }
 
 // SMBBacking is the share and global mapping behind an SMB volume.

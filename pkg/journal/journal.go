@@ -65,16 +65,34 @@ type Journal struct {
 	byBackend  map[string]map[string]struct{} // backend -> volume IDs
 	notes      map[string]string              // key -> value (notes.go)
 	notesReady bool                           // <dir>/notes exists
+
+	// sec is the system's view of the directory's and files' security
+	// (acl.go); tokenOwner the SID the plugin's own files are owned by
+	// ("" off Windows); refused the files not loaded for their owner.
+	sec        fileSecurity
+	tokenOwner string
+	refused    []Refused
 }
 
-// Open loads the journal in dir, creating dir if needed. Leftover temporary
-// files from a crash are removed; an unreadable entry fails Open, because
-// silently dropping it could undercount the users of a shared resource.
+// Open loads the journal in dir, creating dir if needed. On Windows it
+// first gives dir a protected DACL (SYSTEM and Administrators only) and
+// Administrators as owner (acl.go). Leftover temporary files from a crash
+// are removed; an unreadable entry fails Open, because silently dropping it
+// could undercount the users of a shared resource. A file owned by neither
+// SYSTEM, Administrators nor the plugin is refused: not loaded, and listed
+// by Refused.
 func Open(dir string) (*Journal, error) {
+	return open(dir, osFileSecurity{})
+}
+
+func open(dir string, sec fileSecurity) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create journal directory %s: %w", dir, err)
 	}
-	return load(dir, false)
+	if err := protectDir(sec, dir); err != nil {
+		return nil, fmt.Errorf("protect the journal directory: %w", err)
+	}
+	return load(dir, false, sec)
 }
 
 // OpenReadOnly loads the journal in dir without changing anything there, so
@@ -88,17 +106,20 @@ func OpenReadOnly(dir string) (*Journal, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("journal directory %s: %w", dir, err)
 	}
-	return load(dir, true)
+	return load(dir, true, osFileSecurity{})
 }
 
-func load(dir string, readOnly bool) (*Journal, error) {
+func load(dir string, readOnly bool, sec fileSecurity) (*Journal, error) {
 	j := &Journal{dir: dir, readOnly: readOnly, files: inflight.NewKeyMutex(), m: make(map[string]Entry),
-		byResource: make(map[string]map[string]struct{}), byBackend: make(map[string]map[string]struct{})}
+		byResource: make(map[string]map[string]struct{}), byBackend: make(map[string]map[string]struct{}), sec: sec}
 	var err error
-	if j.notes, j.notesReady, err = loadNotes(dir, readOnly); err != nil {
+	if j.tokenOwner, err = sec.tokenOwner(); err != nil {
+		return nil, fmt.Errorf("read the owner of the plugin's files: %w", err)
+	}
+	if j.notes, j.notesReady, err = j.loadNotes(); err != nil {
 		return nil, err
 	}
-	err = loadFiles(dir, readOnly, func(p, name string, b []byte) error {
+	err = j.loadFiles(dir, func(p, name string, b []byte) error {
 		var e Entry
 		if err := json.Unmarshal(b, &e); err != nil {
 			return fmt.Errorf("decode journal entry %s: %w", p, err)
@@ -116,8 +137,10 @@ func load(dir string, readOnly bool) (*Journal, error) {
 }
 
 // loadFiles calls use for every *.json file of dir, removing leftover
-// temporary files (unless readOnly).
-func loadFiles(dir string, readOnly bool, use func(path, name string, data []byte) error) error {
+// temporary files (unless the journal is read-only). A file refused for
+// its owner (readOwned) is skipped.
+func (j *Journal) loadFiles(dir string, use func(path, name string, data []byte) error) error {
+	readOnly := j.readOnly
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("read journal directory %s: %w", dir, err)
@@ -134,9 +157,12 @@ func loadFiles(dir string, readOnly bool, use func(path, name string, data []byt
 				return fmt.Errorf("remove leftover %s: %w", p, err)
 			}
 		case strings.HasSuffix(name, ".json"):
-			b, err := os.ReadFile(p)
+			b, err := j.readOwned(p)
 			if readOnly && errors.Is(err, os.ErrNotExist) {
 				continue // deleted by the plugin since the listing
+			}
+			if errors.Is(err, errRefused) {
+				continue // never acted on: Refused lists it
 			}
 			if err != nil {
 				return fmt.Errorf("read journal file %s: %w", p, err)

@@ -124,13 +124,13 @@ func (j *Journal) ensureNotesDir(dir string) error {
 // loadNotes reads <dir>/notes when it exists. Leftover temporary files from
 // a crash are removed (unless readOnly); an unreadable note fails, like an
 // unreadable entry, rather than being silently dropped.
-func loadNotes(dir string, readOnly bool) (map[string]string, bool, error) {
-	nd := filepath.Join(dir, notesDir)
+func (j *Journal) loadNotes() (map[string]string, bool, error) {
+	nd := filepath.Join(j.dir, notesDir)
 	if _, err := os.Stat(nd); errors.Is(err, os.ErrNotExist) {
 		return map[string]string{}, false, nil
 	}
 	notes := map[string]string{}
-	err := loadFiles(nd, readOnly, func(p, name string, b []byte) error {
+	err := j.loadFiles(nd, func(p, name string, b []byte) error {
 		var n note
 		if err := json.Unmarshal(b, &n); err != nil {
 			return fmt.Errorf("decode journal note %s: %w", p, err)

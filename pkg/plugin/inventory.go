@@ -49,6 +49,9 @@ func Inventory(ctx context.Context, o Options, h host.Host) (*inventory.Report, 
 	if err != nil {
 		return nil, err
 	}
+	if !missing {
+		rep.StateDir = stateDirReport(o.StateDir, jr)
+	}
 	if missing {
 		rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("stage journal: %s does not exist (is --state-dir right?); "+
 			"no volume is recorded, and every mapping, session and portal shows as foreign", o.StateDir))

@@ -101,12 +101,13 @@ func FromConfig(c *config.Options, goos string) (Options, error) {
 		PathStyle:         winpath.POSIX,
 		StateDir:          c.StateDir,
 		Contract: contract.Options{
-			DefaultKind:    contract.Kind(c.DefaultBackend),
-			Aliases:        c.ContextAliases,
-			Presets:        c.DiskPresets,
-			VolumeIDDisk:   c.VolumeIDDisk,
-			RequirePrivacy: c.SMBRequirePriv,
-			DefaultDomain:  c.SMBDefaultDomain,
+			DefaultKind:       contract.Kind(c.DefaultBackend),
+			Aliases:           c.ContextAliases,
+			Presets:           c.DiskPresets,
+			VolumeIDDisk:      c.VolumeIDDisk,
+			RequirePrivacy:    c.SMBRequirePriv,
+			DefaultDomain:     c.SMBDefaultDomain,
+			DefaultRootAccess: c.VolumeRootAccess,
 		},
 		OfflineDiskOnUnstage: c.OfflineDiskOnUnstage,
 		SMBKeepMappings:      c.SMBKeepMappings,
@@ -130,7 +131,7 @@ func FromConfig(c *config.Options, goos string) (Options, error) {
 		}
 	}
 	if err := o.Contract.Validate(); err != nil {
-		return Options{}, fmt.Errorf("parameter contract flags (--context-alias, --disk-preset, --default-backend, --volume-id-disk): %w", err)
+		return Options{}, fmt.Errorf("parameter contract flags (--context-alias, --disk-preset, --default-backend, --volume-id-disk, --volume-root-access): %w", err)
 	}
 	return o, nil
 }
@@ -227,6 +228,9 @@ func New(o Options, h Host) (*Plugin, error) {
 	jr, err := journal.Open(o.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("open the stage journal: %w", err)
+	}
+	if err := registerRefused(mm.GetRegistry(), jr); err != nil {
+		return nil, err
 	}
 	if err := upgradeJournal(context.Background(), jr); err != nil {
 		return nil, fmt.Errorf("upgrade the stage journal in %s: %w", o.StateDir, err)

@@ -27,7 +27,9 @@ func (fakeSystem) Token(context.Context) (host.Token, error) {
 func (fakeSystem) PathVolume(context.Context, string) (host.PathVolume, error) {
 	return host.PathVolume{Root: `C:\`, DriveType: host.DriveFixed, FileSystem: "NTFS"}, nil
 }
-func (fakeSystem) Security(context.Context, string) (string, error) { return "D:P(A;;FA;;;SY)", nil }
+func (fakeSystem) DirectoryDACL(context.Context, string) (host.DACL, error) {
+	return host.DACL{Protected: true, Entries: []host.ACE{{Type: host.ACEAccessAllowed, Mask: 0x1f01ff, SID: "S-1-5-18"}}}, nil
+}
 func (fakeSystem) Service(_ context.Context, name string) (host.Service, error) {
 	if name == preflight.ServiceISCSI {
 		return host.Service{Name: name, State: host.ServiceStopped, StartType: host.StartManual}, nil

@@ -44,6 +44,7 @@ type Listeners struct {
 // restarts it.
 func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	logger := klog.FromContext(ctx)
+	logStateDir(ctx, p.journal)
 	srv := server.New(server.Config{Identity: p.Identity, Node: p.served, Metrics: p.Metrics, Logger: logger})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ls.CSI) }()

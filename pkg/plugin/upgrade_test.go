@@ -67,13 +67,17 @@ func upgradeVolumes(kubelet string) []*csi.NodeStageVolumeRequest {
 type upgradeNode struct {
 	t                         *testing.T
 	kubelet, simDir, stateDir string
-	sim                       *sim.Sim
-	p                         *plugin.Plugin
+	// simConfig is how the simulated host is opened (Dir is simDir).
+	simConfig sim.Config
+	sim       *sim.Sim
+	p         *plugin.Plugin
 }
 
 func (n *upgradeNode) start() {
 	n.t.Helper()
-	s, err := sim.New(sim.Config{Dir: n.simDir})
+	cfg := n.simConfig
+	cfg.Dir = n.simDir
+	s, err := sim.New(cfg)
 	if err != nil {
 		n.t.Fatal(err)
 	}

@@ -228,19 +228,15 @@ func checkStateDir(ctx context.Context, cfg Config, sys host.System) Finding {
 		f.Result, f.Detail = Info, "not checked: give --state-dir, or --driver-name for its default"
 		return f
 	}
-	sd, err := sys.Security(ctx, cfg.StateDir)
+	dacl, err := sys.DirectoryDACL(ctx, cfg.StateDir)
 	switch {
 	case errors.Is(err, host.ErrNotFound):
-		f.Result, f.Detail = Info, cfg.StateDir+" does not exist yet: the plugin creates it at its first start"
+		f.Result, f.Detail = Info, cfg.StateDir+" does not exist yet: the plugin creates it at its first start, with a protected DACL"
 		return f
 	case err != nil:
-		return f.warn(fmt.Sprintf("could not read the security of %s: %v", cfg.StateDir, err), "check --state-dir")
+		return f.warn(fmt.Sprintf("could not read the DACL of %s: %v", cfg.StateDir, err), "check --state-dir, and its permissions with icacls")
 	}
-	writers, err := broadWriters(sd)
-	if err != nil {
-		return f.warn(fmt.Sprintf("could not read the DACL of %s: %v", cfg.StateDir, err), "check its permissions with icacls")
-	}
-	if len(writers) > 0 {
+	if writers := broadWriters(dacl); len(writers) > 0 {
 		return f.warn(fmt.Sprintf("%s is writable by %s: anyone logged on could change the stage journal", cfg.StateDir, strings.Join(writers, ", ")),
 			fmt.Sprintf(`icacls "%s" /inheritance:r /grant:r "SYSTEM:(OI)(CI)F" "Administrators:(OI)(CI)F"`, cfg.StateDir))
 	}

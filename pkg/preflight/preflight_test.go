@@ -9,6 +9,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/preflight"
+	"github.com/wincsi/csi-windows-node/pkg/winacl"
 	"github.com/wincsi/csi-windows-node/pkg/winhost"
 	"github.com/wincsi/csi-windows-node/pkg/winhost/scripted"
 )
@@ -57,6 +58,29 @@ func w32(call string, code uint32) *scripted.Reply {
 	return &scripted.Reply{Err: &winhost.Win32Error{Call: call, Code: code}}
 }
 
+const allow = winacl.AccessAllowedType
+
+// dacl is the reply of GetFileSecurityW: a self-relative descriptor
+// holding the entries.
+func dacl(t *testing.T, control uint16, entries ...winacl.ACE) *scripted.Reply {
+	t.Helper()
+	b, err := winacl.Descriptor{Control: control, DACL: &winacl.ACL{Revision: 2, ACEs: entries}}.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &scripted.Reply{Bytes: b}
+}
+
+func entry(t *testing.T, typ, flags uint8, mask uint32, sid string) winacl.ACE {
+	t.Helper()
+	a, err := winacl.AllowACE(sid, mask, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Type, a.Raw[0] = typ, typ
+	return a
+}
+
 func or(r *scripted.Reply, def scripted.Reply) scripted.Reply {
 	if r != nil {
 		return *r
@@ -71,7 +95,7 @@ var bootDisk = winhost.Instance{Path: `\\NODE1\ROOT\Microsoft\Windows\Storage:MS
 	"IsReadOnly": false, "IsOffline": false, "OfflineReason": nil, "HealthStatus": int64(0)}}
 
 // script lays out the calls of one Run.
-func (n node) script(e *scripted.Executor) {
+func (n node) script(t *testing.T, e *scripted.Executor) {
 	build := n.build
 	if build == "" {
 		build = "20348"
@@ -108,7 +132,9 @@ func (n node) script(e *scripted.Executor) {
 		e.ExpectWin32("GetDriveType", []any{`C:\`}, scripted.Reply{Uint32: dt})
 		e.ExpectWin32("GetVolumeFileSystem", []any{`C:\`}, scripted.Reply{String: fs})
 	}
-	e.ExpectWin32("GetSecurityDescriptor", []any{stateDir}, or(n.stateSD, scripted.Reply{String: "O:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"}))
+	e.ExpectWin32("GetFileSecurity", []any{stateDir, uint32(winacl.DACLSecurityInformation)},
+		or(n.stateSD, *dacl(t, winacl.ControlDACLProtected, entry(t, allow, 3, winacl.FullControl, winacl.SIDLocalSystem),
+			entry(t, allow, 3, winacl.FullControl, winacl.SIDAdministrators))))
 	e.ExpectQuery(nsStorage, wqlDisks, or(n.disks, scripted.Reply{Instances: []winhost.Instance{bootDisk}}))
 	e.ExpectWin32("QueryService", []any{"LanmanWorkstation"}, or(n.lanman, *svc(host.ServiceRunning, host.StartAuto)))
 	e.ExpectWin32("QueryService", []any{"MSiSCSI"}, or(n.msiscsi, *svc(host.ServiceRunning, host.StartAuto)))
@@ -145,7 +171,7 @@ var cfg = preflight.Config{KubeletDir: kubeletDir, StateDir: stateDir, SMB: true
 func run(t *testing.T, n node, c preflight.Config) preflight.Report {
 	t.Helper()
 	e := scripted.New(t)
-	n.script(e)
+	n.script(t, e)
 	return preflight.Run(context.Background(), c, winhost.New(e), winhost.NewAdmin(e).System)
 }
 
@@ -219,12 +245,18 @@ func TestEveryCheckInEachState(t *testing.T) {
 		{"kubelet dir on FAT32", node{fileSystem: "FAT32"}, cfg, preflight.CheckKubeletDir, preflight.Fail, "FAT32"},
 		{"kubelet dir remote", node{driveType: 4}, cfg, preflight.CheckKubeletDir, preflight.Fail, "remote"},
 
-		{"state dir writable by Authenticated Users", node{stateSD: &scripted.Reply{String: "O:BAD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;OICIIOID;SDGXGWGR;;;AU)(A;CIID;LC;;;AU)"}},
+		// C:\'s entries inherited, as on Windows Server before the plugin
+		// protects the directory: Authenticated Users may create folders.
+		{"state dir writable by Authenticated Users", node{stateSD: dacl(t, winacl.ControlDACLAutoInherited,
+			entry(t, allow, 0x13, winacl.FullControl, winacl.SIDLocalSystem), entry(t, allow, 0x13, winacl.FullControl, winacl.SIDAdministrators),
+			entry(t, allow, 0x1b, 0xe0010000, winacl.SIDAuthenticatedUsers), entry(t, allow, 0x12, 0x4, winacl.SIDAuthenticatedUsers))},
 			cfg, preflight.CheckStateDir, preflight.Warn, "Authenticated Users"},
-		{"state dir readable by Users", node{stateSD: &scripted.Reply{String: "O:SYD:P(A;OICI;FA;;;SY)(A;OICI;0x1200a9;;;BU)(D;;FA;;;WD)"}},
+		{"state dir readable by Users", node{stateSD: dacl(t, winacl.ControlDACLProtected,
+			entry(t, allow, 3, winacl.FullControl, winacl.SIDLocalSystem), entry(t, allow, 3, winacl.ReadExecute, winacl.SIDUsers),
+			entry(t, winacl.AccessDeniedType, 0, winacl.FullControl, winacl.SIDEveryone))},
 			cfg, preflight.CheckStateDir, preflight.Pass, "only by privileged"},
-		{"state dir not made yet", node{stateSD: w32("GetNamedSecurityInfo", winhost.ErrorFileNotFound)}, cfg, preflight.CheckStateDir, preflight.Info, "does not exist yet"},
-		{"state dir DACL unreadable", node{stateSD: &scripted.Reply{String: "D:(A;;XX;;;WD)"}}, cfg, preflight.CheckStateDir, preflight.Warn, "could not read the DACL"},
+		{"state dir not made yet", node{stateSD: w32("GetFileSecurityW", winhost.ErrorFileNotFound)}, cfg, preflight.CheckStateDir, preflight.Info, "does not exist yet"},
+		{"state dir DACL unreadable", node{stateSD: &scripted.Reply{Bytes: []byte{1, 0, 4}}}, cfg, preflight.CheckStateDir, preflight.Warn, "could not read the DACL"},
 
 		{"storage provider fails", node{disks: &scripted.Reply{Err: &winhost.COMError{Op: "ExecQuery", HResult: 0x80041013}}}, cfg, preflight.CheckStorageProvider, preflight.Fail, "could not be listed"},
 		{"storage provider lists nothing", node{disks: &scripted.Reply{}}, cfg, preflight.CheckStorageProvider, preflight.Fail, "no disk"},

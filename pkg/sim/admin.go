@@ -29,7 +29,7 @@ const (
 	OpSystemOS              = "system.OS"
 	OpSystemToken           = "system.Token"
 	OpSystemPathVolume      = "system.PathVolume"
-	OpSystemSecurity        = "system.Security"
+	OpSystemSecurity        = "system.DirectoryDACL"
 	OpSystemService         = "system.Service"
 	OpSystemSetAutoStart    = "system.SetServiceAutoStart"
 	OpSystemStartService    = "system.StartService"
@@ -179,28 +179,31 @@ func (h system) PathVolume(ctx context.Context, path string) (host.PathVolume, e
 	})
 }
 
-// Security renders the Linux permissions of path as the DACL Windows would
-// show for the same access: SYSTEM and Administrators full control,
-// Everyone (WD) full control when the path is writable by all, Users (BU)
-// read and execute when it is readable by all.
-func (h system) Security(ctx context.Context, path string) (string, error) {
-	return call(ctx, h.s, OpSystemSecurity, false, func(*State) (string, error) {
+// DirectoryDACL renders the Linux permissions of path as the DACL Windows
+// would show for the same access: SYSTEM and Administrators full control,
+// Everyone (S-1-1-0) full control when the path is writable by all, Users
+// (S-1-5-32-545) read and execute when it is readable by all.
+func (h system) DirectoryDACL(ctx context.Context, path string) (host.DACL, error) {
+	return call(ctx, h.s, OpSystemSecurity, false, func(*State) (host.DACL, error) {
 		p, err := cleanAbs(path)
 		if err != nil {
-			return "", err
+			return host.DACL{}, err
 		}
 		fi, err := os.Stat(p)
 		if err != nil {
-			return "", pathError("path", p, err)
+			return host.DACL{}, pathError("path", p, err)
 		}
-		sddl := "O:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
+		allow := func(sid string, mask uint32) host.ACE {
+			return host.ACE{Type: host.ACEAccessAllowed, Flags: host.ACEInheritedBelow, Mask: mask, SID: sid}
+		}
+		d := host.DACL{Protected: true, Entries: []host.ACE{allow("S-1-5-18", 0x1f01ff), allow("S-1-5-32-544", 0x1f01ff)}}
 		if fi.Mode().Perm()&0o002 != 0 {
-			sddl += "(A;OICI;FA;;;WD)"
+			d.Entries = append(d.Entries, allow("S-1-1-0", 0x1f01ff))
 		}
 		if fi.Mode().Perm()&0o004 != 0 {
-			sddl += "(A;OICI;0x1200a9;;;BU)"
+			d.Entries = append(d.Entries, allow("S-1-5-32-545", 0x1200a9))
 		}
-		return sddl, nil
+		return d, nil
 	})
 }
 

@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
+	"slices"
 	"testing"
 
 	"k8s.io/klog/v2"
@@ -79,15 +79,18 @@ func TestAdminSecurityFromPermissions(t *testing.T) {
 		if err := os.Chmod(dir, tt.mode); err != nil {
 			t.Fatal(err)
 		}
-		sd, err := s.Admin().System.Security(ctx, dir)
+		d, err := s.Admin().System.DirectoryDACL(ctx, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(sd, ";;;WD)") != tt.everyone || strings.Contains(sd, ";;;BU)") != tt.usersRead {
-			t.Errorf("mode %o: %s", tt.mode, sd)
+		has := func(sid string) bool {
+			return slices.ContainsFunc(d.Entries, func(e host.ACE) bool { return e.SID == sid })
+		}
+		if has("S-1-1-0") != tt.everyone || has("S-1-5-32-545") != tt.usersRead {
+			t.Errorf("mode %o: %+v", tt.mode, d)
 		}
 	}
-	if _, err := s.Admin().System.Security(ctx, filepath.Join(dir, "missing")); !errors.Is(err, host.ErrNotFound) {
+	if _, err := s.Admin().System.DirectoryDACL(ctx, filepath.Join(dir, "missing")); !errors.Is(err, host.ErrNotFound) {
 		t.Errorf("Security(missing) = %v, want ErrNotFound", err)
 	}
 }

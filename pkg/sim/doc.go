@@ -1,6 +1,7 @@
 // Package sim is a simulated Windows host: it implements every interface of
-// pkg/host (Disks, Volumes, Files, SMB, ISCSI) over an in-memory model of
-// disks, partitions, volumes, SMB global mappings and iSCSI sessions, kept
+// pkg/host (Disks, Volumes, Files, SMB, ISCSI, Security) over an in-memory
+// model of disks, partitions, volumes (with their root's DACL), SMB global
+// mappings, iSCSI sessions and account names, kept
 // durable in a directory, with volume and share contents stored as real
 // directories. It lets the plugin's OS-neutral backends, csi-sanity,
 // benchmarks and crash tests run on Linux.
@@ -134,10 +135,20 @@
 //     removes it. Reboot restores persistent logins whose portal answers
 //     and whose credentials still work; the others are gone (democratic-csi
 //     #342).
+//   - Security (security.go): Format gives a volume's root one of two
+//     DACLs from public dumps of real machines, Windows Server's (the
+//     default) or Windows 11's (WindowsAnswers.VolumeRootACL), because Windows does
+//     not document which; AddRootAllowEntries adds what is missing after
+//     the last explicit entry and leaves every entry as it was, refuses a
+//     NULL DACL (ErrConflict) and a read-only disk (ErrReadOnly; assumed:
+//     ERROR_WRITE_PROTECT); LookupAccountName resolves the built-in names
+//     in English and the accounts Setup declares, never ContainerUser or
+//     ContainerAdministrator (they exist only inside a container).
 //
 // Known simplifications: access control is enforced at the host API only
 // (a process can read a share's directory through a link without a
 // mapping, or a volume's directory while its disk is offline); write
 // protection of read-only disks is not enforced on file contents; the free
-// space overhead of file systems is illustrative.
+// space overhead of file systems is illustrative; a root's DACL is kept as
+// a model and never checked against the files below it.
 package sim

@@ -24,6 +24,7 @@ var readOps = map[string]bool{
 	OpFilesStat: true, OpFilesIsEmptyDir: true, OpFilesReadDir: true,
 	OpSMBMapping: true, OpSMBMappings: true, OpSMBCheck: true,
 	OpISCSIPortals: true, OpISCSITargets: true, OpISCSISessions: true, OpISCSISessionDisks: true,
+	OpSecurityRootDACL: true, OpSecurityLookupAccountName: true,
 }
 
 // OpenReadOnly opens the simulated host in dir to look at it while another

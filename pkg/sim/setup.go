@@ -16,6 +16,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/internal/bytesize"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/winacl"
 )
 
 // Setup is a simulated host and network a user declares (the plugin's
@@ -26,6 +27,9 @@ type Setup struct {
 	Disks   []SetupDisk
 	Shares  []ShareSpec
 	Targets []TargetSpec
+	// Accounts are account names the host resolves besides the built-in
+	// ones (for volumeRootAccess entries that name one).
+	Accounts []AccountState
 	// Windows picks the simulated Windows' answers where Windows' own are
 	// uncertain (Config.Windows, which wins when set). It is not state:
 	// it applies while the sim is open.
@@ -95,6 +99,9 @@ func ParseSetup(data []byte) (*Setup, error) {
 		},
 		"targets": func(n *yaml.Node, at string) {
 			p.list(n, at, func(n *yaml.Node, at string) { s.Targets = append(s.Targets, p.target(n, at)) })
+		},
+		"accounts": func(n *yaml.Node, at string) {
+			p.list(n, at, func(n *yaml.Node, at string) { s.Accounts = append(s.Accounts, p.account(n, at)) })
 		},
 		"windows": func(n *yaml.Node, at string) { s.Windows = p.windows(n, at) },
 	})
@@ -297,6 +304,13 @@ func (p *setupParser) windows(n *yaml.Node, at string) WindowsAnswers {
 				p.fail(n, at, "%q: want %s or %s", v, OfflineReadOnlyAccept, OfflineReadOnlyRefuse)
 			}
 		},
+		"volumeRootACL": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			if v != "" && !ValidRootACL(v) {
+				p.fail(n, at, "%q: want %s or %s", v, RootACLServer, RootACLClient)
+			}
+			w.VolumeRootACL = v
+		},
 	})
 	return w
 }
@@ -313,6 +327,30 @@ func (p *setupParser) disk(n *yaml.Node, at string) SetupDisk {
 		},
 	}, "serial")
 	return d
+}
+
+func (p *setupParser) account(n *yaml.Node, at string) AccountState {
+	var a AccountState
+	p.object(n, at, fields{
+		"name": func(n *yaml.Node, at string) {
+			a.Name = p.str(n, at, false)
+			if strings.ContainsAny(a.Name, `"/[]:;|=,+*?<>`) {
+				p.fail(n, at, "%q: account names cannot contain any of \"/[]:;|=,+*?<>", a.Name)
+			}
+		},
+		"sid": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			if v == "" {
+				return
+			}
+			sid, err := winacl.CanonicalSID(v)
+			if err != nil {
+				p.fail(n, at, "%q is not a SID (S-1-5-21-...)", v)
+			}
+			a.SID = sid
+		},
+	}, "name", "sid")
+	return a
 }
 
 func (p *setupParser) share(n *yaml.Node, at string) ShareSpec {
@@ -477,6 +515,9 @@ func (p *setupParser) duplicates(s *Setup) {
 	for i, t := range s.Targets {
 		claim("iqn", t.IQN, fmt.Sprintf("targets[%d] (%s)", i, t.IQN))
 	}
+	for i, a := range s.Accounts {
+		claim("account name", strings.ToLower(a.Name), fmt.Sprintf("accounts[%d] (%s)", i, a.Name))
+	}
 }
 
 // applySetup adds what setup declares to st and returns one line per entry
@@ -515,6 +556,13 @@ func (s *Sim) applySetup(st *State, setup *Setup) ([]string, error) {
 		step, err := st.planTarget(t)
 		if err != nil {
 			return nil, fmt.Errorf("targets[%d] (%s): %w", i, t.IQN, err)
+		}
+		plan = append(plan, step)
+	}
+	for i, a := range setup.Accounts {
+		step, err := st.planAccount(a)
+		if err != nil {
+			return nil, fmt.Errorf("accounts[%d] (%s): %w", i, a.Name, err)
 		}
 		plan = append(plan, step)
 	}
@@ -718,6 +766,22 @@ func (st *State) planTarget(spec TargetSpec) (func() string, error) {
 			line += fmt.Sprintf(", LUN %d added", l.LUN)
 		}
 		return line
+	}, nil
+}
+
+// planAccount checks a declared account against st and returns the step
+// that adds it. A name the host resolves already, to the same SID, is
+// kept; to another (a built-in name, or one declared before), it conflicts.
+func (st *State) planAccount(a AccountState) (func() string, error) {
+	if sid, ok := st.lookupAccount(a.Name); ok {
+		if sid != a.SID {
+			return nil, conflictf("the simulated host resolves %s to %s, not %s", a.Name, sid, a.SID)
+		}
+		return func() string { return fmt.Sprintf("account %s: kept (%s)", a.Name, a.SID) }, nil
+	}
+	return func() string {
+		st.Accounts = append(st.Accounts, a)
+		return fmt.Sprintf("account %s: added (%s)", a.Name, a.SID)
 	}, nil
 }
 

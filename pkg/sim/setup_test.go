@@ -55,6 +55,9 @@ targets:
       secret: node1-chapsecret
     mutualSecret: mutual-secret-1
     discoveryChap: {username: disc, secret: discovery-secret}
+accounts:
+  - name: CONTOSO\app-writers
+    sid: s-1-5-21-1-2-3-1107
 `
 
 func mustParse(t *testing.T, yaml string) *Setup {
@@ -95,10 +98,14 @@ func TestParseSetup(t *testing.T) {
 		tg.MutualSecret != "mutual-secret-1" || tg.DiscoveryCHAP == nil || tg.DiscoveryCHAP.User != "disc" {
 		t.Errorf("target credentials = %+v", tg)
 	}
+	if len(s.Accounts) != 1 || s.Accounts[0] != (AccountState{Name: `CONTOSO\app-writers`, SID: "S-1-5-21-1-2-3-1107"}) {
+		t.Errorf("accounts %+v", s.Accounts)
+	}
 	if s.Windows.OfflineReadOnly != "" {
 		t.Errorf("windows = %+v, want the defaults", s.Windows)
 	}
-	if s := mustParse(t, "windows:\n  offlineReadOnly: refuse\n"); s.Windows.OfflineReadOnly != OfflineReadOnlyRefuse {
+	if s := mustParse(t, "windows:\n  offlineReadOnly: refuse\n  volumeRootACL: client\n"); s.Windows.OfflineReadOnly != OfflineReadOnlyRefuse ||
+		s.Windows.VolumeRootACL != RootACLClient {
 		t.Errorf("windows = %+v", s.Windows)
 	}
 	for _, empty := range []string{"", "# nothing yet\n", "disks: []\nshares:\n"} {
@@ -144,6 +151,12 @@ func TestParseSetupErrors(t *testing.T) {
 		{"LUN of two disks", "disks:\n  - {serial: a, lun: 2}\n  - {serial: b, lun: 2}\n", 0, "disks[1] (serial b)"},
 		{"share declared twice", share + "  - path: '\\\\F\\D'\n    users: [{name: b, password: p}]\n", 0, `shares[1] (\\F\D)`},
 		{"target declared twice", target + "  - iqn: IQN.2026-01.io.example:T\n    portals: [10.0.0.2]\n", 0, "targets[1] (iqn.2026-01.io.example:t)"},
+		{"account without sid", "accounts:\n  - name: a\n", 2, "accounts[0]"},
+		{"account SID malformed", "accounts:\n  - name: a\n    sid: S-1-5-x\n", 3, "accounts[0].sid"},
+		{"account SID alias", "accounts:\n  - name: a\n    sid: BA\n", 3, "accounts[0].sid"},
+		{"account name with a colon", "accounts:\n  - name: 'a:b'\n    sid: S-1-5-21-1\n", 2, "accounts[0].name"},
+		{"account declared twice", "accounts:\n  - {name: a, sid: S-1-5-21-1}\n  - {name: A, sid: S-1-5-21-2}\n", 0, "accounts[1] (A)"},
+		{"unknown volume root ACL", "windows:\n  volumeRootACL: desktop\n", 2, "windows.volumeRootACL"},
 		{"not YAML", "disks: [\n", 0, ""},
 		{"two documents", "disks: []\n---\nshares: []\n", 3, ""},
 		{"a broken second document", "disks: []\n---\nshares: [\n", 0, ""},

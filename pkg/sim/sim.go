@@ -68,6 +68,10 @@ const (
 	OpISCSIRegister           = "iscsi.Register"
 	OpISCSISetInitiatorSecret = "iscsi.SetInitiatorSecret"
 	OpISCSISessionDisks       = "iscsi.SessionDisks"
+
+	OpSecurityRootDACL            = "security.RootDACL"
+	OpSecurityAddRootAllowEntries = "security.AddRootAllowEntries"
+	OpSecurityLookupAccountName   = "security.LookupAccountName"
 )
 
 // AllOps lists every op name, in interface order.
@@ -82,6 +86,7 @@ var AllOps = []string{
 	OpISCSIPortals, OpISCSIAddPortal, OpISCSIRefreshPortal, OpISCSIRemovePortal,
 	OpISCSITargets, OpISCSIConnect, OpISCSISessions, OpISCSIDisconnect, OpISCSIUnregister, OpISCSIRegister,
 	OpISCSISetInitiatorSecret, OpISCSISessionDisks,
+	OpSecurityRootDACL, OpSecurityAddRootAllowEntries, OpSecurityLookupAccountName,
 }
 
 // DefaultDiskSize is the size of a disk attached or declared without one:
@@ -123,6 +128,9 @@ type WindowsAnswers struct {
 	// for an offline disk: "" or OfflineReadOnlyAccept (the default), or
 	// OfflineReadOnlyRefuse.
 	OfflineReadOnly string
+	// VolumeRootACL is the DACL Format gives a volume's root: "" or
+	// RootACLServer (the default), or RootACLClient (security.go).
+	VolumeRootACL string
 }
 
 // The answers to SetReadOnly on an offline disk. Uncertain on Windows:
@@ -148,9 +156,13 @@ const (
 func checkWindowsAnswers(w WindowsAnswers) error {
 	switch w.OfflineReadOnly {
 	case "", OfflineReadOnlyAccept, OfflineReadOnlyRefuse:
-		return nil
+	default:
+		return fmt.Errorf("sim: offline read-only answer %q: want %q or %q", w.OfflineReadOnly, OfflineReadOnlyAccept, OfflineReadOnlyRefuse)
 	}
-	return fmt.Errorf("sim: offline read-only answer %q: want %q or %q", w.OfflineReadOnly, OfflineReadOnlyAccept, OfflineReadOnlyRefuse)
+	if w.VolumeRootACL != "" && !ValidRootACL(w.VolumeRootACL) {
+		return fmt.Errorf("sim: volume root ACL %q: want %q or %q", w.VolumeRootACL, RootACLServer, RootACLClient)
+	}
+	return nil
 }
 
 // Sim is a simulated Windows host. All methods are safe for concurrent use.
@@ -221,8 +233,9 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("sim: Config.Dir is required")
 	}
-	if cfg.Windows.OfflineReadOnly == "" && cfg.Setup != nil {
-		cfg.Windows.OfflineReadOnly = cfg.Setup.Windows.OfflineReadOnly
+	if cfg.Setup != nil {
+		cfg.Windows.OfflineReadOnly = cmp.Or(cfg.Windows.OfflineReadOnly, cfg.Setup.Windows.OfflineReadOnly)
+		cfg.Windows.VolumeRootACL = cmp.Or(cfg.Windows.VolumeRootACL, cfg.Setup.Windows.VolumeRootACL)
 	}
 	if err := checkWindowsAnswers(cfg.Windows); err != nil {
 		return nil, err
@@ -283,18 +296,20 @@ func New(cfg Config) (*Sim, error) {
 	}
 	go s.persistLoop()
 	s.log.V(2).Info("simulated host opened", "dir", dir, "disks", len(st.Disks), "faultRules", len(s.faults.Rules()),
-		"offlineReadOnly", cmp.Or(cfg.Windows.OfflineReadOnly, OfflineReadOnlyAccept))
+		"offlineReadOnly", cmp.Or(cfg.Windows.OfflineReadOnly, OfflineReadOnlyAccept),
+		"volumeRootACL", cmp.Or(cfg.Windows.VolumeRootACL, RootACLServer))
 	return s, nil
 }
 
-// Host returns the five host interfaces backed by the simulation.
+// Host returns the host interfaces backed by the simulation.
 func (s *Sim) Host() host.Host {
 	return host.Host{
-		Disks:   disks{s},
-		Volumes: volumes{s},
-		Files:   files{s},
-		SMB:     smbHost{s},
-		ISCSI:   iscsiHost{s},
+		Disks:    disks{s},
+		Volumes:  volumes{s},
+		Files:    files{s},
+		SMB:      smbHost{s},
+		ISCSI:    iscsiHost{s},
+		Security: security{s},
 	}
 }
 

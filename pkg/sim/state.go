@@ -64,6 +64,10 @@ type State struct {
 	// InitiatorSecretSHA256 is the hash of the initiator's mutual-CHAP secret.
 	InitiatorSecretSHA256 string `json:"initiatorSecretSHA256,omitempty"`
 
+	// Accounts are the account names LookupAccountName resolves besides
+	// the built-in ones (--sim-config accounts).
+	Accounts []AccountState `json:"accounts,omitempty"`
+
 	// The node's own configuration and the operator's scratch objects
 	// (admin.go): services changed from their defaults, VHDX files, local
 	// users and shares of the node itself.
@@ -117,6 +121,10 @@ type VolumeState struct {
 	Size           uint64            `json:"size"`
 	AllocationUnit uint32            `json:"allocationUnit"`
 	Health         host.HealthStatus `json:"health"`
+	// Root is the DACL of the root directory of the volume's file system,
+	// set by Format; nil for a volume formatted before the simulated host
+	// kept one, which reads as the default (WindowsAnswers.VolumeRootACL).
+	Root *DACLState `json:"root,omitempty"`
 }
 
 // MountState is one volume mount point.

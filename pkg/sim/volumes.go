@@ -267,6 +267,8 @@ func (h volumes) Format(ctx context.Context, v host.Volume, o host.FormatOptions
 			return host.Volume{}, err
 		}
 		p.Volume.FileSystem, p.Volume.AllocationUnit, p.Volume.Label = fsName, unit, o.Label
+		root := h.s.defaultRoot()
+		p.Volume.Root = &root
 		return h.s.toHostVolume(p)
 	})
 }

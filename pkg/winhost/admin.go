@@ -14,7 +14,9 @@ type AdminExecutor interface {
 }
 
 // AdminCalls are the executor calls only preflight and selftest make:
-// the plugin serving volumes never does. Like the rest of the executor,
+// the plugin serving volumes never does. (They also use the Win32 calls
+// every host uses: GetFileSecurity, SetFileSecurity and LookupAccountName
+// among them.) Like the rest of the executor,
 // each is one Windows call (or one open-call-close of a handle that cannot
 // cross the executor), without logic; errors are *Win32Error or, for
 // DeleteInstance, *COMError.
@@ -39,13 +41,6 @@ type AdminCalls interface {
 	GetVolumePathName(ctx context.Context, path string) (string, error)
 	GetDriveType(ctx context.Context, root string) (uint32, error)
 	GetVolumeFileSystem(ctx context.Context, root string) (string, error)
-
-	// GetSecurityDescriptor returns the owner and DACL of path in SDDL
-	// (GetNamedSecurityInfo, ConvertSecurityDescriptorToStringSecurityDescriptor).
-	GetSecurityDescriptor(ctx context.Context, path string) (string, error)
-	// SetDACL replaces the DACL of path with the DACL of an SDDL string,
-	// protected from inheritance (SetNamedSecurityInfo).
-	SetDACL(ctx context.Context, path, sddl string) error
 
 	// QueryService opens the service with query rights only
 	// (SC_MANAGER_CONNECT, SERVICE_QUERY_STATUS|SERVICE_QUERY_CONFIG) and
@@ -80,8 +75,6 @@ type AdminCalls interface {
 	// NET_API_STATUS is the error code of a *Win32Error.
 	NetUserAdd(ctx context.Context, name string, password host.Secret) error
 	NetUserDel(ctx context.Context, name string) error
-	// LookupAccountName returns the SID of an account in string form.
-	LookupAccountName(ctx context.Context, account string) (string, error)
 }
 
 // MaxFileData bounds what ReadFile returns: selftest's files are small.

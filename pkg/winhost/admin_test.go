@@ -3,10 +3,12 @@ package winhost_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/winacl"
 	"github.com/wincsi/csi-windows-node/pkg/winhost"
 	"github.com/wincsi/csi-windows-node/pkg/winhost/scripted"
 )
@@ -93,7 +95,9 @@ func TestSystemTokenAndVolume(t *testing.T) {
 	e.ExpectWin32("GetVolumePathName", []any{`C:\var\lib\kubelet`}, scripted.Reply{String: `C:\`})
 	e.ExpectWin32("GetDriveType", []any{`C:\`}, scripted.Reply{Uint32: 3})
 	e.ExpectWin32("GetVolumeFileSystem", []any{`C:\`}, scripted.Reply{String: "NTFS"})
-	e.ExpectWin32("GetSecurityDescriptor", []any{`C:\missing`}, scripted.Reply{Err: w32("GetNamedSecurityInfo", winhost.ErrorFileNotFound)})
+	e.ExpectWin32("GetFileSecurity", []any{`C:\state`, uint32(4)}, scripted.Reply{Bytes: descriptor(t, 0, 2,
+		ace(t, host.ACEAccessAllowed, 0x13, 0x1f01ff, "S-1-5-18"), ace(t, host.ACEAccessAllowed, 0x1b, 0xe0010000, "S-1-5-11"))})
+	e.ExpectWin32("GetFileSecurity", []any{`C:\missing`, uint32(4)}, scripted.Reply{Err: w32("GetFileSecurityW", winhost.ErrorFileNotFound)})
 	s := adminOf(e).System
 	ctx := context.Background()
 	if got, err := s.Token(ctx); err != nil || got != tok {
@@ -102,8 +106,12 @@ func TestSystemTokenAndVolume(t *testing.T) {
 	if got, err := s.PathVolume(ctx, `C:\var\lib\kubelet`); err != nil || got != (host.PathVolume{Root: `C:\`, DriveType: host.DriveFixed, FileSystem: "NTFS"}) {
 		t.Errorf("PathVolume() = %+v, %v", got, err)
 	}
-	if _, err := s.Security(ctx, `C:\missing`); !errors.Is(err, host.ErrNotFound) {
-		t.Errorf("Security(missing) = %v, want ErrNotFound", err)
+	d, err := s.DirectoryDACL(ctx, `C:\state`)
+	if err != nil || d.Null || d.Protected || len(d.Entries) != 2 || d.Entries[1].SID != "S-1-5-11" || d.Entries[1].Mask != 0xe0010000 {
+		t.Errorf("DirectoryDACL() = %+v, %v", d, err)
+	}
+	if _, err := s.DirectoryDACL(ctx, `C:\missing`); !errors.Is(err, host.ErrNotFound) {
+		t.Errorf("DirectoryDACL(missing) = %v, want ErrNotFound", err)
 	}
 }
 
@@ -246,8 +254,31 @@ func TestLocalSMB(t *testing.T) {
 	e.ExpectQuery(nsCIMV2, wqlUsers, scripted.Reply{Instances: []winhost.Instance{
 		{Path: `\\NODE1\root\cimv2:Win32_UserAccount.Domain="NODE1",Name="Administrator"`, Class: "Win32_UserAccount", Props: map[string]any{"Name": "Administrator"}},
 		{Path: `\\NODE1\root\cimv2:Win32_UserAccount.Domain="NODE1",Name="csiwn-st-1"`, Class: "Win32_UserAccount", Props: map[string]any{"Name": "csiwn-st-1"}}}})
-	e.ExpectWin32("LookupAccountName", []any{"csiwn-st-1"}, scripted.Reply{String: "S-1-5-21-1-2-3-1001"})
-	e.ExpectWin32("SetDACL", []any{`C:\st\share`, "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;S-1-5-21-1-2-3-1001)"}, ok())
+	userSID, err := winacl.ParseSID("S-1-5-21-1-2-3-1001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ExpectWin32("LookupAccountName", []any{"csiwn-st-1"}, scripted.Reply{Bytes: userSID, Uint32: 1})
+	// The share directory's DACL: protected, SYSTEM and Administrators full
+	// control, the user Modify, each inherited below.
+	e.ExpectMatching("SetFileSecurity", func(c scripted.Call) string {
+		if c.Args[0] != `C:\st\share` || c.Args[1] != uint32(0x80000004) {
+			return fmt.Sprintf("path or information %v", c.Args[:2])
+		}
+		d, err := winacl.ParseDescriptor(c.Args[2].([]byte))
+		if err != nil {
+			return err.Error()
+		}
+		var got []string
+		for _, a := range d.DACL.ACEs {
+			got = append(got, fmt.Sprintf("%s %#x %d", a.SID, a.Mask, a.Flags))
+		}
+		want := []string{"S-1-5-18 0x1f01ff 3", "S-1-5-32-544 0x1f01ff 3", "S-1-5-21-1-2-3-1001 0x1301bf 3"}
+		if !d.Protected() || !reflect.DeepEqual(got, want) {
+			return fmt.Sprintf("DACL %q (protected %v), want %q", got, d.Protected(), want)
+		}
+		return ""
+	}, ok())
 	e.ExpectCall(winhost.NamespaceSMB, winhost.Method{Class: "MSFT_SmbShare", Name: "CreateShare", In: []winhost.Param{
 		{Name: "Name", Value: "csiwn-st-1"}, {Name: "Path", Value: `C:\st\share`},
 		{Name: "Description", Value: "csi-windows-node selftest"}, {Name: "Temporary", Value: true},

@@ -215,6 +215,29 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		e.ExpectWin32("DirectoryEntries", []any{lcDir}, scripted.Reply{Strings: []string{"target", "link"}})
 		e.ExpectWin32("GetFileAttributes", []any{link}, scripted.Reply{Uint32: attrDir | attrReparse})
 		e.ExpectWin32("GetFileAttributes", []any{long(cPath("missing"))}, notFound)
+	case "security/missing-volume":
+		// Assumed: GetFileSecurityW answers a volume GUID path no volume
+		// has with ERROR_FILE_NOT_FOUND (its page lists no codes; the
+		// integration run checks it).
+		for range 2 {
+			e.ExpectWin32("GetFileSecurity", []any{guidB, dacl}, scripted.Reply{Err: w32("GetFileSecurity", winhost.ErrorFileNotFound)})
+		}
+	case "security/add-root-allow-entries":
+		volume("NTFS", 14)
+		// The root as the Windows Server dump of kubernetes/kubernetes#131341
+		// shows it (security_test.go), then the exact descriptor written.
+		root, granted := scripted.Reply{Bytes: hexBytes(t, serverRoot)}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)}
+		e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, root)
+		e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, root)
+		e.ExpectWin32("SetFileSecurity", []any{guidA, dacl, hexBytes(t, serverRootGranted)}, ok())
+		for range 3 {
+			e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, granted)
+		}
+	case "security/invalid-entry":
+		volume("NTFS", 14) // refused before any call
+	case "security/unknown-account":
+		e.ExpectWin32("LookupAccountName", []any{"csi-windows-node-no-such-account"},
+			scripted.Reply{Err: w32("LookupAccountName", winhost.ErrorNoneMapped)})
 	case "context/ended":
 		// The executor answers an ended context with ctx.Err() (the
 		// scripted executor does so once the call matches).
@@ -225,6 +248,7 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		e.ExpectWin32("GetFileAttributes", []any{lcDir}, scripted.Reply{Uint32: attrDir})
 		e.ExpectQuery(nsSMB, wqlMappings, scripted.Reply{})
 		e.ExpectQuery(iscNS, wqlPortalList, scripted.Reply{})
+		e.ExpectWin32("GetFileSecurity", []any{guidB, dacl}, scripted.Reply{})
 	default:
 		if !prepareNet(t, c, e, &f) {
 			t.Fatalf("no script for case %s", c.Name)

@@ -12,7 +12,9 @@
 // New assembles the host: Disks (disks.go: MSFT_Disk, MSFT_Partition,
 // the page 83 IOCTL), Volumes (volumes.go: MSFT_Volume and the Win32 volume
 // calls), Files (files.go: attributes, reparse points, directories, links),
-// and the SMB and iSCSI parts. The binary structures the executor hands back
+// the SMB and iSCSI parts, and Security (security.go: a volume root's DACL
+// through GetFileSecurityW and SetFileSecurityW, account names; the
+// descriptors are parsed and built in pkg/winacl). The binary structures the executor hands back
 // raw (STORAGE_DEVICE_ID_DESCRIPTOR, VOLUME_DISK_EXTENTS,
 // REPARSE_DATA_BUFFER) are parsed here, bounds-checked and fuzzed.
 // errors.go is the one place where a Windows code (a return value, an

@@ -309,7 +309,6 @@ const (
 	ErrorServiceAlreadyRunning     = 1056
 	ErrorServiceDisabled           = 1058
 	ErrorServiceDoesNotExist       = 1060
-	ErrorNoneMapped                = 1332 // LookupAccountName: no such account
 	NerrUserNotFound               = 2221 // NET_API_STATUS (lmerr.h), in the same code space
 	NerrUserExists                 = 2224
 	NerrPasswordTooShort           = 2245 // also: the password policy refused it
@@ -387,7 +386,6 @@ var win32Codes = codeTable{
 	ErrorServiceAlreadyRunning: {"ERROR_SERVICE_ALREADY_RUNNING", nil},
 	ErrorServiceDisabled:       {"ERROR_SERVICE_DISABLED", host.ErrConflict},
 	ErrorServiceDoesNotExist:   {"ERROR_SERVICE_DOES_NOT_EXIST", host.ErrNotFound},
-	ErrorNoneMapped:            {"ERROR_NONE_MAPPED", host.ErrNotFound},
 	NerrUserNotFound:           {"NERR_UserNotFound", host.ErrNotFound},
 	NerrUserExists:             {"NERR_UserExists", host.ErrAlreadyExists},
 	NerrPasswordTooShort:       {"NERR_PasswordTooShort", host.ErrInvalid},

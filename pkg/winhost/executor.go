@@ -160,4 +160,20 @@ type Win32 interface {
 	// DirectoryEntries returns the names of a directory's entries
 	// besides "." and "..".
 	DirectoryEntries(ctx context.Context, path string) ([]string, error)
+
+	// GetFileSecurity returns the parts of the file's or directory's
+	// security descriptor that info names (SECURITY_INFORMATION), in the
+	// self-relative form GetFileSecurityW writes, parsed by the caller.
+	GetFileSecurity(ctx context.Context, path string, info uint32) ([]byte, error)
+
+	// SetFileSecurity sets the parts of the file's or directory's security
+	// descriptor that info names from sd, a self-relative descriptor
+	// (SetFileSecurityW: the object's own descriptor only, never
+	// propagated to existing children).
+	SetFileSecurity(ctx context.Context, path string, info uint32, sd []byte) error
+
+	// LookupAccountName returns the SID (in binary form, parsed by the
+	// caller) and the SID_NAME_USE of an account name, as
+	// LookupAccountNameW resolves it on this computer.
+	LookupAccountName(ctx context.Context, name string) (sid []byte, use uint32, err error)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/winacl"
 	"github.com/wincsi/csi-windows-node/pkg/winhost/wql"
 )
 
@@ -122,26 +123,57 @@ func (l *LocalSMB) Users(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// shareDACL is the directory's DACL while it is shared: SYSTEM and
-// Administrators full control, the share's user modify (0x1301bf, the
-// "Modify" of the file-access-rights page,
+// Rights of the share directory's DACL while it is shared: SYSTEM and
+// Administrators full control, the share's user Modify (the "Modify" of
+// File Security and Access Rights,
 // learn.microsoft.com/windows/win32/fileio/file-security-and-access-rights),
-// protected from inheritance. A share's own permissions do not admit a
-// user the directory's DACL refuses.
-const shareDACL = "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;%s)"
+// each inherited below (OI|CI), the DACL protected from inheritance. A
+// share's own permissions do not admit a user the directory's DACL
+// refuses.
+const (
+	rightsFull   = 0x001F01FF // FILE_ALL_ACCESS
+	rightsModify = 0x001301BF
+	sidSystem    = "S-1-5-18"
+	sidAdmins    = "S-1-5-32-544"
+)
+
+// shareDACL is the protected DACL of a shared directory for the user's SID.
+func shareDACL(userSID string) ([]byte, error) {
+	acl := winacl.ACL{Revision: 2}
+	for _, e := range []struct {
+		sid  string
+		mask uint32
+	}{{sidSystem, rightsFull}, {sidAdmins, rightsFull}, {userSID, rightsModify}} {
+		a, err := winacl.AllowACE(e.sid, e.mask, host.ACEInheritedBelow)
+		if err != nil {
+			return nil, err
+		}
+		acl.ACEs = append(acl.ACEs, a)
+	}
+	return winacl.Descriptor{Control: winacl.ControlDACLProtected, DACL: &acl}.Bytes()
+}
 
 // CreateShare implements host.LocalSMB: the user's SID
-// (LookupAccountName), the directory's DACL, then the static
+// (LookupAccountNameW), the directory's DACL (SetFileSecurityW, protected,
+// as for volume roots: security.go), then the static
 // MSFT_SmbShare.CreateShare with only parameters both Windows Server 2019
 // and 23H2 define (learn.microsoft.com/previous-versions/windows/desktop/
 // smb/createshare-msft-smbshare), Temporary so that a share a killed run
 // left does not survive a restart of the server service.
 func (l *LocalSMB) CreateShare(ctx context.Context, name, dir, user string) error {
-	sid, err := l.e.LookupAccountName(ctx, user)
+	sidBytes, _, err := l.e.LookupAccountName(ctx, user)
 	if err != nil {
-		return fmt.Errorf("share %s: look up user %s: %w", name, user, mapHostErr(err))
+		return fmt.Errorf("share %s: look up user %s: %w", name, user, lookupErr(err))
 	}
-	if err := l.e.SetDACL(ctx, dir, fmt.Sprintf(shareDACL, sid)); err != nil {
+	sid, _, err := winacl.FormatSID(sidBytes)
+	if err != nil {
+		return fmt.Errorf("share %s: look up user %s: %w", name, user, err)
+	}
+	sd, err := shareDACL(sid)
+	if err != nil {
+		return fmt.Errorf("share %s: the DACL of %s: %w", name, dir, err)
+	}
+	if err := l.e.SetFileSecurity(ctx, dir, winacl.DACLSecurityInformation|winacl.ProtectedDACLSecurityInformation, sd); err != nil {
 		return fmt.Errorf("share %s: grant %s access to %s: %w", name, user, dir, mapHostErr(err))
 	}
 	m := Method{Class: classSmbShare, Name: "CreateShare", In: []Param{

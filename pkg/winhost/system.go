@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/winacl"
 	"github.com/wincsi/csi-windows-node/pkg/winhost/wql"
 )
 
@@ -130,13 +131,18 @@ func (s *System) PathVolume(ctx context.Context, path string) (host.PathVolume, 
 	return host.PathVolume{Root: root, DriveType: host.DriveType(dt), FileSystem: fs}, nil
 }
 
-// Security implements host.System.
-func (s *System) Security(ctx context.Context, path string) (string, error) {
-	sd, err := s.e.GetSecurityDescriptor(ctx, path)
+// DirectoryDACL implements host.System: GetFileSecurityW, the descriptor
+// parsed by pkg/winacl as for volume roots (security.go).
+func (s *System) DirectoryDACL(ctx context.Context, path string) (host.DACL, error) {
+	b, err := s.e.GetFileSecurity(ctx, path, winacl.DACLSecurityInformation)
 	if err != nil {
-		return "", fmt.Errorf("read the security of %s: %w", path, mapHostErr(err))
+		return host.DACL{}, fmt.Errorf("read the security descriptor of %s: %w", path, mapHostErr(err))
 	}
-	return sd, nil
+	d, err := winacl.ParseDescriptor(b)
+	if err != nil {
+		return host.DACL{}, fmt.Errorf("security descriptor of %s: %w", path, err)
+	}
+	return hostDACL(d), nil
 }
 
 // Service implements host.System.

@@ -80,11 +80,11 @@ func checkKeys(t *testing.T, out string) {
 	}
 	raw := map[string][]map[string]json.RawMessage{}
 	for list := range requiredKeys {
-		var items []map[string]json.RawMessage
-		if err := json.Unmarshal(top[list], &items); err != nil {
+		var objs []map[string]json.RawMessage
+		if err := json.Unmarshal(top[list], &objs); err != nil {
 			t.Fatalf("%s: %v", list, err)
 		}
-		raw[list] = items
+		raw[list] = objs
 	}
 	for list, keys := range requiredKeys {
 		if len(raw[list]) == 0 {

@@ -31,6 +31,7 @@ var readOps = map[string]bool{
 	sim.OpVolumesDiskNumber: true, sim.OpVolumesFreeSpace: true, sim.OpFilesStat: true, sim.OpFilesReadDir: true,
 	sim.OpFilesIsEmptyDir: true, sim.OpSMBMapping: true, sim.OpSMBMappings: true, sim.OpSMBCheck: true,
 	sim.OpISCSIPortals: true, sim.OpISCSITargets: true, sim.OpISCSISessions: true, sim.OpISCSISessionDisks: true,
+	sim.OpSecurityRootDACL: true, sim.OpSecurityLookupAccountName: true,
 }
 
 // open builds the plugin over the node under base with the flags.

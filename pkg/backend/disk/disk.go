@@ -35,6 +35,10 @@ type PrepareRequest struct {
 	// ReadOnly stages without writing: the disk is kept (or made)
 	// read-only and is never initialised, partitioned, formatted or grown.
 	ReadOnly bool
+	// RootAccess are the resolved grants of volumeRootAccess
+	// (ResolveRootAccess) added to the root of the volume once it is
+	// mounted; none for a read-only stage.
+	RootAccess contract.RootAccess
 }
 
 // Backend is the disk backend.
@@ -62,18 +66,25 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) error {
 	if spec == nil {
 		return fmt.Errorf("volume %q has no disk spec: %w", r.VolumeID, host.ErrInvalid)
 	}
+	access, err := b.ResolveRootAccess(ctx, r.Volume.RootAccess, r.ReadOnly)
+	if err != nil {
+		return err
+	}
 	staged, err := b.CheckStagingPath(ctx, r.StagingPath)
 	if err != nil {
 		return err
 	}
 	if staged != "" {
-		return b.verifyStaged(ctx, spec.Selector, staged, r.StagingPath, r.ReadOnly)
+		if err := b.verifyStaged(ctx, spec.Selector, staged, r.StagingPath, r.ReadOnly); err != nil {
+			return err
+		}
+		return b.GrantRootAccess(ctx, staged, access)
 	}
 	d, err := b.Find(ctx, spec.Selector)
 	if err != nil {
 		return err
 	}
-	return b.PrepareAndMount(ctx, d, PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS, ReadOnly: r.ReadOnly})
+	return b.PrepareAndMount(ctx, d, PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS, ReadOnly: r.ReadOnly, RootAccess: access})
 }
 
 // CheckStagingPath returns the GUID path of the volume mounted at the
@@ -147,7 +158,8 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 // online, initialises it as GPT when RAW, creates its data partition when
 // there is none, formats the volume when it has no file system and mounts
 // it. A read-only request only brings the disk online and mounts an
-// existing file system.
+// existing file system. Once the volume is mounted, the grants of
+// r.RootAccess are added to its root (GrantRootAccess).
 //
 // It formats a volume only when the partition is the plugin's own: made by
 // this stage, or recorded in a note before an earlier, interrupted stage
@@ -213,12 +225,12 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 			// A concurrent or crashed earlier attempt may have mounted it.
 			if info, serr := b.h.Files.Stat(ctx, r.StagingPath); serr == nil && info.Kind == host.PathMountPoint &&
 				winpath.CanonicalTarget(info.Target) == winpath.CanonicalTarget(vol.GUIDPath) {
-				return nil
+				return b.GrantRootAccess(ctx, vol.GUIDPath, r.RootAccess)
 			}
 		}
 		return err
 	}
-	return nil
+	return b.GrantRootAccess(ctx, vol.GUIDPath, r.RootAccess)
 }
 
 // readOnlyUp brings a disk up for a read-only stage: it is made read-only

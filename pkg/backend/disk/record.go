@@ -16,6 +16,8 @@ import (
 // detached one. A disk is never shared, so the record names no resource.
 type Record struct {
 	Selector contract.DiskSelector
+	// RootAccess is the volume's volumeRootAccess (backend.AttrRootAccess).
+	RootAccess contract.RootAccess
 }
 
 var _ backend.Record = Record{}
@@ -38,7 +40,9 @@ func (r Record) Attrs() map[string]string {
 	if err != nil { // cannot happen: strings, integers and pointers to them
 		panic(fmt.Sprintf("encode a disk selector: %v", err))
 	}
-	return map[string]string{attrSelector: string(b)}
+	attrs := map[string]string{attrSelector: string(b)}
+	backend.PutRootAccess(attrs, r.RootAccess)
+	return attrs
 }
 
 // attrSelector is the Entry.Attrs key of the selector.
@@ -64,7 +68,7 @@ func DecodeRecord(e journal.Entry) (Record, error) {
 	if sel.IsZero() {
 		return Record{}, fmt.Errorf("journal entry of volume %q holds an empty disk selector: %w", e.VolumeID, backend.ErrNoRecord)
 	}
-	return Record{Selector: sel}, nil
+	return Record{Selector: sel, RootAccess: backend.RootAccessOf(e)}, nil
 }
 
 // selectorJSON is the journal form of a contract.DiskSelector. Its field
@@ -131,7 +135,9 @@ func (b *Backend) Record(vol contract.Volume) (backend.Record, error) {
 	if vol.Disk == nil {
 		return nil, fmt.Errorf("volume has no disk spec: %w", host.ErrInvalid)
 	}
-	return RecordOf(vol.Disk), nil
+	r := RecordOf(vol.Disk)
+	r.RootAccess = vol.RootAccess
+	return r, nil
 }
 
 // DecodeRecord implements the node's Backend.

@@ -82,6 +82,10 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	log := klog.FromContext(ctx).WithValues("iqn", spec.IQN, "lun", spec.LUN)
 	ctx = klog.NewContext(ctx, log)
 
+	access, err := b.disks.ResolveRootAccess(ctx, r.Volume.RootAccess, r.ReadOnly)
+	if err != nil {
+		return err
+	}
 	staged, err := b.disks.CheckStagingPath(ctx, r.StagingPath)
 	if err != nil {
 		return err
@@ -122,10 +126,14 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 		return err
 	}
 	if staged != "" {
-		return b.verifyStaged(ctx, d, staged, r.StagingPath, spec)
+		if err := b.verifyStaged(ctx, d, staged, r.StagingPath, spec); err != nil {
+			return err
+		}
+		return b.disks.GrantRootAccess(ctx, staged, access)
 	}
 	log.V(4).Info("Preparing the LUN's disk", "diskNumber", d.Number, "stagingTargetPath", r.StagingPath)
-	return b.disks.PrepareAndMount(ctx, d, disk.PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS, ReadOnly: r.ReadOnly})
+	return b.disks.PrepareAndMount(ctx, d, disk.PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS,
+		ReadOnly: r.ReadOnly, RootAccess: access})
 }
 
 // loggedIn is what a transition that made the target ready leaves to the

@@ -21,6 +21,8 @@ type Record struct {
 	LUN       uint32
 	Portals   []host.Portal
 	Multipath bool
+	// RootAccess is the volume's volumeRootAccess (backend.AttrRootAccess).
+	RootAccess contract.RootAccess
 }
 
 var _ backend.Record = Record{}
@@ -47,11 +49,13 @@ func (r Record) Attrs() map[string]string {
 	for i, p := range r.Portals {
 		ps[i] = p.String()
 	}
-	return map[string]string{
+	attrs := map[string]string{
 		attrPortals:   strings.Join(ps, ","),
 		attrLUN:       strconv.FormatUint(uint64(r.LUN), 10),
 		attrMultipath: strconv.FormatBool(r.Multipath),
 	}
+	backend.PutRootAccess(attrs, r.RootAccess)
+	return attrs
 }
 
 // The Entry.Attrs keys of an iSCSI record.
@@ -89,6 +93,7 @@ func DecodeRecord(e journal.Entry) (Record, error) {
 		}
 	}
 	r.Multipath, _ = strconv.ParseBool(e.Attrs[attrMultipath]) // absent or damaged: single path
+	r.RootAccess = backend.RootAccessOf(e)
 	return r, nil
 }
 
@@ -114,7 +119,9 @@ func (b *Backend) Record(vol contract.Volume) (backend.Record, error) {
 	if vol.ISCSI == nil {
 		return nil, fmt.Errorf("volume has no iscsi spec: %w", host.ErrInvalid)
 	}
-	return RecordOf(vol.ISCSI), nil
+	r := RecordOf(vol.ISCSI)
+	r.RootAccess = vol.RootAccess
+	return r, nil
 }
 
 // DecodeRecord implements the node's Backend.

@@ -74,14 +74,15 @@ func offlineReadOnly(t *testing.T, ctx context.Context, f Fixture, readOnly bool
 
 // Cases is the contract: the cases of the disks, volumes and files
 // (localCases), of the SMB client (smbCases), of the iSCSI initiator
-// (iscsiCases) and of an ended context. Sources of Windows behaviour are
+// (iscsiCases), of volume roots' access control (securityCases) and of an
+// ended context. Sources of Windows behaviour are
 // the MSFT_* method pages under
 // learn.microsoft.com/windows-hardware/drivers/storage/, the Win32 pages
 // under learn.microsoft.com/windows/win32/api/ and those each case cites;
 // a clause marked "uncertain" is what no page states: the case accepts
 // every documented answer, and the integration run on Windows shows
 // which one Windows gives.
-var Cases = slices.Concat(localCases, smbCases, iscsiCases, contextCases)
+var Cases = slices.Concat(localCases, smbCases, iscsiCases, securityCases, contextCases)
 
 var localCases = []Case{
 	// --- Disks -----------------------------------------------------------
@@ -303,5 +304,7 @@ var contextCases = []Case{
 		is(t, "SMB.Mappings", err, context.Canceled)
 		_, err = f.Host.ISCSI.Portals(ctx)
 		is(t, "ISCSI.Portals", err, context.Canceled)
+		_, err = f.Host.Security.RootDACL(ctx, f.MissingVolume)
+		is(t, "Security.RootDACL", err, context.Canceled)
 	}},
 }

@@ -18,11 +18,12 @@ import (
 // The plugin never uses it: every host it runs on implements every method.
 func Unimplemented() host.Host {
 	return host.Host{
-		Disks:   unimplementedDisks{},
-		Volumes: unimplementedVolumes{},
-		Files:   unimplementedFiles{},
-		SMB:     unimplementedSMB{},
-		ISCSI:   unimplementedISCSI{},
+		Disks:    unimplementedDisks{},
+		Volumes:  unimplementedVolumes{},
+		Files:    unimplementedFiles{},
+		SMB:      unimplementedSMB{},
+		ISCSI:    unimplementedISCSI{},
+		Security: unimplementedSecurity{},
 	}
 }
 
@@ -212,4 +213,20 @@ func (unimplementedISCSI) SetInitiatorSecret(context.Context, host.Secret) error
 
 func (unimplementedISCSI) SessionDisks(context.Context, host.ISCSISession) ([]uint32, error) {
 	return nil, notImpl("iscsi.SessionDisks")
+}
+
+type unimplementedSecurity struct{}
+
+var _ host.Security = unimplementedSecurity{}
+
+func (unimplementedSecurity) RootDACL(context.Context, string) (host.DACL, error) {
+	return host.DACL{}, notImpl("security.RootDACL")
+}
+
+func (unimplementedSecurity) AddRootAllowEntries(context.Context, string, []host.ACE) ([]host.ACE, error) {
+	return nil, notImpl("security.AddRootAllowEntries")
+}
+
+func (unimplementedSecurity) LookupAccountName(context.Context, string) (string, error) {
+	return "", notImpl("security.LookupAccountName")
 }

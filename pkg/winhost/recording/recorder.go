@@ -327,16 +327,6 @@ func (r *Recorder) GetVolumeFileSystem(ctx context.Context, root string) (string
 	return win32(r, "GetVolumeFileSystem", []any{root}, func() (string, error) { return r.inner.GetVolumeFileSystem(ctx, root) })
 }
 
-// GetSecurityDescriptor implements winhost.AdminCalls.
-func (r *Recorder) GetSecurityDescriptor(ctx context.Context, path string) (string, error) {
-	return win32(r, "GetSecurityDescriptor", []any{path}, func() (string, error) { return r.inner.GetSecurityDescriptor(ctx, path) })
-}
-
-// SetDACL implements winhost.AdminCalls.
-func (r *Recorder) SetDACL(ctx context.Context, path, sddl string) error {
-	return win32Do(r, "SetDACL", []any{path, sddl}, func() error { return r.inner.SetDACL(ctx, path, sddl) })
-}
-
 // QueryService implements winhost.AdminCalls.
 func (r *Recorder) QueryService(ctx context.Context, name string) (host.Service, error) {
 	return win32(r, "QueryService", []any{name}, func() (host.Service, error) { return r.inner.QueryService(ctx, name) })
@@ -400,7 +390,22 @@ func (r *Recorder) NetUserDel(ctx context.Context, name string) error {
 	return win32Do(r, "NetUserDel", []any{name}, func() error { return r.inner.NetUserDel(ctx, name) })
 }
 
-// LookupAccountName implements winhost.AdminCalls.
-func (r *Recorder) LookupAccountName(ctx context.Context, account string) (string, error) {
-	return win32(r, "LookupAccountName", []any{account}, func() (string, error) { return r.inner.LookupAccountName(ctx, account) })
+// GetFileSecurity implements winhost.Win32.
+func (r *Recorder) GetFileSecurity(ctx context.Context, path string, info uint32) ([]byte, error) {
+	return win32(r, "GetFileSecurity", []any{path, info}, func() ([]byte, error) { return r.inner.GetFileSecurity(ctx, path, info) })
+}
+
+// SetFileSecurity implements winhost.Win32.
+func (r *Recorder) SetFileSecurity(ctx context.Context, path string, info uint32, sd []byte) error {
+	return win32Do(r, "SetFileSecurity", []any{path, info, sd}, func() error { return r.inner.SetFileSecurity(ctx, path, info, sd) })
+}
+
+// LookupAccountName implements winhost.Win32: the SID and its use are
+// recorded as one Account.
+func (r *Recorder) LookupAccountName(ctx context.Context, name string) ([]byte, uint32, error) {
+	a, err := win32(r, "LookupAccountName", []any{name}, func() (Account, error) {
+		sid, use, err := r.inner.LookupAccountName(ctx, name)
+		return Account{SID: sid, Use: use}, err
+	})
+	return a.SID, a.Use, err
 }

@@ -23,10 +23,18 @@ import (
 // arr (of Values), strs (a []string), bytes (base64), obj (an Instance),
 // secret (a value that is never written: a host.Secret or a sensitive
 // method parameter), token (host.Token), service (host.Service), start
-// (host.StartType), space ([3]uint64 of GetDiskFreeSpaceEx).
+// (host.StartType), space ([3]uint64 of GetDiskFreeSpaceEx), account
+// (LookupAccountName's SID and SID_NAME_USE).
 type Value struct {
 	T string          `json:"t"`
 	V json.RawMessage `json:"v,omitempty"`
+}
+
+// Account is what LookupAccountName answers: the SID in binary form and
+// its SID_NAME_USE.
+type Account struct {
+	SID []byte `json:"sid"`
+	Use uint32 `json:"use"`
 }
 
 // Object is an Instance in a recording.
@@ -110,6 +118,8 @@ func Encode(v any) (Value, error) {
 		return Value{T: "service", V: raw(x)}, nil
 	case host.StartType:
 		return Value{T: "start", V: raw(uint32(x))}, nil
+	case Account:
+		return Value{T: "account", V: raw(x)}, nil
 	case [3]uint64:
 		return Value{T: "space", V: raw([3]string{strconv.FormatUint(x[0], 10), strconv.FormatUint(x[1], 10), strconv.FormatUint(x[2], 10)})}, nil
 	}
@@ -224,6 +234,10 @@ func Decode(v Value) (any, error) {
 		var n uint32
 		err = json.Unmarshal(v.V, &n)
 		return host.StartType(n), err
+	case "account":
+		var a Account
+		err = json.Unmarshal(v.V, &a)
+		return a, err
 	case "space":
 		var ss [3]string
 		if err = json.Unmarshal(v.V, &ss); err == nil {

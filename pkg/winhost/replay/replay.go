@@ -159,6 +159,8 @@ func Reply(l recording.Line) (scripted.Reply, error) {
 		r.Token = x
 	case host.Service:
 		r.Service = x
+	case recording.Account:
+		r.Bytes, r.Uint32 = x.SID, x.Use
 	case nil:
 	default:
 		return r, fmt.Errorf("a reply of type %T", v)

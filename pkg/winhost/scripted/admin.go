@@ -56,17 +56,6 @@ func (e *Executor) GetVolumeFileSystem(ctx context.Context, root string) (string
 	return r.String, r.Err
 }
 
-// GetSecurityDescriptor implements winhost.AdminCalls.
-func (e *Executor) GetSecurityDescriptor(ctx context.Context, path string) (string, error) {
-	r := e.win32(ctx, "GetSecurityDescriptor", path)
-	return r.String, r.Err
-}
-
-// SetDACL implements winhost.AdminCalls.
-func (e *Executor) SetDACL(ctx context.Context, path, sddl string) error {
-	return e.win32(ctx, "SetDACL", path, sddl).Err
-}
-
 // QueryService implements winhost.AdminCalls.
 func (e *Executor) QueryService(ctx context.Context, name string) (host.Service, error) {
 	r := e.win32(ctx, "QueryService", name)
@@ -130,10 +119,4 @@ func (e *Executor) NetUserAdd(ctx context.Context, name string, password host.Se
 // NetUserDel implements winhost.AdminCalls.
 func (e *Executor) NetUserDel(ctx context.Context, name string) error {
 	return e.win32(ctx, "NetUserDel", name).Err
-}
-
-// LookupAccountName implements winhost.AdminCalls.
-func (e *Executor) LookupAccountName(ctx context.Context, account string) (string, error) {
-	r := e.win32(ctx, "LookupAccountName", account)
-	return r.String, r.Err
 }

@@ -52,9 +52,9 @@ type Call struct {
 type Reply struct {
 	Instances []winhost.Instance // Query, Associators
 	Result    winhost.Result     // Call
-	Bytes     []byte             // raw IOCTL output
+	Bytes     []byte             // raw IOCTL output; GetFileSecurity's descriptor; LookupAccountName's SID
 	String    string             // GetVolumeNameForVolumeMountPoint
-	Uint32    uint32             // GetFileAttributes
+	Uint32    uint32             // GetFileAttributes; LookupAccountName's SID_NAME_USE
 	Bool      bool               // DirectoryHasEntries
 	Strings   []string           // DirectoryEntries
 	Space     [3]uint64          // GetDiskFreeSpaceEx: available, total, free
@@ -391,4 +391,22 @@ func (e *Executor) DirectoryHasEntries(ctx context.Context, path string) (bool, 
 func (e *Executor) DirectoryEntries(ctx context.Context, path string) ([]string, error) {
 	r := e.win32(ctx, "DirectoryEntries", path)
 	return r.Strings, r.Err
+}
+
+// GetFileSecurity implements winhost.Executor.
+func (e *Executor) GetFileSecurity(ctx context.Context, path string, info uint32) ([]byte, error) {
+	r := e.win32(ctx, "GetFileSecurity", path, info)
+	return r.Bytes, r.Err
+}
+
+// SetFileSecurity implements winhost.Executor. The descriptor is recorded
+// as given, so a script states the exact bytes it expects.
+func (e *Executor) SetFileSecurity(ctx context.Context, path string, info uint32, sd []byte) error {
+	return e.win32(ctx, "SetFileSecurity", path, info, append([]byte(nil), sd...)).Err
+}
+
+// LookupAccountName implements winhost.Executor.
+func (e *Executor) LookupAccountName(ctx context.Context, name string) ([]byte, uint32, error) {
+	r := e.win32(ctx, "LookupAccountName", name)
+	return r.Bytes, r.Uint32, r.Err
 }

@@ -1,7 +1,6 @@
 package wmiexec
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -109,36 +108,6 @@ func getVolumeFileSystem(root string) (string, error) {
 		return "", win32Error("GetVolumeInformation", err)
 	}
 	return windows.UTF16ToString(fs), nil
-}
-
-func getSecurityDescriptor(path string) (string, error) {
-	sd, err := windows.GetNamedSecurityInfo(path, windows.SE_FILE_OBJECT,
-		windows.OWNER_SECURITY_INFORMATION|windows.DACL_SECURITY_INFORMATION)
-	if err != nil {
-		return "", win32Error("GetNamedSecurityInfo", err)
-	}
-	s := sd.String()
-	if s == "" {
-		return "", errors.New("ConvertSecurityDescriptorToStringSecurityDescriptor failed")
-	}
-	return s, nil
-}
-
-func setDACL(path, sddl string) error {
-	sd, err := windows.SecurityDescriptorFromString(sddl)
-	if err != nil {
-		return win32Error("ConvertStringSecurityDescriptorToSecurityDescriptor", err)
-	}
-	dacl, _, err := sd.DACL()
-	if err != nil {
-		return win32Error("GetSecurityDescriptorDacl", err)
-	}
-	err = windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT,
-		windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, dacl, nil)
-	if err != nil {
-		return win32Error("SetNamedSecurityInfo", err)
-	}
-	return nil
 }
 
 // openService opens the service control manager with SC_MANAGER_CONNECT
@@ -254,14 +223,6 @@ func deleteFile(path string) error {
 		return win32Error("DeleteFile", err)
 	}
 	return nil
-}
-
-func lookupAccountName(account string) (string, error) {
-	sid, _, _, err := windows.LookupSID("", account)
-	if err != nil {
-		return "", win32Error("LookupAccountName", err)
-	}
-	return sid.String(), nil
 }
 
 // netapi32's user calls, which x/sys does not declare

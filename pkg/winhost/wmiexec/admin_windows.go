@@ -67,16 +67,6 @@ func (e *Executor) GetVolumeFileSystem(ctx context.Context, root string) (string
 	return win32Call(ctx, e, "GetVolumeInformation", func() (string, error) { return getVolumeFileSystem(root) }, "path", root)
 }
 
-// GetSecurityDescriptor implements winhost.AdminCalls.
-func (e *Executor) GetSecurityDescriptor(ctx context.Context, path string) (string, error) {
-	return win32Call(ctx, e, "GetNamedSecurityInfo", func() (string, error) { return getSecurityDescriptor(path) }, "path", path)
-}
-
-// SetDACL implements winhost.AdminCalls.
-func (e *Executor) SetDACL(ctx context.Context, path, sddl string) error {
-	return win32Do(ctx, e, "SetNamedSecurityInfo", func() error { return setDACL(path, sddl) }, "path", path, "sddl", sddl)
-}
-
 // QueryService implements winhost.AdminCalls.
 func (e *Executor) QueryService(ctx context.Context, name string) (host.Service, error) {
 	return win32Call(ctx, e, "QueryService", func() (host.Service, error) { return queryService(name) }, "service", name)
@@ -136,9 +126,4 @@ func (e *Executor) NetUserAdd(ctx context.Context, name string, password host.Se
 // NetUserDel implements winhost.AdminCalls.
 func (e *Executor) NetUserDel(ctx context.Context, name string) error {
 	return win32Do(ctx, e, "NetUserDel", func() error { return netUserDel(name) }, "user", name)
-}
-
-// LookupAccountName implements winhost.AdminCalls.
-func (e *Executor) LookupAccountName(ctx context.Context, account string) (string, error) {
-	return win32Call(ctx, e, "LookupAccountName", func() (string, error) { return lookupAccountName(account) }, "account", account)
 }
