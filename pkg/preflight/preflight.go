@@ -238,7 +238,7 @@ func checkStateDir(ctx context.Context, cfg Config, sys host.System) Finding {
 	}
 	if writers := broadWriters(dacl); len(writers) > 0 {
 		return f.warn(fmt.Sprintf("%s is writable by %s: anyone logged on could change the stage journal", cfg.StateDir, strings.Join(writers, ", ")),
-			fmt.Sprintf(`icacls "%s" /inheritance:r /grant:r "SYSTEM:(OI)(CI)F" "Administrators:(OI)(CI)F"`, cfg.StateDir))
+			fmt.Sprintf(`the plugin protects it at its next start; now: icacls "%s" /inheritance:r /grant:r "SYSTEM:(OI)(CI)F" "Administrators:(OI)(CI)F"`, cfg.StateDir))
 	}
 	f.Result, f.Detail = Pass, cfg.StateDir+" is writable only by privileged accounts"
 	return f
