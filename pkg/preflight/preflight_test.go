@@ -132,7 +132,7 @@ func (n node) script(t *testing.T, e *scripted.Executor) {
 		e.ExpectWin32("GetDriveType", []any{`C:\`}, scripted.Reply{Uint32: dt})
 		e.ExpectWin32("GetVolumeFileSystem", []any{`C:\`}, scripted.Reply{String: fs})
 	}
-	e.ExpectWin32("GetFileSecurity", []any{stateDir, uint32(winacl.DACLSecurityInformation)},
+	e.ExpectWin32("GetFileSecurity", []any{stateDir, winacl.DACLSecurityInformation},
 		or(n.stateSD, *dacl(t, winacl.ControlDACLProtected, entry(t, allow, 3, winacl.FullControl, winacl.SIDLocalSystem),
 			entry(t, allow, 3, winacl.FullControl, winacl.SIDAdministrators))))
 	e.ExpectQuery(nsStorage, wqlDisks, or(n.disks, scripted.Reply{Instances: []winhost.Instance{bootDisk}}))
