@@ -40,7 +40,7 @@ Flags:
 // host read-only, takes stock of the node (plugin.Inventory) and prints the
 // report on stdout, as a table or as JSON.
 func diagnose(args []string, stdout, stderr io.Writer) int {
-	sc := newSubcommand(diagnoseCommand, diagnoseUsage, stderr)
+	sc := newSubcommand(diagnoseCommand, diagnoseUsage, stdout, stderr)
 	var output string
 	sc.fs.StringVar(&output, "o", "table", "output format: table, or json for scripts")
 	sc.fs.StringVar(&output, "output", "table", "the same as -o")

@@ -51,7 +51,7 @@ type preflightOutput struct {
 }
 
 func preflightCmd(args []string, stdout, stderr io.Writer) int {
-	sc := newSubcommand(preflightCommand, preflightUsage, stderr)
+	sc := newSubcommand(preflightCommand, preflightUsage, stdout, stderr)
 	po := config.RegisterPreflight(sc.fs)
 	if code, ok := sc.parse(args, po.Finish); !ok {
 		return code

@@ -54,7 +54,7 @@ Flags:
 `
 
 func selftestCmd(args []string, stdout, stderr io.Writer) int {
-	sc := newSubcommand(selftestCommand, selftestUsage, stderr)
+	sc := newSubcommand(selftestCommand, selftestUsage, stdout, stderr)
 	so := config.RegisterSelftest(sc.fs, runtime.GOOS, os.TempDir())
 	if code, ok := sc.parse(args, func() error { return so.Finish(sc.fs) }); !ok {
 		return code

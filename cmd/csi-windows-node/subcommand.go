@@ -16,37 +16,42 @@ import (
 // statuses.
 type subcommand struct {
 	name    string
+	usage   string
 	fs      *flag.FlagSet
 	opts    *config.Options
 	logging *config.Logging
+	stdout  io.Writer
 	stderr  io.Writer
 }
 
 // newSubcommand makes the flag set; the caller adds its own flags to fs.
-func newSubcommand(name, usage string, stderr io.Writer) *subcommand {
+// As the plugin's own flags do, --help goes to stdout, and a flag error is
+// one line on stderr with where to look, not the whole usage.
+func newSubcommand(name, usage string, stdout, stderr io.Writer) *subcommand {
 	fs := flag.NewFlagSet("csi-windows-node "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	s := &subcommand{name: name, fs: fs, logging: config.RegisterLogging(fs), opts: config.Register(fs, runtime.GOOS), stderr: stderr}
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard) // parse reports errors and --help itself
+	fs.Usage = func() {}
+	s := &subcommand{name: name, usage: usage, fs: fs, logging: config.RegisterLogging(fs), opts: config.Register(fs, runtime.GOOS),
+		stdout: stdout, stderr: stderr}
 	return s
 }
 
 // parse parses the arguments and checks them with check (the
 // subcommand's own rules), then applies the logging flags. When it
-// returns false, the subcommand ends with the exit status it gives: --help
-// (printed by the flag package) is exitOK, a bad flag exitFlagError.
+// returns false, the subcommand ends with the exit status it gives:
+// --help is exitOK, a bad flag exitFlagError.
 func (s *subcommand) parse(args []string, check func() error) (int, bool) {
 	if err := s.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(s.stdout, s.usage)
+			s.fs.SetOutput(s.stdout)
+			s.fs.PrintDefaults()
 			return exitOK, false
 		}
-		return exitFlagError, false
+		return s.usageError("%v\nRun csi-windows-node %s --help for the flags.", err, s.name), false
 	}
 	if s.fs.NArg() > 0 {
-		return s.usageError("unexpected argument %q", s.fs.Arg(0)), false
+		return s.usageError("unexpected argument %q: every setting is a --flag\nRun csi-windows-node %s --help for the flags.", s.fs.Arg(0), s.name), false
 	}
 	if err := check(); err != nil {
 		return s.usageError("invalid flags:\n%v", err), false

@@ -353,8 +353,8 @@ func TestPreflight(t *testing.T) {
 func TestHelp(t *testing.T) {
 	for _, cmd := range []string{"preflight", "selftest"} {
 		r := run(t, cmd, "--help")
-		if r.code != 0 || !strings.Contains(r.stderr, "Usage: csi-windows-node "+cmd) || !strings.Contains(r.stderr, "Exit status") {
-			t.Errorf("%s --help: exit %d\n%s", cmd, r.code, r.stderr)
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage: csi-windows-node "+cmd) || !strings.Contains(r.stdout, "Exit status") || r.stderr != "" {
+			t.Errorf("%s --help: exit %d\n%s%s", cmd, r.code, r.stdout, r.stderr)
 		}
 	}
 }
