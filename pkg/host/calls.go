@@ -19,6 +19,23 @@ type Tracker struct {
 
 type trackersKey struct{}
 
+type backgroundKey struct{}
+
+// Background returns a context whose host calls are background work (the
+// orphan sweep's stock-take): hosts that share a limited resource with
+// RPCs, such as the Windows executor's worker threads, run them apart so
+// that they never make an RPC wait.
+func Background(ctx context.Context) context.Context {
+	return context.WithValue(ctx, backgroundKey{}, true)
+}
+
+// IsBackground reports whether ctx is the context of background work
+// (Background).
+func IsBackground(ctx context.Context) bool {
+	b, _ := ctx.Value(backgroundKey{}).(bool)
+	return b
+}
+
 // Track returns a context whose host calls are counted by the returned
 // tracker as well as by every tracker already in ctx.
 func Track(ctx context.Context) (context.Context, *Tracker) {

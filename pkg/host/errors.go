@@ -1,6 +1,9 @@
 package host
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Implementations wrap them with %w and the identity of the
 // object involved; the node service maps them onto gRPC codes in one place.
@@ -69,6 +72,12 @@ var (
 	// never means that the object asked for is gone, so callers must not
 	// read it as ErrNotFound.
 	ErrSchema = errors.New("the host lacks a class, method or parameter the plugin uses")
+
+	// ErrSessionUnknown: an iSCSI login succeeded but the host did not
+	// say which session it made. It wraps ErrNotReady: the caller finds
+	// the session by listing, or tries again later; a session is never
+	// returned without its identifier, which logging out needs.
+	ErrSessionUnknown = fmt.Errorf("logged in, but the host did not say which session the login made: %w", ErrNotReady)
 
 	// ErrNotImplemented: this host does not implement the operation. On
 	// Windows it means the executor for that area has not been built; it

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"net"
+	"net/netip"
 	"strconv"
 )
 
@@ -59,11 +60,36 @@ type ISCSISession struct {
 	Ref               string
 	SessionID         string // SessionIdentifier
 	TargetNodeAddress string
-	TargetPortal      Portal
-	InitiatorPortal   string // initiator portal address, empty for the default
-	IsConnected       bool
-	IsPersistent      bool
+	// TargetPortal is the address and port the target answered the
+	// session's connection on (MSFT_iSCSIConnection.TargetAddress, "the
+	// IP address of the target"): an IP address, which is not the portal
+	// the login named when that portal is a host name or the target
+	// redirected the login. Zero when the session has no connection.
+	TargetPortal    Portal
+	InitiatorPortal string // initiator portal address, empty for the default
+	IsConnected     bool
+	IsPersistent    bool
 }
+
+// PersistentLogin is one login Windows replays at every boot (a persistent
+// target of the initiator: iscsicli ListPersistentTargets), whether or not
+// a session of it is up now. It holds nothing secret: the CHAP credentials
+// the login carries are never read.
+type PersistentLogin struct {
+	TargetNodeAddress string
+	// Portal is the portal the login goes through, as it was given.
+	Portal Portal
+	// InitiatorInstance and InitiatorPort name the initiator adapter and
+	// port the login uses (ROOT\ISCSIPRT\0000_0 and AnyInitiatorPort on
+	// the Microsoft software initiator); removing the login passes them
+	// back as listed.
+	InitiatorInstance string
+	InitiatorPort     uint32
+}
+
+// AnyInitiatorPort is the initiator port of a login that may use any port
+// of its adapter (ISCSI_ANY_INITIATOR_PORT, (ULONG)-1 in iscsidsc.h).
+const AnyInitiatorPort = ^uint32(0)
 
 // ConnectRequest are the MSFT_iSCSITarget.Connect inputs the plugin uses.
 type ConnectRequest struct {
@@ -98,15 +124,27 @@ type ISCSI interface {
 	// Targets lists the targets discovered through portal.
 	Targets(ctx context.Context, p Portal) ([]ISCSITarget, error)
 
-	// Connect logs in to a target through one portal. ErrAlreadyExists
-	// when a session to that target through that portal exists,
+	// Connect logs in to a target through one portal and returns the
+	// session the login made, with its SessionID. ErrAlreadyExists when
+	// the target has a session and either login is without multipath
+	// (with multipath on both, Windows makes another session: the caller
+	// must not log in through a portal that already has one),
 	// ErrLogonFailure on CHAP failure, ErrNotFound when the target is not
 	// known, ErrUnreachable when the portal does not answer.
+	// ErrSessionUnknown when the login succeeded but the host did not say
+	// which session it made: a session is never returned without its
+	// SessionID.
 	Connect(ctx context.Context, r ConnectRequest) (ISCSISession, error)
 
 	// Sessions lists the sessions to the target (all sessions when iqn is
-	// empty).
+	// empty). Its cost does not grow with the sessions of other targets.
 	Sessions(ctx context.Context, iqn string) ([]ISCSISession, error)
+
+	// ResolvePortal returns the IP addresses the portal's host name
+	// resolves to now (an IP address resolves to itself), to tell through
+	// which configured portal a session whose connection reports an IP
+	// address was made. ErrNotFound when the name does not resolve.
+	ResolvePortal(ctx context.Context, p Portal) ([]netip.Addr, error)
 
 	// Disconnect logs out of one session. ErrInUse when Windows refuses
 	// because the target's disks are in use.
@@ -129,4 +167,20 @@ type ISCSI interface {
 	// SessionDisks returns the numbers of the disks reached through the
 	// session.
 	SessionDisks(ctx context.Context, s ISCSISession) ([]uint32, error)
+
+	// DisksBySession returns the numbers of the disks reached through
+	// every session, by SessionID: SessionDisks of all sessions at a cost
+	// that does not grow with them. A session without disks may be left
+	// out.
+	DisksBySession(ctx context.Context) (map[string][]uint32, error)
+
+	// PersistentLogins lists the logins Windows replays at boot, whether
+	// or not a session of theirs is up (a target that was down at boot
+	// has a persistent login and no session).
+	PersistentLogins(ctx context.Context) ([]PersistentLogin, error)
+
+	// RemovePersistentLogin removes a persistent login as PersistentLogins
+	// listed it, so that Windows no longer logs in at boot; a session of
+	// it stays. ErrNotFound when it is not there.
+	RemovePersistentLogin(ctx context.Context, l PersistentLogin) error
 }

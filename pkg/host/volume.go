@@ -18,6 +18,17 @@ type Volume struct {
 	HealthStatus       HealthStatus
 }
 
+// ListedVolume is a volume as Volumes.List reports it: with the disk that
+// holds it.
+type ListedVolume struct {
+	Volume
+	// DiskNumber is the number of the disk holding the volume, valid when
+	// OnDisk; a volume List could not place has OnDisk false (ask
+	// Volumes.DiskNumber).
+	DiskNumber uint32
+	OnDisk     bool
+}
+
 // FormatOptions are the MSFT_Volume.Format inputs the plugin uses. The format
 // is always quick.
 type FormatOptions struct {
@@ -42,6 +53,11 @@ type Volumes interface {
 
 	// Get returns the volume with this GUID path, or ErrNotFound.
 	Get(ctx context.Context, guidPath string) (Volume, error)
+
+	// List returns every volume the host sees, each with the disk holding
+	// it where the host can tell, at a cost that does not grow with the
+	// volumes.
+	List(ctx context.Context) ([]ListedVolume, error)
 
 	// Format puts a file system on the volume and returns the volume as it
 	// is afterwards. Formatting a volume that already has a file system

@@ -5,6 +5,7 @@ package hostmetrics
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -134,6 +135,13 @@ func (w volumes) Get(ctx context.Context, guidPath string) (host.Volume, error) 
 	start := time.Now()
 	r0, err := w.next.Get(ctx, guidPath)
 	w.m.observe(AreaVolumes, "Get", start, err)
+	return r0, err
+}
+
+func (w volumes) List(ctx context.Context) ([]host.ListedVolume, error) {
+	start := time.Now()
+	r0, err := w.next.List(ctx)
+	w.m.observe(AreaVolumes, "List", start, err)
 	return r0, err
 }
 
@@ -326,6 +334,13 @@ func (w iscsi) Sessions(ctx context.Context, iqn string) ([]host.ISCSISession, e
 	return r0, err
 }
 
+func (w iscsi) ResolvePortal(ctx context.Context, p host.Portal) ([]netip.Addr, error) {
+	start := time.Now()
+	r0, err := w.next.ResolvePortal(ctx, p)
+	w.m.observe(AreaISCSI, "ResolvePortal", start, err)
+	return r0, err
+}
+
 func (w iscsi) Disconnect(ctx context.Context, s host.ISCSISession) error {
 	start := time.Now()
 	err := w.next.Disconnect(ctx, s)
@@ -359,6 +374,27 @@ func (w iscsi) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32,
 	r0, err := w.next.SessionDisks(ctx, s)
 	w.m.observe(AreaISCSI, "SessionDisks", start, err)
 	return r0, err
+}
+
+func (w iscsi) DisksBySession(ctx context.Context) (map[string][]uint32, error) {
+	start := time.Now()
+	r0, err := w.next.DisksBySession(ctx)
+	w.m.observe(AreaISCSI, "DisksBySession", start, err)
+	return r0, err
+}
+
+func (w iscsi) PersistentLogins(ctx context.Context) ([]host.PersistentLogin, error) {
+	start := time.Now()
+	r0, err := w.next.PersistentLogins(ctx)
+	w.m.observe(AreaISCSI, "PersistentLogins", start, err)
+	return r0, err
+}
+
+func (w iscsi) RemovePersistentLogin(ctx context.Context, l host.PersistentLogin) error {
+	start := time.Now()
+	err := w.next.RemovePersistentLogin(ctx, l)
+	w.m.observe(AreaISCSI, "RemovePersistentLogin", start, err)
+	return err
 }
 
 type security struct {

@@ -77,12 +77,12 @@ func (t *taker) diskBacking(ctx context.Context, e journal.Entry, info host.Path
 		return b, err
 	}
 	b.Selector = rec.Storage()
-	if b.DiskNumber != nil || t.in.Disks == nil {
+	if b.DiskNumber != nil || t.disks == nil {
 		return b, nil
 	}
 	// Nothing mounted, or the disk hides its volume (offline): place the
 	// disk by the selector the stage recorded.
-	d, err := t.in.Disks.Locate(ctx, e)
+	d, err := t.disks.Locate(ctx, e)
 	switch {
 	case err == nil:
 		b.disk(d)

@@ -177,8 +177,9 @@ const (
 	KindSMBMapping Kind = "smb-mapping"
 	// KindISCSISession is an iSCSI session; its ID the session identifier.
 	KindISCSISession Kind = "iscsi-session"
-	// KindISCSIPersistentLogin is the persistent login of a session (it
-	// logs in again at boot); its ID "<target>@<portal>".
+	// KindISCSIPersistentLogin is a persistent login (Windows logs in
+	// again at boot), whether or not a session of it is up; its ID
+	// "<target>@<portal>".
 	KindISCSIPersistentLogin Kind = "iscsi-persistent-login"
 	// KindISCSIPortal is a registered target portal; its ID
 	// "address:port".
@@ -208,10 +209,12 @@ type Resource struct {
 	Kind  Kind   `json:"kind"`
 	ID    string `json:"id"`
 	Owner Owner  `json:"owner"`
-	// Status is the mapping's status, or a session's "connected" or
-	// "disconnected" (with ", persistent").
+	// Status is the mapping's status, a session's "connected" or
+	// "disconnected" (with ", persistent"), or a persistent login's
+	// "target logged in" or "no session".
 	Status string `json:"status,omitempty"`
-	// Target is a session's target; Portal a session's portal.
+	// Target is a session's or persistent login's target; Portal a
+	// session's portal, or the portal a persistent login goes through.
 	Target string `json:"target,omitempty"`
 	Portal string `json:"portal,omitempty"`
 	// UsedBy are the recorded volumes that use it now.

@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
@@ -111,6 +112,16 @@ func (t *taker) iscsiResources(ctx context.Context) {
 		}
 	}
 
+	// The persistent logins themselves, whether or not a session of
+	// theirs is up (a target that was down at boot has a login and no
+	// session). When they cannot be listed, those of the persistent
+	// sessions are reported instead.
+	logins, loginsErr := t.h.ISCSI.PersistentLogins(ctx)
+	if loginsErr != nil {
+		t.incomplete("list iSCSI persistent logins", loginsErr)
+	}
+	noted := t.targetNotes(ctx)
+
 	through := map[string]int{} // portal -> sessions through it
 	for _, s := range sessions {
 		iqn := strings.ToLower(s.TargetNodeAddress)
@@ -138,10 +149,36 @@ func (t *taker) iscsiResources(ctx context.Context) {
 		t.unexplained(KindISCSISession, s.SessionID, "session to target "+s.TargetNodeAddress+" through portal "+portal+
 			", a target of this plugin's, and no staged volume uses a LUN of it: its volumes were unstaged without logging out "+
 			"(an unstage that failed half-way), or kubelet never unstaged them")
-		if s.IsPersistent {
+		if s.IsPersistent && loginsErr != nil {
 			t.unexplained(KindISCSIPersistentLogin, PersistentLoginID(s.TargetNodeAddress, portal), "persistent login of an unused session "+
 				"of this plugin's (session "+s.SessionID+"): Windows logs in again at every boot until it is removed")
 		}
+	}
+	for _, l := range logins {
+		iqn := strings.ToLower(l.TargetNodeAddress)
+		portal := iscsi.PortalID(l.Portal)
+		r := Resource{Kind: KindISCSIPersistentLogin, ID: PersistentLoginID(l.TargetNodeAddress, portal), Target: l.TargetNodeAddress,
+			Portal: portal, Status: "no session", UsedBy: nonNil(users[iqn])}
+		if slices.ContainsFunc(byTarget[iqn], func(s host.ISCSISession) bool { return s.IsConnected }) {
+			r.Status = "target logged in"
+		}
+		if !named[iqn] && !noted[iqn] {
+			r.Owner, r.Note = OwnerForeign, foreignNote
+			t.rep.Resources = append(t.rep.Resources, r)
+			continue
+		}
+		r.Owner, r.Note = OwnerPlugin, "a journal entry or this plugin's record of the target's logins names its target"
+		t.rep.Resources = append(t.rep.Resources, r)
+		if len(r.UsedBy) > 0 {
+			continue
+		}
+		why := "persistent login of target " + l.TargetNodeAddress + " through portal " + portal + ", a target of this plugin's " +
+			"that no staged volume uses: Windows logs in again at every boot until it is removed"
+		if r.Status == "no session" {
+			why += " (no session of it is up: the target did not answer at the last boot, which also hides the login from Get-IscsiSession; " +
+				"iscsicli ListPersistentTargets shows it)"
+		}
+		t.unexplained(KindISCSIPersistentLogin, r.ID, why)
 	}
 
 	portals, err := t.h.ISCSI.Portals(ctx)
@@ -171,6 +208,22 @@ func (t *taker) iscsiResources(ctx context.Context) {
 		}
 		t.rep.Resources = append(t.rep.Resources, r)
 	}
+}
+
+// targetNotes returns the targets (lower case) the iSCSI backend's
+// records of logins name: targets it logged in to and has not logged out
+// of, whether or not a journal entry still names them.
+func (t *taker) targetNotes(ctx context.Context) map[string]bool {
+	notes, err := t.in.Journal.Notes(ctx, iscsi.TargetNotePrefix)
+	if err != nil {
+		t.incomplete("notes of the iSCSI targets", err)
+		return nil
+	}
+	out := make(map[string]bool, len(notes))
+	for k := range notes {
+		out[strings.ToLower(strings.TrimPrefix(k, iscsi.TargetNotePrefix))] = true
+	}
+	return out
 }
 
 // targetUser reports whether entry i uses its target iqn now (see

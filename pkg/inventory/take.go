@@ -38,16 +38,17 @@ type DiskLocator interface {
 
 // Input is what Take looks at.
 type Input struct {
-	// Host is the host as it is; Take only makes calls that read.
+	// Host is the host as it is; Take only makes calls that read, through
+	// a Snapshot of it, so that the calls of the disks, volumes, SMB and
+	// iSCSI areas do not grow with the volumes.
 	Host host.Host
 	// Journal is the plugin's stage journal.
 	Journal Journal
-	// Health holds each backend's health check, by backend name ("disk",
-	// "smb", "iscsi").
-	Health map[string]HealthChecker
-	// Disks places the disk of a disk volume that is not mounted; nil
-	// leaves it unplaced.
-	Disks DiskLocator
+	// Checkers builds each backend's health check, by backend name
+	// ("disk", "smb", "iscsi"), and the locator of a disk volume's disk
+	// that is not mounted (nil leaves it unplaced), over the host it is
+	// given: Take's snapshot, so that their reads are the snapshot's too.
+	Checkers func(h host.Host) (map[string]HealthChecker, DiskLocator)
 	// Root is the kubelet directory.
 	Root *winpath.Root
 	// DriverName is the CSI driver name: kubelet stages this driver's
@@ -66,8 +67,11 @@ func Take(ctx context.Context, in Input) (*Report, error) {
 	if in.Journal == nil || in.Root == nil || in.DriverName == "" {
 		return nil, errors.New("inventory: journal, kubelet directory and driver name are required")
 	}
-	t := &taker{in: in, h: in.Host, rep: &Report{Volumes: []Volume{}, Resources: []Resource{}, Unexplained: []Item{}},
+	t := &taker{in: in, h: Snapshot(in.Host), rep: &Report{Volumes: []Volume{}, Resources: []Resource{}, Unexplained: []Item{}},
 		byPath: map[string]int{}, targetDisks: map[string]map[uint32]bool{}}
+	if in.Checkers != nil {
+		t.checkers, t.disks = in.Checkers(t.h)
+	}
 	t.entries = in.Journal.List(ctx)
 	t.infos = make([]host.PathInfo, len(t.entries))
 	t.readable = make([]bool, len(t.entries))
@@ -91,9 +95,11 @@ func Take(ctx context.Context, in Input) (*Report, error) {
 
 // taker holds what one Take has learnt so far.
 type taker struct {
-	in  Input
-	h   host.Host
-	rep *Report
+	in       Input
+	h        host.Host // a Snapshot of in.Host
+	checkers map[string]HealthChecker
+	disks    DiskLocator
+	rep      *Report
 
 	entries  []journal.Entry
 	infos    []host.PathInfo   // what is at each entry's staging path
@@ -183,7 +189,7 @@ func (v *Volume) problem(reason, message string) {
 // health runs the backend's health check and turns its conditions into a
 // state.
 func (t *taker) health(ctx context.Context, e journal.Entry) (State, []Problem) {
-	hc := t.in.Health[e.Backend]
+	hc := t.checkers[e.Backend]
 	if hc == nil {
 		return StateUnknown, []Problem{{Reason: "NoRecord", Message: fmt.Sprintf("unknown backend %q", e.Backend)}}
 	}

@@ -153,7 +153,7 @@ func (j *Journal) loadFiles(dir string, use func(path, name string, data []byte)
 			if readOnly {
 				continue
 			}
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := durable.Remove(dir, name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("remove leftover %s: %w", p, err)
 			}
 		case strings.HasSuffix(name, ".json"):
@@ -274,8 +274,7 @@ func (j *Journal) Delete(ctx context.Context, volumeID string) error {
 		return fmt.Errorf("remove journal entry of volume %q: %w", volumeID, err)
 	}
 	defer unlock()
-	p := filepath.Join(j.dir, fileName(volumeID))
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := durable.Remove(j.dir, fileName(volumeID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove journal entry of volume %q: %w", volumeID, err)
 	}
 	// The file is gone: the in-memory copy follows even if the directory

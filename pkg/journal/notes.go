@@ -87,7 +87,7 @@ func (j *Journal) DeleteNote(ctx context.Context, key string) error {
 	}
 	defer unlock()
 	dir := filepath.Join(j.dir, notesDir)
-	err = os.Remove(filepath.Join(dir, fileName(key)))
+	err = durable.Remove(dir, fileName(key))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove journal note %q: %w", key, err)
 	}

@@ -7,8 +7,6 @@ import (
 	"os"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
-	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
-	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
@@ -44,8 +42,7 @@ func Inventory(ctx context.Context, o Options, h host.Host) (*inventory.Report, 
 	default:
 		return nil, fmt.Errorf("read the stage journal: %w", err)
 	}
-	disks, backends := newBackends(h, store, o)
-	rep, err := takeStock(ctx, o, h, store, root, disks, backends)
+	rep, err := takeStock(ctx, o, h, store, root)
 	if err != nil {
 		return nil, err
 	}
@@ -60,23 +57,30 @@ func Inventory(ctx context.Context, o Options, h host.Host) (*inventory.Report, 
 }
 
 // TakeStock takes stock of the node as Inventory does, from the plugin's
-// own journal, host and backends: for the orphan sweep, which runs in the
-// plugin (pkg/sweep). It only reads.
+// own journal and host: for the orphan sweep, which runs in the plugin
+// (pkg/sweep). It only reads, as background work (host.Background): on
+// Windows its calls run on workers of their own, never on one an RPC
+// waits for.
 func (p *Plugin) TakeStock(ctx context.Context) (*inventory.Report, error) {
-	return takeStock(ctx, p.opts, p.host, p.journal, p.root, p.disks, p.backends)
+	return takeStock(host.Background(ctx), p.opts, p.host, p.journal, p.root)
 }
 
-// takeStock sets the journal store against h with the backends' health
-// checks (pkg/inventory).
-func takeStock(ctx context.Context, o Options, h host.Host, store inventory.Journal, root *winpath.Root,
-	disks *disk.Backend, backends map[contract.Kind]backend.Backend) (*inventory.Report, error) {
-	health := make(map[string]inventory.HealthChecker, len(backends))
-	for k, b := range backends {
-		health[string(k)] = b
-	}
+// takeStock sets the journal store against h (pkg/inventory), with the
+// backends' health checks built as New builds them, over the stock-take's
+// snapshot of h (inventory.Snapshot): backends of their own, which only
+// read.
+func takeStock(ctx context.Context, o Options, h host.Host, store readStore, root *winpath.Root) (*inventory.Report, error) {
 	return inventory.Take(ctx, inventory.Input{
-		Host: h, Journal: store, Health: health, Disks: disks, Root: root, DriverName: o.DriverName,
+		Host: h, Journal: store, Root: root, DriverName: o.DriverName,
 		KeepSMBMappings: o.SMBKeepMappings, KeepISCSIPortals: o.KeepISCSIPortals,
+		Checkers: func(snap host.Host) (map[string]inventory.HealthChecker, inventory.DiskLocator) {
+			disks, backends := newBackends(snap, store, o)
+			health := make(map[string]inventory.HealthChecker, len(backends))
+			for k, b := range backends {
+				health[string(k)] = b
+			}
+			return health, disks
+		},
 	})
 }
 

@@ -180,9 +180,6 @@ type Plugin struct {
 	// releasers are the backends whose volumes share host resources
 	// (ReleaseUnused).
 	releasers []backend.Releaser
-	// disks and backends are the backends New built, for TakeStock.
-	disks    *disk.Backend
-	backends map[contract.Kind]backend.Backend
 	// sweeper is the orphan sweep (Sweep; Serve runs it).
 	sweeper *sweep.Sweeper
 	// system and preflight are the preflight checks Serve runs at start
@@ -236,7 +233,7 @@ func New(o Options, h Host) (*Plugin, error) {
 		return nil, fmt.Errorf("upgrade the stage journal in %s: %w", o.StateDir, err)
 	}
 
-	disks, backends := newBackends(hh, jr, o)
+	_, backends := newBackends(hh, jr, o)
 	// The backends whose volumes share host resources answer
 	// ReleaseUnused.
 	var releasers []backend.Releaser
@@ -270,7 +267,7 @@ func New(o Options, h Host) (*Plugin, error) {
 		served = h.Controller(ns, o.Contract)
 	}
 	p := &Plugin{Identity: ids, Metrics: mm, served: served, node: ns, journal: jr, host: hh, root: root,
-		releasers: releasers, disks: disks, backends: backends, system: h.System, opts: o}
+		releasers: releasers, system: h.System, opts: o}
 	if p.preflight, err = preflight.NewGauge(mm.GetRegistry()); err != nil {
 		return nil, err
 	}

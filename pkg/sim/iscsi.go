@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,15 +92,53 @@ func (st *State) sessionIndex(s host.ISCSISession) int {
 }
 
 func (st *State) toHostSession(s *SessionState) host.ISCSISession {
+	addr := s.Address
+	if addr == "" {
+		addr = s.Portal
+	}
 	return host.ISCSISession{
 		Ref:               sessionRefPrefix + s.ID,
 		SessionID:         s.ID,
 		TargetNodeAddress: s.Target,
-		TargetPortal:      parsePortalKey(s.Portal),
+		TargetPortal:      parsePortalKey(addr),
 		InitiatorPortal:   s.InitiatorPortal,
 		IsConnected:       st.portalReachable(s.Portal),
 		IsPersistent:      s.Persistent,
 	}
+}
+
+// resolve returns the IP addresses the host of a portal resolves to in the
+// simulated network: an IP address itself, a name what Names lists.
+func (st *State) resolve(p host.Portal) ([]netip.Addr, error) {
+	if a, err := netip.ParseAddr(p.Address); err == nil {
+		return []netip.Addr{a.Unmap()}, nil
+	}
+	var out []netip.Addr
+	for _, s := range st.Names[strings.ToLower(p.Address)] {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, a.Unmap())
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("host name %s: not resolved: %w", p.Address, host.ErrNotFound)
+	}
+	return out, nil
+}
+
+// answerAddress returns the address (IP:port) target t answers a login
+// through the portal of key on: where the target redirects it, else the
+// portal's address, its name resolved to the first address. A name that
+// does not resolve fails as ISDSC_DNS_NAME_UNRESOLVED does.
+func (st *State) answerAddress(t *TargetState, key string) (string, error) {
+	if a, ok := t.Redirects[key]; ok {
+		return a, nil
+	}
+	p := parsePortalKey(key)
+	addrs, err := st.resolve(p)
+	if err != nil {
+		return "", fmt.Errorf("portal %s: %w", key, host.ErrUnreachable)
+	}
+	return portalKey(host.Portal{Address: addrs[0].String(), Port: p.Port}), nil
 }
 
 // discover runs SendTargets discovery on a portal with the given discovery
@@ -158,7 +197,11 @@ func (s *Sim) newSession(st *State, iqn, key, initiatorPortal string, auth host.
 	// Windows session identifiers look like "ffffe0001234a010-4000013700000002".
 	id := fmt.Sprintf("ffffe000%08x-40000137%08x", st.NextSessionID*0x10, st.NextSessionID)
 	st.NextSessionID++
-	st.Sessions = append(st.Sessions, SessionState{ID: id, Target: t.IQN, Portal: key,
+	addr, err := st.answerAddress(t, key)
+	if err != nil {
+		addr = key // a login replayed at boot after the name stopped resolving
+	}
+	st.Sessions = append(st.Sessions, SessionState{ID: id, Target: t.IQN, Portal: key, Address: addr,
 		InitiatorPortal: initiatorPortal, Auth: auth, Multipath: multipath, Persistent: persistent})
 	if first {
 		for i := range t.LUNs {
@@ -331,17 +374,23 @@ func (h iscsiHost) Connect(ctx context.Context, r host.ConnectRequest) (host.ISC
 		if err := h.s.checkLogin(st, r.TargetIQN, key, r.Auth, user, hash); err != nil {
 			return host.ISCSISession{}, err
 		}
+		t := st.target(r.TargetIQN)
+		if _, err := st.answerAddress(t, key); err != nil {
+			return host.ISCSISession{}, fmt.Errorf("target %s via portal %s: the DNS name was not resolved: %w", r.TargetIQN, key, err)
+		}
 		for _, s := range st.Sessions {
 			if !strings.EqualFold(s.Target, r.TargetIQN) {
 				continue
 			}
-			if s.Portal == key {
-				return host.ISCSISession{}, fmt.Errorf("target %s via portal %s: already logged in: %w", r.TargetIQN, key, host.ErrAlreadyExists)
-			}
 			// Without MPIO a second session to the same target is refused
 			// (ISDSC_TARGET_ALREADY_LOGGED_IN, which democratic-csi
 			// tolerates; docs/windows.md#iscsi-discovery-and-second-sessions);
-			// uncertain.
+			// uncertain. With multipath on both, Windows makes another
+			// session even through the same portal: "the login is allowed
+			// to proceed and create a new login session even if there is
+			// already a login session to the target"
+			// (VDS_ISCSI_LOGIN_FLAG, VDS_ILF_MULTIPATH_ENABLED, on
+			// learn.microsoft.com).
 			if !s.Multipath || !r.Multipath {
 				return host.ISCSISession{}, fmt.Errorf("target %s: already logged in via portal %s without multipath: %w", r.TargetIQN, s.Portal, host.ErrAlreadyExists)
 			}
@@ -354,8 +403,69 @@ func (h iscsiHost) Connect(ctx context.Context, r host.ConnectRequest) (host.ISC
 			st.PersistentLogins = append(st.PersistentLogins, LoginState{Target: sess.Target, Portal: key,
 				InitiatorPortal: r.InitiatorPortal, Auth: r.Auth, CHAPUser: user, CHAPSecretSHA256: hash, Multipath: r.Multipath})
 		}
+		if t.LoginWithoutID {
+			return host.ISCSISession{}, fmt.Errorf("target %s via portal %s: %w", r.TargetIQN, key, host.ErrSessionUnknown)
+		}
 		return st.toHostSession(sess), nil
 	})
+}
+
+func (h iscsiHost) ResolvePortal(ctx context.Context, p host.Portal) ([]netip.Addr, error) {
+	return call(ctx, h.s, OpISCSIResolvePortal, false, func(st *State) ([]netip.Addr, error) {
+		return st.resolve(p)
+	})
+}
+
+func (h iscsiHost) DisksBySession(ctx context.Context) (map[string][]uint32, error) {
+	return call(ctx, h.s, OpISCSIDisksBySession, false, func(st *State) (map[string][]uint32, error) {
+		out := map[string][]uint32{}
+		for _, s := range st.Sessions {
+			for _, d := range st.Disks {
+				if d.Target != "" && strings.EqualFold(d.Target, s.Target) {
+					out[s.ID] = append(out[s.ID], d.Number)
+				}
+			}
+		}
+		return out, nil
+	})
+}
+
+// simInitiatorInstance is the initiator adapter of every simulated login:
+// the Microsoft software initiator's (iscsicli ListPersistentTargets shows
+// it as "Initiator Name").
+const simInitiatorInstance = `ROOT\ISCSIPRT\0000_0`
+
+func (h iscsiHost) PersistentLogins(ctx context.Context) ([]host.PersistentLogin, error) {
+	return call(ctx, h.s, OpISCSIPersistentLogins, false, func(st *State) ([]host.PersistentLogin, error) {
+		out := make([]host.PersistentLogin, 0, len(st.PersistentLogins))
+		for _, l := range st.PersistentLogins {
+			out = append(out, host.PersistentLogin{TargetNodeAddress: l.Target, Portal: parsePortalKey(l.Portal),
+				InitiatorInstance: simInitiatorInstance, InitiatorPort: host.AnyInitiatorPort})
+		}
+		return out, nil
+	})
+}
+
+// RemovePersistentLogin removes the login; the sessions made through it
+// stay and are no longer persistent.
+func (h iscsiHost) RemovePersistentLogin(ctx context.Context, l host.PersistentLogin) error {
+	_, err := call(ctx, h.s, OpISCSIRemovePersistent, true, func(st *State) (struct{}, error) {
+		key := portalKey(l.Portal)
+		n := len(st.PersistentLogins)
+		st.PersistentLogins = slices.DeleteFunc(st.PersistentLogins, func(p LoginState) bool {
+			return strings.EqualFold(p.Target, l.TargetNodeAddress) && p.Portal == key
+		})
+		if n == len(st.PersistentLogins) {
+			return struct{}{}, fmt.Errorf("persistent login of target %s through %s: %w", l.TargetNodeAddress, key, host.ErrNotFound)
+		}
+		for i := range st.Sessions {
+			if strings.EqualFold(st.Sessions[i].Target, l.TargetNodeAddress) && st.Sessions[i].Portal == key {
+				st.Sessions[i].Persistent = false
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
 }
 
 func (h iscsiHost) Sessions(ctx context.Context, iqn string) ([]host.ISCSISession, error) {
@@ -502,6 +612,15 @@ type TargetSpec struct {
 	MutualSecret string
 	// DiscoveryCHAP, when set, is required by SendTargets discovery.
 	DiscoveryCHAP *host.CHAP
+	// Redirects moves the logins made through a portal of the target to
+	// another address (a login redirect, as arrays with a group or
+	// discovery address do): their sessions' connections report that
+	// address, not the portal's.
+	Redirects map[host.Portal]host.Portal
+	// LoginWithoutID makes Connect log in and then fail with
+	// host.ErrSessionUnknown (a Connect that returns no session
+	// identifier; uncertain on Windows).
+	LoginWithoutID bool
 }
 
 // LUNSpec describes a LUN of a target.
@@ -552,6 +671,16 @@ func (st *State) addTarget(spec TargetSpec) error {
 	if spec.DiscoveryCHAP != nil {
 		t.DiscoveryCHAPUser, t.DiscoveryCHAPSecretSHA256 = spec.DiscoveryCHAP.User, st.hash(spec.DiscoveryCHAP.Secret.Reveal())
 	}
+	for from, to := range spec.Redirects {
+		if _, err := netip.ParseAddr(to.Address); err != nil {
+			return fmt.Errorf("target %s: redirect of %s to %s: a redirect goes to an IP address: %w", spec.IQN, from, to, host.ErrInvalid)
+		}
+		if t.Redirects == nil {
+			t.Redirects = map[string]string{}
+		}
+		t.Redirects[portalKey(from)] = portalKey(to)
+	}
+	t.LoginWithoutID = spec.LoginWithoutID
 	st.NextTargetOrdinal++
 	st.Targets = append(st.Targets, t)
 	return nil
@@ -571,6 +700,27 @@ func newLUN(iqn string, l LUNSpec) LUNState {
 		ls.Page83 = page83For(name)
 	}
 	return ls
+}
+
+// SetNames sets what a host name resolves to in the simulated network (no
+// address: the name no longer resolves).
+func (s *Sim) SetNames(name string, addrs ...string) error {
+	for _, a := range addrs {
+		if _, err := netip.ParseAddr(a); err != nil {
+			return fmt.Errorf("address %q of %s: %w", a, name, host.ErrInvalid)
+		}
+	}
+	return s.control(func(st *State) error {
+		if st.Names == nil {
+			st.Names = map[string][]string{}
+		}
+		if len(addrs) == 0 {
+			delete(st.Names, strings.ToLower(name))
+			return nil
+		}
+		st.Names[strings.ToLower(name)] = slices.Clone(addrs)
+		return nil
+	})
 }
 
 // SetPortalReachable makes a portal answer or not. Sessions through an

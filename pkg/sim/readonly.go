@@ -20,12 +20,18 @@ var ErrReadOnly = fmt.Errorf("the simulated host is open read-only: %w", host.Er
 // neither the model nor a file.
 var readOps = map[string]bool{
 	OpDisksList: true, OpDisksGet: true, OpDisksPage83: true, OpDisksPartitions: true, OpDisksMaxPartitionSize: true,
-	OpVolumesOfPartition: true, OpVolumesGet: true, OpVolumesDiskNumber: true, OpVolumesFreeSpace: true,
+	OpVolumesOfPartition: true, OpVolumesGet: true, OpVolumesList: true, OpVolumesDiskNumber: true, OpVolumesFreeSpace: true,
 	OpFilesStat: true, OpFilesIsEmptyDir: true, OpFilesReadDir: true,
 	OpSMBMapping: true, OpSMBMappings: true, OpSMBCheck: true,
 	OpISCSIPortals: true, OpISCSITargets: true, OpISCSISessions: true, OpISCSISessionDisks: true,
+	OpISCSIResolvePortal: true, OpISCSIDisksBySession: true, OpISCSIPersistentLogins: true,
 	OpSecurityRootDACL: true, OpSecurityLookupAccountName: true,
 }
+
+// ReadsOnly reports whether op changes nothing on the host: the ops a
+// read-only host (OpenReadOnly) answers, and all an orphan sweep's report
+// round or a stock-take may call.
+func ReadsOnly(op string) bool { return readOps[op] }
 
 // OpenReadOnly opens the simulated host in dir to look at it while another
 // process (the plugin) may be simulating it: csi-windows-node diagnose

@@ -36,6 +36,7 @@ const (
 
 	OpVolumesOfPartition = "volumes.OfPartition"
 	OpVolumesGet         = "volumes.Get"
+	OpVolumesList        = "volumes.List"
 	OpVolumesFormat      = "volumes.Format"
 	OpVolumesMount       = "volumes.Mount"
 	OpVolumesUnmount     = "volumes.Unmount"
@@ -68,6 +69,10 @@ const (
 	OpISCSIRegister           = "iscsi.Register"
 	OpISCSISetInitiatorSecret = "iscsi.SetInitiatorSecret"
 	OpISCSISessionDisks       = "iscsi.SessionDisks"
+	OpISCSIResolvePortal      = "iscsi.ResolvePortal"
+	OpISCSIDisksBySession     = "iscsi.DisksBySession"
+	OpISCSIPersistentLogins   = "iscsi.PersistentLogins"
+	OpISCSIRemovePersistent   = "iscsi.RemovePersistentLogin"
 
 	OpSecurityRootDACL            = "security.RootDACL"
 	OpSecurityAddRootAllowEntries = "security.AddRootAllowEntries"
@@ -79,13 +84,14 @@ var AllOps = []string{
 	OpDisksList, OpDisksGet, OpDisksPage83, OpDisksRescan, OpDisksSetReadOnly,
 	OpDisksSetOnline, OpDisksInitialize, OpDisksPartitions, OpDisksCreatePartition,
 	OpDisksMaxPartitionSize, OpDisksResizePartition,
-	OpVolumesOfPartition, OpVolumesGet, OpVolumesFormat, OpVolumesMount, OpVolumesUnmount,
+	OpVolumesOfPartition, OpVolumesGet, OpVolumesList, OpVolumesFormat, OpVolumesMount, OpVolumesUnmount,
 	OpVolumesFlush, OpVolumesDiskNumber, OpVolumesFreeSpace,
 	OpFilesStat, OpFilesMakeDir, OpFilesRemove, OpFilesSymlink, OpFilesIsEmptyDir, OpFilesReadDir,
 	OpSMBMapping, OpSMBMappings, OpSMBMap, OpSMBUnmap, OpSMBCheck,
 	OpISCSIPortals, OpISCSIAddPortal, OpISCSIRefreshPortal, OpISCSIRemovePortal,
 	OpISCSITargets, OpISCSIConnect, OpISCSISessions, OpISCSIDisconnect, OpISCSIUnregister, OpISCSIRegister,
-	OpISCSISetInitiatorSecret, OpISCSISessionDisks,
+	OpISCSISetInitiatorSecret, OpISCSISessionDisks, OpISCSIResolvePortal, OpISCSIDisksBySession,
+	OpISCSIPersistentLogins, OpISCSIRemovePersistent,
 	OpSecurityRootDACL, OpSecurityAddRootAllowEntries, OpSecurityLookupAccountName,
 }
 
@@ -107,6 +113,12 @@ type Config struct {
 	// Latency is injected before every host call (ctx-aware), for
 	// benchmarks.
 	Latency time.Duration
+	// Win32Latency, when not nil, is injected instead of Latency before
+	// the calls Windows answers with Win32 rather than WMI (win32Ops: file
+	// checks, mount points, free space, SMB checks, name resolution,
+	// persistent logins), which take microseconds to milliseconds where a
+	// WMI round trip takes tens to hundreds.
+	Win32Latency *time.Duration
 	// Logger receives the sim's own log lines; zero means klog.Background().
 	Logger klog.Logger
 	// Setup, when set, is added to the state New opens (see Setup and
@@ -473,8 +485,8 @@ func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st 
 
 	end := host.BeginCall(ctx)
 	defer end()
-	if s.cfg.Latency > 0 {
-		if err := sleepCtx(ctx, s.cfg.Latency); err != nil {
+	if l := s.latency(op); l > 0 {
+		if err := sleepCtx(ctx, l); err != nil {
 			return zero, fmt.Errorf("%s: %w", op, err)
 		}
 	}
@@ -492,6 +504,27 @@ func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st 
 		err = fmt.Errorf("%s: %w", op, err)
 	}
 	return v, err
+}
+
+// win32Ops are the ops winhost carries out with Win32 calls (or the
+// system resolver), not WMI: pkg/winhost files.go, volumes.go (Mount,
+// Unmount, Flush, DiskNumber, FreeSpace), disks.go (Page83), smb.go
+// (Check), iscsi.go (ResolvePortal, PersistentLogins,
+// RemovePersistentLogin), security.go.
+var win32Ops = map[string]bool{
+	OpFilesStat: true, OpFilesMakeDir: true, OpFilesRemove: true, OpFilesSymlink: true, OpFilesIsEmptyDir: true, OpFilesReadDir: true,
+	OpVolumesMount: true, OpVolumesUnmount: true, OpVolumesFlush: true, OpVolumesDiskNumber: true, OpVolumesFreeSpace: true,
+	OpDisksPage83: true, OpSMBCheck: true,
+	OpISCSIResolvePortal: true, OpISCSIPersistentLogins: true, OpISCSIRemovePersistent: true,
+	OpSecurityRootDACL: true, OpSecurityAddRootAllowEntries: true, OpSecurityLookupAccountName: true,
+}
+
+// latency is what is injected before op.
+func (s *Sim) latency(op string) time.Duration {
+	if s.cfg.Win32Latency != nil && win32Ops[op] {
+		return *s.cfg.Win32Latency
+	}
+	return s.cfg.Latency
 }
 
 // perform does the work under the mutex and, for mutating ops, waits until

@@ -61,6 +61,9 @@ type State struct {
 	Sessions           []SessionState `json:"sessions"`
 	PersistentLogins   []LoginState   `json:"persistentLogins"`
 	UnreachablePortals []string       `json:"unreachablePortals"`
+	// Names is the simulated network's name service: a host name (lower
+	// case) and the IP addresses it resolves to, in order.
+	Names map[string][]string `json:"names,omitempty"`
 	// InitiatorSecretSHA256 is the hash of the initiator's mutual-CHAP secret.
 	InitiatorSecretSHA256 string `json:"initiatorSecretSHA256,omitempty"`
 
@@ -173,6 +176,15 @@ type TargetState struct {
 	MutualSecretSHA256        string `json:"mutualSecretSHA256,omitempty"`
 	DiscoveryCHAPUser         string `json:"discoveryCHAPUser,omitempty"`
 	DiscoveryCHAPSecretSHA256 string `json:"discoveryCHAPSecretSHA256,omitempty"`
+	// Redirects maps a portal (host:port) to the address (IP:port) the
+	// target moves the logins made through it to (a login redirect,
+	// RFC 7143's "target moved" status): the sessions' connections report
+	// that address.
+	Redirects map[string]string `json:"redirects,omitempty"`
+	// LoginWithoutID makes Connect log in and then fail with
+	// host.ErrSessionUnknown, as a provider whose Connect returns no
+	// CreatediSCSISession would (uncertain on Windows: docs/windows.md).
+	LoginWithoutID bool `json:"loginWithoutID,omitempty"`
 }
 
 // LUNState is one LUN of a target with its backing store: while no session
@@ -201,9 +213,14 @@ type PortalState struct {
 
 // SessionState is one iSCSI session.
 type SessionState struct {
-	ID              string        `json:"id"`
-	Target          string        `json:"target"`
-	Portal          string        `json:"portal"`
+	ID     string `json:"id"`
+	Target string `json:"target"`
+	Portal string `json:"portal"` // the portal the login went through
+	// Address is the address (IP:port) the target answered the
+	// connection on: the portal's own address, the address its name
+	// resolved to, or where the target redirected the login. Empty in
+	// states written before it existed: the portal.
+	Address         string        `json:"address,omitempty"`
 	InitiatorPortal string        `json:"initiatorPortal,omitempty"`
 	Auth            host.AuthType `json:"auth"`
 	Multipath       bool          `json:"multipath"`

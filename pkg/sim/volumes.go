@@ -240,6 +240,32 @@ func (h volumes) Get(ctx context.Context, path string) (host.Volume, error) {
 	})
 }
 
+// List lists the volumes of the online disks (an offline disk hides its
+// volumes, as Get and DiskNumber say), each with its disk.
+func (h volumes) List(ctx context.Context) ([]host.ListedVolume, error) {
+	return call(ctx, h.s, OpVolumesList, false, func(st *State) ([]host.ListedVolume, error) {
+		var out []host.ListedVolume
+		for i := range st.Disks {
+			d := &st.Disks[i]
+			if d.Offline {
+				continue
+			}
+			for j := range d.Partitions {
+				p := &d.Partitions[j]
+				if p.Volume == nil {
+					continue
+				}
+				v, err := h.s.toHostVolume(p)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, host.ListedVolume{Volume: v, DiskNumber: d.Number, OnDisk: true})
+			}
+		}
+		return out, nil
+	})
+}
+
 func (h volumes) Format(ctx context.Context, v host.Volume, o host.FormatOptions) (host.Volume, error) {
 	return call(ctx, h.s, OpVolumesFormat, true, func(st *State) (host.Volume, error) {
 		path := v.GUIDPath

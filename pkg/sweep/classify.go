@@ -60,9 +60,12 @@ func Classify(rep *inventory.Report) (orphans []Orphan, unattributed int) {
 	// persistent login ("<target>@<portal>").
 	targets := map[string]string{}
 	for _, r := range rep.Resources {
-		if r.Kind == inventory.KindISCSISession {
+		switch r.Kind {
+		case inventory.KindISCSISession:
 			targets[r.ID] = r.Target
 			targets[inventory.PersistentLoginID(r.Target, r.Portal)] = r.Target
+		case inventory.KindISCSIPersistentLogin:
+			targets[r.ID] = r.Target
 		}
 		if r.Owner == inventory.OwnerForeign && len(r.UsedBy) == 0 {
 			unattributed++

@@ -11,6 +11,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
+	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
 )
 
@@ -171,7 +172,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (round Round, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	logger := klog.FromContext(ctx).WithName("sweep")
-	ctx = klog.NewContext(ctx, logger)
+	// The round is background work: on Windows its host calls run on
+	// workers of their own, so it never holds a worker an RPC waits for.
+	ctx = host.Background(klog.NewContext(ctx, logger))
 	ctx, cancel := context.WithTimeout(ctx, RoundTimeout)
 	defer cancel()
 	start := time.Now()

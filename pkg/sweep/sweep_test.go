@@ -102,9 +102,21 @@ type fakePlugin struct {
 
 	mu    sync.Mutex
 	calls []string // "release <key> <remove>", "gone <id> <remove>"
+	// foreground counts the calls whose ctx was not background work
+	// (host.Background).
+	foreground int
 }
 
-func (f *fakePlugin) TakeStock(context.Context) (*inventory.Report, error) {
+func (f *fakePlugin) background(ctx context.Context) {
+	if !host.IsBackground(ctx) {
+		f.mu.Lock()
+		f.foreground++
+		f.mu.Unlock()
+	}
+}
+
+func (f *fakePlugin) TakeStock(ctx context.Context) (*inventory.Report, error) {
+	f.background(ctx)
 	if f.stockErr != nil {
 		return nil, f.stockErr
 	}
@@ -121,11 +133,13 @@ func (f *fakePlugin) answer(what, key string, remove bool) (bool, error) {
 	return f.unused[key], f.errs[key]
 }
 
-func (f *fakePlugin) ReleaseUnused(_ context.Context, key string, remove bool) (bool, error) {
+func (f *fakePlugin) ReleaseUnused(ctx context.Context, key string, remove bool) (bool, error) {
+	f.background(ctx)
 	return f.answer("release", key, remove)
 }
 
-func (f *fakePlugin) ReleaseGone(_ context.Context, id string, remove bool) (bool, error) {
+func (f *fakePlugin) ReleaseGone(ctx context.Context, id string, remove bool) (bool, error) {
+	f.background(ctx)
 	return f.answer("gone", id, remove)
 }
 
@@ -223,6 +237,12 @@ func TestSweep(t *testing.T) {
 			// One decision per key, in the order of Kinds.
 			if !slices.Equal(f.calls, tc.calls) {
 				t.Errorf("calls %q, want %q", f.calls, tc.calls)
+			}
+			// The whole round is background work: on Windows its host
+			// calls run on workers of their own, never on one an RPC
+			// waits for.
+			if f.foreground != 0 {
+				t.Errorf("%d calls of the round were not background work (host.Background)", f.foreground)
 			}
 			if r.Unattributed != 1 {
 				t.Errorf("unattributed %d, want 1", r.Unattributed)

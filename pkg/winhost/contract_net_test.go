@@ -1,6 +1,7 @@
 package winhost_test
 
 import (
+	"net"
 	"testing"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -340,6 +341,41 @@ func prepareNet(t *testing.T, c *hosttest.Case, e *scripted.Executor, f *hosttes
 		expectPortals(e, false)
 		expectSessions(e, iscSessionInst(iscSessionPath, iscSessionID, iscIQN, false))
 		expectDisconnect(e, iscSessionPath, iscSessionID, iscRV(0))
+	case "iscsi/all-sessions":
+		f.Session = host.ISCSISession{Ref: iscSessionPath, SessionID: iscSessionID, TargetNodeAddress: iscIQN,
+			TargetPortal: iscPortal1, IsConnected: true}
+		f.Disk = diskOf(diskSpec{Number: 3, Style: host.PartitionStyleGPT})
+		session := iscSessionInst(iscSessionPath, iscSessionID, iscIQN, false)
+		conn := connInst("ffffe0001234a010-1", "10.0.0.1", 3260)
+		e.ExpectQuery(iscNS, wqlSessions, scripted.Reply{Instances: []winhost.Instance{session}})
+		e.ExpectQuery(iscNS, wqlConnections, scripted.Reply{Instances: []winhost.Instance{conn}})
+		e.ExpectQuery(iscNS, wqlSessionConns, scripted.Reply{Instances: []winhost.Instance{sessionToConn(iscSessionPath, conn.Path)}})
+		expectSessions(e, session)
+		e.ExpectQuery(iscNS, wqlSessionDisks, scripted.Reply{Instances: []winhost.Instance{sessionToDisk(iscSessionPath, diskRef(3))}})
+		e.ExpectQuery(iscNS, wqlDiskNumbers, scripted.Reply{Instances: []winhost.Instance{
+			only(diskInst(diskSpec{Number: 0}), "ObjectId", "Number"), only(diskInst(diskSpec{Number: 3}), "ObjectId", "Number")}})
+		e.ExpectQuery(iscNS, wqlSessionIDs, scripted.Reply{Instances: []winhost.Instance{only(session, "SessionIdentifier")}})
+		e.ExpectAssociators(iscNS, iscSessionPath, "MSFT_iSCSISessionToDisk", "MSFT_Disk",
+			scripted.Reply{Instances: []winhost.Instance{diskInst(diskSpec{Number: 3})}})
+	case "iscsi/persistent-logins":
+		login := loginRecord(iscIQN, swInitiator, host.AnyInitiatorPort, "10.0.0.1", 3260)
+		expectAddPortal(e)
+		expectLogin(e, true)
+		e.ExpectWin32("ReportIScsiPersistentLogins", nil, scripted.Reply{Count: 1, Bytes: login})
+		e.ExpectWin32("ReportIScsiPersistentLogins", nil, scripted.Reply{Count: 1, Bytes: login})
+		e.ExpectWin32("RemoveIScsiPersistentTarget", []any{swInitiator, host.AnyInitiatorPort, iscIQN,
+			winhost.PortalW{Address: "10.0.0.1", Socket: 3260}}, scripted.Reply{})
+		e.ExpectWin32("ReportIScsiPersistentLogins", nil, scripted.Reply{})
+		// The session stays; whether Windows still calls it persistent is
+		// not documented (the case does not ask).
+		expectSessions(e, iscSessionInst(iscSessionPath, iscSessionID, iscIQN, false))
+		e.ExpectWin32("ReportIScsiPersistentLogins", nil, scripted.Reply{})
+		expectDisconnect(e, iscSessionPath, iscSessionID, iscRV(0))
+		expectRemovePortal(e)
+	case "iscsi/resolve-portal":
+		// getaddrinfo's EAI_NONAME, as net.DNSError reports it.
+		e.ExpectWin32("LookupHost", []any{"nowhere.invalid"},
+			scripted.Reply{Err: &net.DNSError{Err: "no such host", Name: "nowhere.invalid", IsNotFound: true}})
 	default:
 		return false
 	}

@@ -140,6 +140,14 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		// CreateFile of a volume name no volume has: ERROR_FILE_NOT_FOUND
 		// (assumed; ERROR_PATH_NOT_FOUND would read the same).
 		e.ExpectWin32("VolumeDiskExtents", []any{guidB[:len(guidB)-1]}, scripted.Reply{Err: w32("CreateFileW", winhost.ErrorFileNotFound)})
+	case "volumes/list":
+		disk(diskSpec{Style: gpt})
+		volume("NTFS", 14)
+		d := data
+		d.AccessPaths = []any{guidA}
+		e.ExpectQuery(ns, wqlVolumeList, scripted.Reply{Instances: []winhost.Instance{volInst(guidA, "NTFS", 14, data.Size)}})
+		e.ExpectQuery(ns, wqlPartitionPaths, scripted.Reply{Instances: []winhost.Instance{
+			only(partInst(d), "ObjectId", "DiskNumber", "PartitionNumber", "AccessPaths")}})
 	case "volumes/format":
 		disk(diskSpec{Style: gpt})
 		volume("", 0)

@@ -193,6 +193,14 @@ func methodError(class, method string, rv uint32) error {
 func mapErr(class string, err error) error {
 	var we *Win32Error
 	if errors.As(err, &we) {
+		// A provider's own Win32 API reports its statuses as the code
+		// (iscsidsc's ISDSC_STATUS: ReportIScsiPersistentLoginsW).
+		if info, ok := providerOf(class).statuses[we.Code]; ok {
+			if info.sentinel == nil {
+				return fmt.Errorf("%w (%s)", err, info.msg)
+			}
+			return fmt.Errorf("%w (%s): %w", err, info.msg, info.sentinel)
+		}
 		return withSentinel(err, win32Codes[we.Code].sentinel)
 	}
 	var ce *COMError

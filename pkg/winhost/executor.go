@@ -161,6 +161,24 @@ type Win32 interface {
 	// besides "." and "..".
 	DirectoryEntries(ctx context.Context, path string) ([]string, error)
 
+	// LookupHost returns the IP addresses name resolves to, as the system
+	// resolver gives them (net.Resolver.LookupNetIP, GetAddrInfoW on
+	// Windows). A name that does not resolve fails with a *net.DNSError.
+	LookupHost(ctx context.Context, name string) ([]string, error)
+
+	// ReportIScsiPersistentLogins calls ReportIScsiPersistentLoginsW
+	// (iscsidsc.h) and returns the number of persistent logins and the
+	// fixed part of its buffer: count PERSISTENT_ISCSI_LOGIN_INFOW
+	// records, parsed by the caller. The variable part, which holds the
+	// logins' CHAP user names and secrets, is never returned, and the
+	// whole buffer is zeroed before the call returns.
+	ReportIScsiPersistentLogins(ctx context.Context) (count uint32, fixed []byte, err error)
+
+	// RemoveIScsiPersistentTarget calls RemoveIScsiPersistentTargetW
+	// (iscsidsc.h) with the portal's symbolic name, address and socket.
+	// A failure is a *Win32Error whose Code is the ISDSC status.
+	RemoveIScsiPersistentTarget(ctx context.Context, initiatorInstance string, initiatorPort uint32, targetName string, portal PortalW) error
+
 	// GetFileSecurity returns the parts of the file's or directory's
 	// security descriptor that info names (SECURITY_INFORMATION), in the
 	// self-relative form GetFileSecurityW writes, parsed by the caller.
@@ -176,4 +194,12 @@ type Win32 interface {
 	// caller) and the SID_NAME_USE of an account name, as
 	// LookupAccountNameW resolves it on this computer.
 	LookupAccountName(ctx context.Context, name string) (sid []byte, use uint32, err error)
+}
+
+// PortalW is ISCSI_TARGET_PORTALW (iscsidsc.h): a target portal as the
+// iSCSI discovery API names it.
+type PortalW struct {
+	SymbolicName string
+	Address      string
+	Socket       uint16
 }

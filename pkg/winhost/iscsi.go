@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"slices"
 	"strings"
 
 	"k8s.io/klog/v2"
@@ -268,7 +271,12 @@ func (x *ISCSI) Connect(ctx context.Context, r host.ConnectRequest) (host.ISCSIS
 	}
 	// The documentation gives CreatediSCSISession as an output; the MOF
 	// (microsoft/wmi) types it MSFT_iSCSISession. When it is not an
-	// object with an identifier, the session is looked up instead.
+	// object with an identifier (uncertain: docs/windows.md), the login
+	// is not returned as made: which session it made cannot be told from
+	// a listing (the connection reports the address the target answered
+	// on, not the portal, and a multipath login makes a new session next
+	// to others), and a session without its identifier can never be
+	// logged out. host.ErrSessionUnknown lets the caller look.
 	out := OutOf(classTarget, "Connect", res)
 	inst, ok := out.TryInstance(outCreatedSession)
 	if err := out.Err(); err != nil {
@@ -277,33 +285,26 @@ func (x *ISCSI) Connect(ctx context.Context, r host.ConnectRequest) (host.ISCSIS
 	if ok {
 		pr := propsOf(inst, classSession)
 		if id := pr.String("SessionIdentifier"); id != "" && pr.Err() == nil {
+			// The connection's address is not in the output: the
+			// session's portal is the one the login named until a
+			// listing reads the connection.
 			return host.ISCSISession{
 				Ref: inst.Path, SessionID: id, TargetNodeAddress: r.TargetIQN, TargetPortal: p,
 				InitiatorPortal: r.InitiatorPortal, IsConnected: pr.Bool("IsConnected"), IsPersistent: pr.Bool("IsPersistent"),
 			}, nil
 		}
 	}
-	sessions, err := x.Sessions(ctx, r.TargetIQN)
-	if err != nil {
-		return host.ISCSISession{}, fmt.Errorf("log in to iSCSI target %s through portal %s: find the session it made: %w", r.TargetIQN, p, err)
-	}
-	for _, s := range sessions {
-		if strings.EqualFold(s.TargetPortal.Address, p.Address) && s.TargetPortal.Port == p.Port {
-			return s, nil
-		}
-	}
-	// Logged in, but the connection reports another address (a portal
-	// given by host name connects to an IP).
-	klog.FromContext(ctx).V(4).Info("Cannot tell which session the login made", "iqn", r.TargetIQN, "portal", p.String())
-	return host.ISCSISession{TargetNodeAddress: r.TargetIQN, TargetPortal: p, InitiatorPortal: r.InitiatorPortal,
-		IsConnected: true, IsPersistent: r.Persistent}, nil
+	klog.FromContext(ctx).V(4).Info("The login returned no session identifier", "iqn", r.TargetIQN, "portal", p.String())
+	return host.ISCSISession{}, fmt.Errorf("log in to iSCSI target %s through portal %s: %w", r.TargetIQN, p, host.ErrSessionUnknown)
 }
 
 // Sessions lists the sessions to target iqn (every session when iqn is
 // empty), each with the portal of its connection. The query is not
 // filtered in WQL: it costs one round trip either way, and comparing in Go
 // keeps the comparison case-insensitive whatever the provider does with
-// WHERE (iSCSI names are case-insensitive, RFC 3722).
+// WHERE (iSCSI names are case-insensitive, RFC 3722). The connections of
+// the target's sessions cost one round trip each; every session's, for
+// iqn empty, are read in two (allSessions).
 func (x *ISCSI) Sessions(ctx context.Context, iqn string) ([]host.ISCSISession, error) {
 	fail := func(err error) ([]host.ISCSISession, error) {
 		if iqn == "" {
@@ -315,21 +316,16 @@ func (x *ISCSI) Sessions(ctx context.Context, iqn string) ([]host.ISCSISession, 
 	if err != nil {
 		return fail(err)
 	}
+	if iqn == "" {
+		return x.allSessions(ctx, insts)
+	}
 	var out []host.ISCSISession
 	for _, in := range insts {
-		pr := propsOf(in, classSession)
-		s := host.ISCSISession{
-			Ref:               in.Path,
-			SessionID:         pr.RequiredString("SessionIdentifier"),
-			TargetNodeAddress: pr.RequiredString("TargetNodeAddress"),
-			InitiatorPortal:   pr.String("InitiatorPortalAddress"),
-			IsConnected:       pr.Bool("IsConnected"),
-			IsPersistent:      pr.Bool("IsPersistent"),
-		}
-		if err := pr.Err(); err != nil {
+		s, err := parseSession(in)
+		if err != nil {
 			return fail(err)
 		}
-		if iqn != "" && !strings.EqualFold(s.TargetNodeAddress, iqn) {
+		if !strings.EqualFold(s.TargetNodeAddress, iqn) {
 			continue
 		}
 		if in.Path == "" {
@@ -341,6 +337,141 @@ func (x *ISCSI) Sessions(ctx context.Context, iqn string) ([]host.ISCSISession, 
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// parseSession reads one MSFT_iSCSISession, without its portal.
+func parseSession(in Instance) (host.ISCSISession, error) {
+	pr := propsOf(in, classSession)
+	s := host.ISCSISession{
+		Ref:               in.Path,
+		SessionID:         pr.RequiredString("SessionIdentifier"),
+		TargetNodeAddress: pr.RequiredString("TargetNodeAddress"),
+		InitiatorPortal:   pr.String("InitiatorPortalAddress"),
+		IsConnected:       pr.Bool("IsConnected"),
+		IsPersistent:      pr.Bool("IsPersistent"),
+	}
+	if err := pr.Err(); err != nil {
+		return host.ISCSISession{}, err
+	}
+	return s, nil
+}
+
+// connectionProps are the MSFT_iSCSIConnection properties read.
+// ConnectionIdentifier is the class key: without it the partial instances
+// have no usable __PATH to join on.
+var connectionProps = []string{"ConnectionIdentifier", "TargetAddress", "TargetPortNumber"}
+
+// connectionPortal reads the target address and port of a connection.
+func connectionPortal(in Instance) (host.Portal, error) {
+	pr := propsOf(in, classConnection)
+	addr := pr.RequiredString("TargetAddress")
+	port := pr.RequiredUint16("TargetPortNumber") // a CIM uint32
+	if err := pr.Err(); err != nil {
+		return host.Portal{}, err
+	}
+	// IPv6 addresses come without brackets, like host.Portal's.
+	return host.Portal{Address: strings.Trim(addr, "[]"), Port: port}, nil
+}
+
+// allSessions completes every session with its connection's portal in two
+// more round trips, however many sessions there are: every
+// MSFT_iSCSIConnection and every instance of the association
+// MSFT_iSCSISessionToiSCSIConnection, joined in memory on the object paths
+// its two references hold (the association class and its references
+// iSCSISession and iSCSIConnection are in the provider's MOF, microsoft/wmi
+// MSFT_iSCSISessionToiSCSIConnection.go). The identifiers cannot be joined
+// directly: a connection's ConnectionIdentifier shares only the adapter's
+// half with its session's SessionIdentifier (kubernetes-csi/csi-proxy@eeba470
+// pkg/wmi/iscsi.go shows both forms).
+//
+// Uncertain: whether the provider answers an enumeration of the
+// association class at all (csi-proxy only walks associations from an
+// object). When it fails, or leaves a session without a connection, that
+// session's connection is asked for as Sessions(iqn) does, one round trip
+// each: the answer is the same either way, only its cost differs.
+func (x *ISCSI) allSessions(ctx context.Context, insts []Instance) ([]host.ISCSISession, error) {
+	fail := func(err error) ([]host.ISCSISession, error) {
+		return nil, fmt.Errorf("list iSCSI sessions: %w", err)
+	}
+	out := make([]host.ISCSISession, 0, len(insts))
+	for _, in := range insts {
+		s, err := parseSession(in)
+		if err == nil && in.Path == "" {
+			err = &PropError{Class: classSession, Prop: "__PATH"}
+		}
+		if err != nil {
+			return fail(err)
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	portals, err := x.connectionPortals(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(err)
+		}
+		klog.FromContext(ctx).V(4).Info("Cannot read the connections of every iSCSI session at once; reading them one session at a time", "err", err)
+	}
+	for i := range out {
+		if p, ok := portals[objectKey(out[i].Ref)]; ok {
+			out[i].TargetPortal = p
+			continue
+		}
+		if out[i].TargetPortal, err = x.sessionPortal(ctx, out[i].Ref); err != nil {
+			return fail(fmt.Errorf("read the portal of session %s: %w", out[i].SessionID, err))
+		}
+	}
+	return out, nil
+}
+
+// connectionPortals returns the portal of the first connection of each
+// session that has one, by the session's object path (objectKey).
+func (x *ISCSI) connectionPortals(ctx context.Context) (map[string]host.Portal, error) {
+	conns, err := x.s.query(ctx, classConnection, connectionProps)
+	if err != nil {
+		return nil, fmt.Errorf("list iSCSI connections: %w", err)
+	}
+	byPath := make(map[string]host.Portal, len(conns))
+	for _, c := range conns {
+		p, err := connectionPortal(c)
+		if err != nil {
+			return nil, err
+		}
+		byPath[objectKey(c.Path)] = p
+	}
+	links, err := x.s.query(ctx, assocSessionToConn, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list the connections of iSCSI sessions: %w", err)
+	}
+	out := make(map[string]host.Portal, len(links))
+	for _, l := range links {
+		pr := propsOf(l, assocSessionToConn)
+		sess, conn := pr.RequiredString("iSCSISession"), pr.RequiredString("iSCSIConnection")
+		if err := pr.Err(); err != nil {
+			return nil, err
+		}
+		p, ok := byPath[objectKey(conn)]
+		if _, seen := out[objectKey(sess)]; ok && !seen {
+			out[objectKey(sess)] = p
+		}
+	}
+	return out, nil
+}
+
+// objectKey is the form of a WMI object path that two references to the
+// same object share: without the \\server\namespace: prefix that __PATH
+// carries and a reference may not, in lower case (class names and the
+// keys' names are case-insensitive; the identifiers joined here are
+// hexadecimal or a provider's object id, written the same in both).
+func objectKey(path string) string {
+	if strings.HasPrefix(path, `\\`) {
+		if i := strings.IndexByte(path, ':'); i >= 0 {
+			path = path[i+1:]
+		}
+	}
+	return strings.ToLower(path)
 }
 
 // sessionPortal returns the target address and port of the session's
@@ -357,14 +488,7 @@ func (x *ISCSI) sessionPortal(ctx context.Context, path string) (host.Portal, er
 	if len(conns) == 0 {
 		return host.Portal{}, nil
 	}
-	pr := propsOf(conns[0], classConnection)
-	addr := pr.RequiredString("TargetAddress")
-	port := pr.RequiredUint16("TargetPortNumber") // a CIM uint32
-	if err := pr.Err(); err != nil {
-		return host.Portal{}, err
-	}
-	// IPv6 addresses come without brackets, like host.Portal's.
-	return host.Portal{Address: strings.Trim(addr, "[]"), Port: port}, nil
+	return connectionPortal(conns[0])
 }
 
 // sessionPath returns the session's __PATH: its Ref, or, for a session not
@@ -492,4 +616,187 @@ func (x *ISCSI) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// ResolvePortal implements host.ISCSI: an IP address is itself; a host
+// name is resolved by the system resolver (the executor's LookupHost), as
+// the initiator resolves a portal given by name.
+func (x *ISCSI) ResolvePortal(ctx context.Context, p host.Portal) ([]netip.Addr, error) {
+	if a, err := netip.ParseAddr(strings.Trim(p.Address, "[]")); err == nil {
+		return []netip.Addr{plainAddr(a)}, nil
+	}
+	names, err := x.s.e.LookupHost(ctx, p.Address)
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return nil, fmt.Errorf("resolve the host name of iSCSI portal %s: %w: %w", withPort(p), err, host.ErrNotFound)
+	case err != nil:
+		return nil, fmt.Errorf("resolve the host name of iSCSI portal %s: %w: %w", withPort(p), err, host.ErrUnreachable)
+	}
+	out := make([]netip.Addr, 0, len(names))
+	for _, n := range names {
+		if a, err := netip.ParseAddr(n); err == nil {
+			out = append(out, plainAddr(a))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("resolve the host name of iSCSI portal %s: no address: %w", withPort(p), host.ErrNotFound)
+	}
+	return out, nil
+}
+
+// plainAddr returns a as it compares with the address of a connection: an
+// IPv4 address in IPv6 form as IPv4, without a zone.
+func plainAddr(a netip.Addr) netip.Addr {
+	if a.Is4In6() {
+		return netip.AddrFrom4(a.As4())
+	}
+	return a.WithZone("")
+}
+
+// DisksBySession implements host.ISCSI in two round trips whatever the
+// number of sessions: every instance of the association
+// MSFT_iSCSISessionToDisk (references iSCSISession and Disk, in the
+// provider's MOF: microsoft/wmi MSFT_iSCSISessionToDisk.go) and the number
+// of every MSFT_Disk, joined on the disks' object paths. Uncertain: whether
+// the provider answers an enumeration of the association class; when it
+// does not, every session's disks are asked for one session at a time
+// (SessionDisks), the same answer at a higher cost.
+func (x *ISCSI) DisksBySession(ctx context.Context) (map[string][]uint32, error) {
+	out, err := x.disksBySession(ctx)
+	if err == nil || ctx.Err() != nil {
+		return out, err
+	}
+	klog.FromContext(ctx).V(4).Info("Cannot read the disks of every iSCSI session at once; reading them one session at a time", "err", err)
+	sessions, err := x.Sessions(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out = make(map[string][]uint32, len(sessions))
+	for _, s := range sessions {
+		nums, err := x.SessionDisks(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		if len(nums) > 0 {
+			out[s.SessionID] = nums
+		}
+	}
+	return out, nil
+}
+
+func (x *ISCSI) disksBySession(ctx context.Context) (map[string][]uint32, error) {
+	fail := func(err error) (map[string][]uint32, error) {
+		return nil, fmt.Errorf("list the disks of every iSCSI session: %w", err)
+	}
+	links, err := x.s.query(ctx, assocSessionToDisk, nil)
+	if err != nil {
+		return fail(err)
+	}
+	if len(links) == 0 {
+		return map[string][]uint32{}, nil
+	}
+	disks, err := x.s.query(ctx, classDisk, []string{"ObjectId", "Number"})
+	if err != nil {
+		return fail(err)
+	}
+	numbers := make(map[string]uint32, len(disks))
+	for _, d := range disks {
+		pr := propsOf(d, classDisk)
+		n := pr.RequiredUint32("Number")
+		if err := pr.Err(); err != nil {
+			return fail(err)
+		}
+		numbers[objectKey(d.Path)] = n
+	}
+	sessions, err := x.s.query(ctx, classSession, []string{"SessionIdentifier"})
+	if err != nil {
+		return fail(err)
+	}
+	ids := make(map[string]string, len(sessions))
+	for _, in := range sessions {
+		pr := propsOf(in, classSession)
+		id := pr.RequiredString("SessionIdentifier")
+		if err := pr.Err(); err != nil {
+			return fail(err)
+		}
+		ids[objectKey(in.Path)] = id
+	}
+	out := map[string][]uint32{}
+	for _, l := range links {
+		pr := propsOf(l, assocSessionToDisk)
+		sess, disk := pr.RequiredString("iSCSISession"), pr.RequiredString("Disk")
+		if err := pr.Err(); err != nil {
+			return fail(err)
+		}
+		id, okS := ids[objectKey(sess)]
+		n, okD := numbers[objectKey(disk)]
+		if !okS || !okD {
+			return fail(fmt.Errorf("an %s instance names an object the listings do not hold (%s, %s): %w",
+				assocSessionToDisk, sess, disk, host.ErrNotFound))
+		}
+		if !slices.Contains(out[id], n) {
+			out[id] = append(out[id], n)
+		}
+	}
+	return out, nil
+}
+
+// PersistentLogins implements host.ISCSI with ReportIScsiPersistentLoginsW
+// through the executor: Windows' own list of the logins it replays at
+// boot (iscsicli ListPersistentTargets shows the same), whether or not a
+// session of theirs is up. WMI lists them only on Windows Server 2022 and
+// later (root\wmi MSiSCSIInitiator_PersistentLoginClass), and its
+// LoginOptions would carry the CHAP secret into a reply; the executor
+// never hands that part over.
+func (x *ISCSI) PersistentLogins(ctx context.Context) ([]host.PersistentLogin, error) {
+	ls, err := x.persistentLogins(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]host.PersistentLogin, len(ls))
+	for i, l := range ls {
+		out[i] = l.PersistentLogin
+	}
+	return out, nil
+}
+
+func (x *ISCSI) persistentLogins(ctx context.Context) ([]persistentLogin, error) {
+	n, b, err := x.s.e.ReportIScsiPersistentLogins(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list iSCSI persistent logins: %w", mapErr(classTarget, err))
+	}
+	ls, err := parsePersistentLogins(n, b)
+	if err != nil {
+		return nil, fmt.Errorf("list iSCSI persistent logins: %w", err)
+	}
+	return ls, nil
+}
+
+// RemovePersistentLogin implements host.ISCSI with
+// RemoveIScsiPersistentTargetW, passing back the initiator instance, port
+// and portal (its symbolic name too) as ReportIScsiPersistentLoginsW listed
+// them, as hpe-storage/common-host-libs does
+// (windows/iscsidsc/remove_iscsi_persistent_target.go at 55e77af). The
+// login is looked up first: ErrNotFound when it is not listed.
+func (x *ISCSI) RemovePersistentLogin(ctx context.Context, l host.PersistentLogin) error {
+	fail := func(err error) error {
+		return fmt.Errorf("remove the persistent login of iSCSI target %s through %s: %w", l.TargetNodeAddress, withPort(l.Portal), err)
+	}
+	ls, err := x.persistentLogins(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	for _, have := range ls {
+		if !strings.EqualFold(have.TargetNodeAddress, l.TargetNodeAddress) || !strings.EqualFold(have.Portal.Address, l.Portal.Address) ||
+			withPort(have.Portal).Port != withPort(l.Portal).Port ||
+			(l.InitiatorInstance != "" && !strings.EqualFold(have.InitiatorInstance, l.InitiatorInstance)) {
+			continue
+		}
+		if err := x.s.e.RemoveIScsiPersistentTarget(ctx, have.InitiatorInstance, have.InitiatorPort, have.TargetNodeAddress, have.portal); err != nil {
+			return fail(mapErr(classTarget, err))
+		}
+		return nil
+	}
+	return fail(fmt.Errorf("not listed: %w", host.ErrNotFound))
 }

@@ -2,6 +2,7 @@ package winpath
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -200,6 +201,25 @@ func TestCheckLinksWindows(t *testing.T) {
 		{name: "UNC", fs: func(f *fakeFS) { f.symlink(k+"pods", `\\server\share\`) }, path: `pods\u\mount`, err: ErrLinkEscapes},
 		{name: "long UNC", fs: func(f *fakeFS) { f.symlink(k+"pods", `\\?\UNC\server\share\`) }, path: `pods\u\mount`, err: ErrLinkEscapes},
 		{name: "GLOBALROOT", fs: func(f *fakeFS) { f.symlink(k+"pods", `\\?\GLOBALROOT\Device\HarddiskVolume1\`) }, path: `pods\u\mount`, err: ErrLinkEscapes},
+		// The \\?\ prefix followed by anything but a drive, UNC or volume
+		// GUID path names an object in the device namespace (not a name in
+		// the link's directory): a directory of that name inside the root
+		// must not make it look followable.
+		{name: "device namespace volume", fs: func(f *fakeFS) {
+			f.dir(k+`HarddiskVolume1`, k+`HarddiskVolume1\x`).symlink(k+"pods", `\\?\HarddiskVolume1\x`)
+		}, path: `pods\u\mount`, err: ErrLinkEscapes},
+		{name: "device namespace physical drive", fs: func(f *fakeFS) {
+			f.dir(k+`PhysicalDrive0`).symlink(k+"pods", `\\?\PhysicalDrive0`)
+		}, path: `pods\u\mount`, err: ErrLinkEscapes},
+		{name: "NT form device namespace", fs: func(f *fakeFS) {
+			f.dir(k+`PhysicalDrive0`).symlink(k+"pods", `\??\PhysicalDrive0`)
+		}, path: `pods\u\mount`, err: ErrLinkEscapes},
+		{name: "device namespace too short for a drive", fs: func(f *fakeFS) {
+			f.dir(k+`C:`).symlink(k+"pods", `\\?\C:`)
+		}, path: `pods\u\mount`, err: ErrLinkEscapes},
+		{name: "alternate data stream of the link's directory", fs: func(f *fakeFS) {
+			f.dir(k+`:stream`).symlink(k+"pods", `:stream`)
+		}, path: `pods\u\mount`, err: ErrLinkEscapes},
 		{name: "trailing dot component", fs: func(f *fakeFS) { f.symlink(k+"pods", k+`data.\pods`) }, path: `pods\u\mount`, err: ErrLinkEscapes},
 		{name: "device name component", fs: func(f *fakeFS) { f.symlink(k+"pods", `con`) }, path: `pods\u\mount`, err: ErrLinkEscapes},
 		{name: "empty target", fs: func(f *fakeFS) { f.symlink(k+"pods", "") }, path: `pods\u\mount`, err: ErrLinkEscapes},
@@ -237,6 +257,30 @@ func TestCheckLinksWindows(t *testing.T) {
 		}, path: `pods\u\x\mount`},
 		{name: "invalid path", fs: func(f *fakeFS) {}, path: `pods\..\..\x`, err: ErrTraversal},
 	})
+}
+
+// TestCheckLinksBound: a chain of exactly maxLinks links inside the root is
+// followed; one more fails closed.
+func TestCheckLinksBound(t *testing.T) {
+	r := mustRoot(t, winRootDir, Windows)
+	k := winRootDir + `\`
+	chain := func(n int) *fakeFS {
+		f := newFakeFS(Windows).dir(k + "end")
+		for i := range n {
+			next := fmt.Sprintf("%sl%d", k, i+1)
+			if i == n-1 {
+				next = k + "end"
+			}
+			f.symlink(fmt.Sprintf("%sl%d", k, i), next)
+		}
+		return f
+	}
+	if err := r.CheckLinks(k+`l0\mount`, chain(maxLinks)); err != nil {
+		t.Fatalf("a chain of %d links: %v", maxLinks, err)
+	}
+	if err := r.CheckLinks(k+`l0\mount`, chain(maxLinks+1)); !errors.Is(err, ErrLinkEscapes) {
+		t.Fatalf("a chain of %d links: %v, want ErrLinkEscapes", maxLinks+1, err)
+	}
 }
 
 func TestCheckLinksPOSIX(t *testing.T) {

@@ -98,6 +98,14 @@ func TestResolveWindows(t *testing.T) {
 		{name: "asterisk", in: winRootDir + `\a*b`, err: ErrInvalidChars},
 		{name: "alternate data stream", in: winRootDir + `\x:stream`, err: ErrInvalidChars},
 		{name: "default stream", in: winRootDir + `\x::$DATA`, err: ErrInvalidChars},
+		// A component starting with ':' names an alternate data stream of
+		// its parent directory (pods\:stream is a stream of pods).
+		{name: "stream of the parent directory", in: winRootDir + `\pods\:stream`, err: ErrInvalidChars},
+		{name: "stream of the parent directory, last", in: winRootDir + `\pods\:stream\x`, err: ErrInvalidChars},
+		// A forbidden character as the first character of a name.
+		{name: "leading less than", in: winRootDir + `\<a`, err: ErrInvalidChars},
+		{name: "leading asterisk", in: winRootDir + `\pods\*`, err: ErrInvalidChars},
+		{name: "leading question mark", in: winRootDir + `\?x`, err: ErrInvalidChars},
 		{name: "trailing dot in root component", in: `C:\var\lib\kubelet.\x`, err: ErrInvalidChars},
 		{name: "trailing dot below root", in: winRootDir + `\pods.\x`, err: ErrInvalidChars},
 		{name: "trailing space", in: winRootDir + `\x `, err: ErrInvalidChars},
@@ -135,6 +143,9 @@ func TestResolveWindows(t *testing.T) {
 		{name: "aux space extension", in: winRootDir + `\aux .log`, err: ErrDevicePath},
 		{name: "com1", in: winRootDir + `\com1`, err: ErrDevicePath},
 		{name: "COM9 extension", in: winRootDir + `\COM9.tar.gz`, err: ErrDevicePath},
+		// COM0 and LPT0 are rejected on purpose (isDOSDeviceName).
+		{name: "com0", in: winRootDir + `\COM0`, err: ErrDevicePath},
+		{name: "lpt0 extension", in: winRootDir + `\lpt0.log`, err: ErrDevicePath},
 		{name: "lpt5", in: winRootDir + `\LpT5`, err: ErrDevicePath},
 		{name: "com superscript", in: winRootDir + `\COM¹`, err: ErrDevicePath},
 		{name: "lpt superscript", in: winRootDir + `\lpt³.txt`, err: ErrDevicePath},
@@ -176,10 +187,54 @@ func TestResolveWindowsLengthLimit(t *testing.T) {
 	if _, err := r.Resolve(fill(maxPathLen + 1)); !errors.Is(err, ErrTooLong) {
 		t.Fatalf("Resolve of a %d-character path: %v, want ErrTooLong", maxPathLen+1, err)
 	}
-	// Characters outside the BMP take two UTF-16 units.
+	// Characters outside the BMP take two UTF-16 units, from U+10000 on.
 	wide := winRootDir + `\` + strings.Repeat("😀", (maxPathLen-len(winRootDir))/2+1)
 	if _, err := r.Resolve(wide); !errors.Is(err, ErrTooLong) {
 		t.Fatalf("Resolve of a path with %d UTF-16 units: %v, want ErrTooLong", pathLen(wide, Windows), err)
+	}
+	first := winRootDir + `\` + strings.Repeat("\U00010000", (maxPathLen-len(winRootDir))/2+1)
+	if _, err := r.Resolve(first); !errors.Is(err, ErrTooLong) {
+		t.Fatalf("Resolve of a path of U+10000 with %d UTF-16 units: %v, want ErrTooLong", pathLen(first, Windows), err)
+	}
+	// Characters of the BMP take one unit however many bytes they take.
+	bmp := winRootDir + `\` + strings.Repeat("\u20ac", maxPathLen-len(winRootDir)-1)
+	if _, err := r.Resolve(bmp); err != nil {
+		t.Fatalf("Resolve of a path of %d UTF-16 units (%d bytes): %v", pathLen(bmp, Windows), len(bmp), err)
+	}
+}
+
+// TestResolvePOSIXLengthLimit: the POSIX style counts bytes, as Linux does,
+// not UTF-16 units.
+func TestResolvePOSIXLengthLimit(t *testing.T) {
+	r := mustRoot(t, posixRootDir, POSIX)
+	p := posixRootDir + "/" + strings.Repeat("é", (maxPathLen-len(posixRootDir))/2+1)
+	if _, err := r.Resolve(p); !errors.Is(err, ErrTooLong) {
+		t.Fatalf("Resolve of a POSIX path of %d bytes: %v, want ErrTooLong", len(p), err)
+	}
+}
+
+// TestASCIILetters pins the edges of the ASCII letter ranges the drive
+// letter and the case-insensitive comparisons rely on.
+func TestASCIILetters(t *testing.T) {
+	for _, b := range []byte("azAZ") {
+		if !isASCIILetter(b) {
+			t.Errorf("isASCIILetter(%q) = false", b)
+		}
+	}
+	for _, b := range []byte("@[`{09:") {
+		if isASCIILetter(b) {
+			t.Errorf("isASCIILetter(%q) = true", b)
+		}
+	}
+	for in, want := range map[byte]byte{'A': 'a', 'Z': 'z', 'a': 'a', '@': '@', '[': '['} {
+		if got := lowerASCII(in); got != want {
+			t.Errorf("lowerASCII(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, drive := range []string{`a:\k`, `Z:\k`} {
+		if _, err := NewRoot(drive, Windows); err != nil {
+			t.Errorf("NewRoot(%s): %v", drive, err)
+		}
 	}
 }
 

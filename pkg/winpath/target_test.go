@@ -69,6 +69,10 @@ func TestCanonicalTarget(t *testing.T) {
 		{in: `\\?\Volume{0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9}\`, want: `\\?\volume{0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9}`},
 		{in: `\??\Volume{0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9}`, want: `\\?\volume{0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9}`},
 		{in: `..\data\`, want: `..\data`},
+		// A doubled separator after a single leading one: the collapse must
+		// not look before the string.
+		{in: `\a\\b`, want: `\a\b`},
+		{in: `a\\\b`, want: `a\b`},
 		{in: `\`, want: `\`},
 		{in: ``, want: ``},
 	}

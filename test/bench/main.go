@@ -27,14 +27,19 @@ type config struct {
 	Scale        []scaleGroup  `json:"scale"`
 	ScaleRuns    int           `json:"scaleRuns"`
 	RSSVolumes   int           `json:"rssVolumes"`
-	Short        bool          `json:"short"`
-	Backends     []string      `json:"backends"`
-	Phases       []string      `json:"phases"`
-	Verbosity    int           `json:"verbosity"`
-	JSON         string        `json:"-"`
-	Work         string        `json:"-"`
-	Keep         bool          `json:"-"`
-	Pprof        string        `json:"-"`
+	// StockVolumes, StockLatency and StockWin32Latency shape the
+	// stock-take phase (stocktake.go).
+	StockVolumes      int           `json:"stockTakeVolumesPerBackend"`
+	StockLatency      time.Duration `json:"-"`
+	StockWin32Latency time.Duration `json:"-"`
+	Short             bool          `json:"short"`
+	Backends          []string      `json:"backends"`
+	Phases            []string      `json:"phases"`
+	Verbosity         int           `json:"verbosity"`
+	JSON              string        `json:"-"`
+	Work              string        `json:"-"`
+	Keep              bool          `json:"-"`
+	Pprof             string        `json:"-"`
 	// ServeFloor, when set, makes this process the bare floor server
 	// (floor.go) on that socket instead of a bench.
 	ServeFloor string `json:"-"`
@@ -59,7 +64,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.ScaleRuns, "scale-runs", 0, "scaling runs on fresh hosts, of which the median counts (default 3, -short 1)")
 	fs.BoolVar(&c.Short, "short", false, "quick smoke mode: few iterations, N up to 10, 50 volumes for RSS")
 	fs.StringVar(&backendsFlag, "backends", "disk,smb,iscsi", "backends to measure (comma-separated: disk, smb, iscsi)")
-	fs.StringVar(&phasesFlag, "phases", "rpc,scale,memory", "what to measure (comma-separated: rpc for the floor, RPC latencies and host calls per backend; scale; memory)")
+	fs.StringVar(&phasesFlag, "phases", "rpc,scale,memory,stocktake", "what to measure (comma-separated: rpc for the floor, RPC latencies and host calls per backend; scale; memory; stocktake, one orphan-sweep stock-take)")
+	fs.IntVar(&c.StockVolumes, "stocktake-volumes", 0, "staged volumes of each backend in the stock-take phase (default 500, -short 50)")
+	fs.DurationVar(&c.StockLatency, "stocktake-latency", 50*time.Millisecond, "latency before every WMI-backed simulated call in the stock-take phase")
+	fs.DurationVar(&c.StockWin32Latency, "stocktake-win32-latency", 0, "latency before every Win32-backed simulated call (file checks, mount points, SMB checks) in the stock-take phase")
 	fs.IntVar(&c.Verbosity, "v", 2, "plugin log verbosity (--v), as deployed")
 	fs.StringVar(&c.JSON, "json", "", "also write the results as JSON to this file")
 	fs.StringVar(&c.Work, "work", "", "work directory (default: a new temporary directory)")
@@ -81,10 +89,16 @@ func parseFlags(args []string) (*config, error) {
 	}
 	for _, ph := range strings.Split(phasesFlag, ",") {
 		ph = strings.TrimSpace(ph)
-		if ph != "rpc" && ph != "scale" && ph != "memory" {
-			return nil, fmt.Errorf("-phases: unknown phase %q (want rpc, scale, memory)", ph)
+		if ph != "rpc" && ph != "scale" && ph != "memory" && ph != "stocktake" {
+			return nil, fmt.Errorf("-phases: unknown phase %q (want rpc, scale, memory, stocktake)", ph)
 		}
 		c.Phases = append(c.Phases, ph)
+	}
+	if c.StockVolumes == 0 {
+		c.StockVolumes = 500
+		if c.Short {
+			c.StockVolumes = 50
+		}
 	}
 	if c.Short {
 		c.Floor, c.Cycles, c.RSSVolumes = 200, 50, 50
@@ -184,6 +198,14 @@ func measureAll(ctx context.Context, c *config, rep *report) error {
 		if err := measureScale(ctx, c, rep); err != nil {
 			return err
 		}
+	}
+	if contains(c.Phases, "stocktake") {
+		fmt.Fprintf(os.Stderr, "bench: stock-take with %d volumes of each backend\n", c.StockVolumes)
+		st, err := measureStockTake(ctx, c, filepath.Join(c.Work, "stocktake"), c.StockVolumes)
+		if err != nil {
+			return fmt.Errorf("stock-take: %w", err)
+		}
+		rep.StockTake = st
 	}
 	if contains(c.Phases, "memory") {
 		fmt.Fprintln(os.Stderr, "bench: memory")

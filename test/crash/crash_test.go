@@ -50,17 +50,10 @@ const (
 // only (TestSweepCrashMatrix crashes the sweep's own round).
 var rpcArgs = []string{"--v=2", "--orphan-sweep=off"}
 
-// readOnlyOps are host calls without effect: a crash after one is the same
-// as a crash before the next step, so the subset leaves out the crash
-// after them (the full matrix keeps every case).
-var readOnlyOps = map[string]bool{
-	sim.OpDisksList: true, sim.OpDisksGet: true, sim.OpDisksPage83: true, sim.OpDisksPartitions: true,
-	sim.OpDisksMaxPartitionSize: true, sim.OpVolumesOfPartition: true, sim.OpVolumesGet: true,
-	sim.OpVolumesDiskNumber: true, sim.OpVolumesFreeSpace: true, sim.OpFilesStat: true,
-	sim.OpFilesIsEmptyDir: true, sim.OpSMBMapping: true, sim.OpSMBCheck: true, sim.OpISCSIPortals: true,
-	sim.OpISCSITargets: true, sim.OpISCSISessions: true, sim.OpISCSISessionDisks: true,
-	sim.OpFilesReadDir: true, sim.OpSMBMappings: true,
-}
+// readOnlyOps are host calls without effect (sim.ReadsOnly): a crash
+// after one is the same as a crash before the next step, so the subset
+// leaves out the crash after them (the full matrix keeps every case).
+func readOnlyOps(op string) bool { return sim.ReadsOnly(op) }
 
 // crashCase is one crash point: the nth call of op, which is step k of the
 // RPC's host-call sequence.
@@ -91,7 +84,7 @@ func cases(seq []string, full bool) []crashCase {
 	for i, op := range seq {
 		seen[op]++
 		out = append(out, crashCase{step: i + 1, op: op, nth: seen[op]})
-		if full || !readOnlyOps[op] {
+		if full || !readOnlyOps(op) {
 			out = append(out, crashCase{step: i + 1, op: op, nth: seen[op], after: true})
 		}
 	}

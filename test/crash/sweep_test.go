@@ -200,7 +200,7 @@ func sweepCases(seq []string, full bool) []crashCase {
 	}
 	var out []crashCase
 	for i, c := range cases(seq, true) {
-		if i == 0 || !readOnlyOps[c.op] {
+		if i == 0 || !readOnlyOps(c.op) {
 			out = append(out, c)
 		}
 	}

@@ -23,17 +23,6 @@ import (
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
 
-// readOps are the host calls that change nothing: all a report round may
-// make.
-var readOps = map[string]bool{
-	sim.OpDisksList: true, sim.OpDisksGet: true, sim.OpDisksPage83: true, sim.OpDisksPartitions: true,
-	sim.OpDisksMaxPartitionSize: true, sim.OpVolumesOfPartition: true, sim.OpVolumesGet: true,
-	sim.OpVolumesDiskNumber: true, sim.OpVolumesFreeSpace: true, sim.OpFilesStat: true, sim.OpFilesReadDir: true,
-	sim.OpFilesIsEmptyDir: true, sim.OpSMBMapping: true, sim.OpSMBMappings: true, sim.OpSMBCheck: true,
-	sim.OpISCSIPortals: true, sim.OpISCSITargets: true, sim.OpISCSISessions: true, sim.OpISCSISessionDisks: true,
-	sim.OpSecurityRootDACL: true, sim.OpSecurityLookupAccountName: true,
-}
-
 // open builds the plugin over the node under base with the flags.
 func open(t *testing.T, base string, args ...string) *simnode.Node {
 	t.Helper()
@@ -56,7 +45,7 @@ func sweepRound(t *testing.T, n *simnode.Node) (map[string]sweep.Result, []strin
 	}
 	var mutating []string
 	for _, op := range n.Sim.OpsSince(mark) {
-		if !readOps[op] {
+		if !sim.ReadsOnly(op) {
 			mutating = append(mutating, op)
 		}
 	}
@@ -219,7 +208,7 @@ func TestStateDirectoryLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, op := range n.Sim.OpsSince(mark) {
-		if !readOps[op] {
+		if !sim.ReadsOnly(op) {
 			t.Errorf("the round made host call %s", op)
 		}
 	}

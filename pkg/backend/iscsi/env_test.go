@@ -38,6 +38,9 @@ const (
 	iqnOther  = "iqn.2024-01.test.array:other-mutual"
 	iqnDisc   = "iqn.2024-01.test.array:discovery"
 	iqnLate   = "iqn.2024-01.test.array:late"
+	iqnNamed  = "iqn.2024-01.test.array:named"
+	iqnMoved  = "iqn.2024-01.test.array:moved"
+	iqnNoID   = "iqn.2024-01.test.array:no-id"
 
 	// CHAP secrets are 12 to 16 bytes.
 	chapUser    = "k8s-node"
@@ -52,9 +55,25 @@ func chap(user, secret string) *host.CHAP {
 	return &host.CHAP{User: user, Secret: host.NewSecret(secret)}
 }
 
+// Portals that are not the address the target answers on: two host names
+// (names), and two group addresses whose logins the array redirects to
+// others (redirects).
+var (
+	namedA = host.Portal{Address: "array-a.example.com", Port: 3260}
+	namedB = host.Portal{Address: "array-b.example.com", Port: 3260}
+	groupA = host.Portal{Address: "10.0.6.1", Port: 3260}
+	groupB = host.Portal{Address: "10.0.6.2", Port: 3260}
+	names  = map[string][]string{"array-a.example.com": {"10.0.5.1"}, "array-b.example.com": {"10.0.5.2", "fd00::5:2"}}
+)
+
 // targets is the storage every test starts with.
 func targets() []sim.TargetSpec {
+	luns := []sim.LUNSpec{{LUN: 0}, {LUN: 1}, {LUN: 2}, {LUN: 3}}
 	return []sim.TargetSpec{
+		{IQN: iqnNamed, Portals: []host.Portal{namedA, namedB}, LUNs: luns},
+		{IQN: iqnMoved, Portals: []host.Portal{groupA, groupB}, LUNs: luns, Redirects: map[host.Portal]host.Portal{
+			groupA: {Address: "10.0.6.11", Port: 3260}, groupB: {Address: "10.0.6.12", Port: 3260}}},
+		{IQN: iqnNoID, Portals: []host.Portal{groupA}, LUNs: []sim.LUNSpec{{LUN: 0}}, LoginWithoutID: true},
 		{IQN: iqnOpen, Portals: []host.Portal{portal1, portal2}, LUNs: []sim.LUNSpec{{LUN: 0}, {LUN: 1}}},
 		{IQN: iqnCHAP, Portals: []host.Portal{portal1}, LUNs: []sim.LUNSpec{{LUN: 0}}, CHAP: chap(chapUser, chapSecret)},
 		{IQN: iqnMutual, Portals: []host.Portal{portal1}, LUNs: []sim.LUNSpec{{LUN: 0}},
@@ -101,6 +120,11 @@ func newEnv(t *testing.T, keepPortals bool) *env {
 	}
 	for _, spec := range targets() {
 		if err := s.AddTarget(spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, addrs := range names {
+		if err := s.SetNames(name, addrs...); err != nil {
 			t.Fatal(err)
 		}
 	}

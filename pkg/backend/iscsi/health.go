@@ -3,16 +3,21 @@ package iscsi
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
 // Health reports the conditions of the staged volume's disk and volume (as
 // the disk backend does) and of its sessions: no connected session is
-// INACCESSIBLE (SessionLost); a multipath volume with fewer connected
-// sessions than portals is DEGRADED (PathDown), naming the portals without
-// one.
+// INACCESSIBLE (SessionLost); a multipath volume with a portal no
+// connected session goes through is DEGRADED (PathDown), naming those
+// portals. Which portal a session goes through is what the target's
+// record says, or what the portal's name resolves to (paths.go), never
+// the address the connection reports alone: a portal given by host name,
+// or whose target redirects logins, is never reported down for it.
 func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backend.Condition, error) {
 	conds, err := b.disks.Health(ctx, r)
 	if err != nil {
@@ -27,27 +32,35 @@ func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backen
 	if err != nil {
 		return nil, err
 	}
-	up := map[string]bool{}
-	for _, s := range sessions {
-		if s.IsConnected {
-			up[portalKey(s.TargetPortal)] = true
-		}
-	}
-	if len(up) == 0 {
+	if !slices.ContainsFunc(sessions, func(s host.ISCSISession) bool { return s.IsConnected }) {
 		return append(conds, backend.Condition{Severity: backend.Inaccessible, Reason: "SessionLost",
 			Message: "no connected iSCSI session to target " + iqn}), nil
 	}
-	portals := rec.Portals
-	if rec.Multipath && len(up) < len(portals) {
-		var missing []string
-		for _, p := range portals {
-			if !up[portalKey(p)] {
-				missing = append(missing, p.String())
-			}
+	if !rec.Multipath {
+		return conds, nil
+	}
+	tr, err := b.targetRecordOf(ctx, iqn)
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.pathsOf(ctx, tr, rec.Portals, sessions)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, pt := range rec.Portals {
+		if !p.covers(portalKey(pt), sessions, true) {
+			missing = append(missing, pt.String())
 		}
-		conds = append(conds, backend.Condition{Severity: backend.Degraded, Reason: "PathDown",
-			Message: fmt.Sprintf("%d of %d paths to target %s are connected; no connected session through %s",
-				len(up), len(portals), iqn, strings.Join(missing, ", "))})
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("%d of %d paths to target %s are connected; no connected session through %s",
+			len(rec.Portals)-len(missing), len(rec.Portals), iqn, strings.Join(missing, ", "))
+		if n := len(p.unknown(sessions)); n > 0 {
+			msg += fmt.Sprintf(" (%d session(s) of the target go through a portal this plugin cannot tell: "+
+				"not in its record, and their addresses are not what the portals' names resolve to)", n)
+		}
+		conds = append(conds, backend.Condition{Severity: backend.Degraded, Reason: "PathDown", Message: msg})
 	}
 	return conds, nil
 }

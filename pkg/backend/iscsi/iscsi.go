@@ -143,10 +143,12 @@ type loggedIn []host.ISCSISession
 
 // sessionsUsable is a stage's check of a target the state calls ready: the
 // sessions the volume needs are there (one at least; with multipath one
-// through every portal) and, for a persistent volume, registered to come
-// back after a reboot. A stage that waited for the transition that made
-// the target ready (fresh) checks the sessions it left instead of asking
-// the host. Anything else is left to ensureSessions, as a transition.
+// through every portal, as the target's record and the portals' names say:
+// paths.go) and, for a persistent volume, registered to come back after a
+// reboot. A stage that waited for the transition that made the target
+// ready (fresh) checks the sessions it left instead of asking the host.
+// Anything else, a session to record included, is left to ensureSessions,
+// as a transition.
 func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, fresh *loggedIn) (bool, error) {
 	var existing loggedIn
 	if fresh != nil {
@@ -160,24 +162,33 @@ func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, 
 	if len(existing) == 0 || len(unregistered(spec, existing)) > 0 {
 		return false, nil
 	}
-	return len(missingPaths(spec, existing)) == 0, nil
+	if !spec.Multipath {
+		return true, nil
+	}
+	rec, err := b.targetRecordOf(ctx, spec.IQN)
+	if err != nil {
+		return false, err
+	}
+	p, err := b.pathsOf(ctx, rec, spec.Portals, existing)
+	if err != nil {
+		return false, err
+	}
+	return !p.pending() && len(missingPaths(spec, existing, p)) == 0, nil
 }
 
 // missingPaths returns the portals the volume needs a session through:
-// every portal without one under multipath, otherwise the volume's portals
-// (in the contract's order: the first that answers is used) when the target
-// has no session at all.
-func missingPaths(spec *contract.ISCSISpec, existing []host.ISCSISession) []host.Portal {
-	have := make(map[string]bool, len(existing))
-	for _, s := range existing {
-		have[portalKey(s.TargetPortal)] = true
-	}
+// under multipath every portal no session goes through (connected or not:
+// Windows reconnects a session whose portal came back, and a login next to
+// it would make a second session through the same portal), otherwise the
+// volume's portals (in the contract's order: the first that answers is
+// used) when the target has no session at all.
+func missingPaths(spec *contract.ISCSISpec, existing []host.ISCSISession, p paths) []host.Portal {
 	var want []host.Portal
 	switch {
 	case spec.Multipath:
-		for _, p := range spec.Portals {
-			if !have[portalKey(p)] {
-				want = append(want, p)
+		for _, pt := range spec.Portals {
+			if !p.covers(portalKey(pt), existing, false) {
+				want = append(want, pt)
 			}
 		}
 	case len(existing) == 0:
@@ -203,10 +214,13 @@ func unregistered(spec *contract.ISCSISpec, sessions []host.ISCSISession) []host
 
 // ensureSessions logs in to the target through the portals that need a
 // session: every portal without one under multipath, otherwise the first
-// portal that answers when the target has no session at all. It returns the
-// sessions it created and the portals it registered, also on error, so that
-// the caller can roll them back, and the target's sessions once it is done.
-// It runs as a transition of the target.
+// portal that answers when the target has no session at all. Each session
+// it makes is recorded in the target's note with the portal it was made
+// through, as are the sessions it finds through a portal's resolved name
+// (paths.go). It returns the sessions it created and the portals it
+// registered, also on error, so that the caller can roll them back, and
+// the target's sessions once it is done. It runs as a transition of the
+// target.
 func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) (created []host.ISCSISession, added []host.Portal, now []host.ISCSISession, err error) {
 	log := klog.FromContext(ctx)
 	existing, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
@@ -221,14 +235,31 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 			existing[i].IsPersistent = true // makePersistent registered it
 		}
 	}
-	have := make(map[string]bool, len(existing))
-	for _, s := range existing {
-		have[portalKey(s.TargetPortal)] = true
+	rec, err := b.targetRecordOf(ctx, spec.IQN)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	want := missingPaths(spec, existing)
+	p, err := b.pathsOf(ctx, rec, spec.Portals, existing)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if p.pending() {
+		for id, k := range p.adopted {
+			log.V(2).Info("Recording a session found through its address", "sessionID", id, "portal", k)
+		}
+		p.record(&rec)
+		if err := b.putTargetRecord(ctx, spec.IQN, rec, existing); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	want := missingPaths(spec, existing, p)
 	if len(want) == 0 {
 		log.V(5).Info("Target already logged in", "sessions", len(existing))
 		return nil, nil, existing, nil
+	}
+	if unknown := p.unknown(existing); spec.Multipath && len(unknown) > 0 {
+		log.V(2).Info("Sessions of the target go through no portal the volume lists, by the record or the portals' names; "+
+			"logging in through the portals without one", "sessions", len(unknown))
 	}
 
 	ctx, unlockPortals, err := b.lockPortals(ctx, want)
@@ -260,24 +291,36 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 	}
 
 	var down []error
-	for _, p := range want {
-		s, addedPortal, err := b.login(ctx, spec, p, isRegistered[portalKey(p)])
+	loggedInAlready := len(existing) > 0
+	for _, pt := range want {
+		s, addedPortal, err := b.login(ctx, spec, pt, isRegistered[portalKey(pt)])
 		if addedPortal {
-			added = append(added, p)
+			added = append(added, pt)
+		}
+		if errors.Is(err, host.ErrSessionUnknown) {
+			// Logged in, but Windows did not say which session the login
+			// made: the one new session is it, or the stage fails for a
+			// retry (which then finds it through the portal's name, or
+			// logs in once more, never through a guess).
+			s, err = b.adoptLogin(ctx, spec.IQN, append(existing, created...), rec, err)
 		}
 		switch {
 		case err == nil:
-			log.V(2).Info("Logged in to target", "portal", p.String(), "sessionID", s.SessionID,
+			log.V(2).Info("Logged in to target", "portal", pt.String(), "sessionID", s.SessionID,
 				"multipath", spec.Multipath, "persistent", spec.Persistent)
 			created = append(created, s)
+			rec.Sessions[s.SessionID] = sessionRecord{Portal: portalKey(pt)}
+			if err := b.putTargetRecord(ctx, spec.IQN, rec, append(existing, created...)); err != nil {
+				return created, added, nil, err
+			}
 		case errors.Is(err, host.ErrAlreadyExists):
-			// Logged in by someone else since the listing above (or
-			// through an address the listing reported differently, such
-			// as the IP of a host-name portal): the session is there.
-			log.V(4).Info("Target already logged in through portal", "portal", p.String(), "err", err)
-			have[portalKey(p)] = true
+			// Logged in by someone else since the listing above, without
+			// multipath on one side (ISDSC_TARGET_ALREADY_LOGGED_IN): the
+			// target has a session.
+			log.V(4).Info("Target already logged in", "portal", pt.String(), "err", err)
+			loggedInAlready = true
 		case errors.Is(err, host.ErrUnreachable) && len(spec.Portals) > 1:
-			log.Info("Portal does not answer; trying the other portals", "portal", p.String(), "err", err)
+			log.Info("Portal does not answer; trying the other portals", "portal", pt.String(), "err", err)
 			down = append(down, err)
 			continue
 		default:
@@ -287,7 +330,7 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 			break
 		}
 	}
-	if len(have) == 0 && len(created) == 0 {
+	if !loggedInAlready && len(created) == 0 {
 		return created, added, nil, fmt.Errorf("log in to target %s: no portal answered: %w", spec.IQN, errors.Join(down...))
 	}
 	if len(down) > 0 && spec.Multipath {

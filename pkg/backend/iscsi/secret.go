@@ -51,20 +51,30 @@ func (b *Backend) setInitiatorSecret(ctx context.Context, iqn string, secret hos
 	if err != nil {
 		return err
 	}
-	sessions, err := b.h.ISCSI.Sessions(ctx, "")
-	if err != nil {
-		return err
-	}
-	loggedIn := func(t string) bool {
-		return slices.ContainsFunc(sessions, func(s host.ISCSISession) bool { return sameIQN(s.TargetNodeAddress, t) })
+	// Only the targets the record names can be logged in with another
+	// secret: their sessions are asked for, one target at a time, rather
+	// than every session of the node (this runs under the target's and
+	// its portals' locks, at every login with mutual CHAP).
+	var others []string
+	if rec != nil {
+		for _, t := range rec.Targets {
+			if sameIQN(t, iqn) {
+				continue
+			}
+			sessions, err := b.h.ISCSI.Sessions(ctx, t)
+			if err != nil {
+				return err
+			}
+			if len(sessions) > 0 {
+				others = append(others, t)
+			}
+		}
 	}
 	if rec != nil && rec.SHA256 != digest(rec.Salt, secret) {
-		for _, t := range rec.Targets {
-			if !sameIQN(t, iqn) && loggedIn(t) {
-				return fmt.Errorf("target %s needs a different mutual-CHAP initiator secret (node.session.auth.password_in) "+
-					"than target %s, which is logged in on this node; the Microsoft iSCSI initiator has one initiator secret "+
-					"per node, so both cannot be used at once: %w", iqn, t, host.ErrConflict)
-			}
+		if len(others) > 0 {
+			return fmt.Errorf("target %s needs a different mutual-CHAP initiator secret (node.session.auth.password_in) "+
+				"than target %s, which is logged in on this node; the Microsoft iSCSI initiator has one initiator secret "+
+				"per node, so both cannot be used at once: %w", iqn, others[0], host.ErrConflict)
 		}
 		rec = nil
 	}
@@ -76,12 +86,7 @@ func (b *Backend) setInitiatorSecret(ctx context.Context, iqn string, secret hos
 		rec = &secretRecord{Salt: hex.EncodeToString(salt)}
 		rec.SHA256 = digest(rec.Salt, secret)
 	}
-	kept := []string{normalizeIQN(iqn)}
-	for _, t := range rec.Targets {
-		if !sameIQN(t, iqn) && loggedIn(t) {
-			kept = append(kept, t)
-		}
-	}
+	kept := append([]string{normalizeIQN(iqn)}, others...)
 	slices.Sort(kept)
 	rec.Targets = kept
 	if err := b.putSecretRecord(ctx, rec); err != nil {

@@ -126,7 +126,11 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 		if user == "" && r.unused != nil {
 			// No journal entry names the target any more: sessions it
 			// has now are someone else's (the plugin's went with its last
-			// volume), and none means nothing is left to do.
+			// volume), and none means nothing is left to do, but for
+			// persistent logins the plugin's record of the target's logins
+			// still names (a login whose target did not answer at boot
+			// has no session, and the unstage that logged out the others
+			// did not see it).
 			entries, err := b.store.ByResource(ctx, t.Key())
 			if err != nil {
 				return t.Prev(), fmt.Errorf("read the volumes of target %s from the stage journal: %w", r.iqn, err)
@@ -140,7 +144,13 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 					return t.Prev(), nil
 				}
 				*r.unused = true
-				return shared.Absent, nil
+				if _, noted, err := b.store.Note(ctx, targetNoteKey(r.iqn)); err != nil || !noted || r.dryRun {
+					return shared.Absent, err
+				}
+				if err := b.removePersistentLogins(ctx, r.iqn); err != nil {
+					return shared.Unknown, err
+				}
+				return shared.Absent, b.putTargetRecord(ctx, r.iqn, targetRecord{}, nil)
 			}
 		}
 		next := t.Prev()
@@ -248,14 +258,28 @@ func (b *Backend) otherUser(ctx context.Context, t *shared.Transition[loggedIn],
 // in again at boot, and returns the portals of the sessions it logged out
 // of. Sessions already gone are fine. Windows refusing because the
 // target's disks are in use fails with host.ErrInUse.
-func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSISession) bool) ([]host.Portal, error) {
+func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSISession) bool) (_ []host.Portal, err error) {
 	log := klog.FromContext(ctx)
 	sessions, err := b.h.ISCSI.Sessions(ctx, iqn)
 	if err != nil {
 		return nil, err
 	}
+	rec, err := b.targetRecordOf(ctx, iqn)
+	if err != nil {
+		return nil, err
+	}
 	var portals []host.Portal
 	remaining := len(sessions)
+	// The record forgets the sessions logged out, also when a later one
+	// fails: a session it still names but the host no longer has would
+	// only be dropped at the next write.
+	defer func() {
+		if remaining == 0 {
+			err = errors.Join(err, b.putTargetRecord(ctx, iqn, targetRecord{}, nil))
+		} else {
+			err = errors.Join(err, b.putTargetRecord(ctx, iqn, rec, nil))
+		}
+	}()
 	for _, s := range sessions {
 		if match != nil && !match(s) {
 			continue
@@ -274,9 +298,23 @@ func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSIS
 		case err == nil, errors.Is(err, host.ErrNotFound):
 			remaining--
 			portals = append(portals, s.TargetPortal)
+			if r, ok := rec.Sessions[s.SessionID]; ok {
+				if pt, err := contract.ParsePortal(r.Portal); err == nil {
+					portals = append(portals, pt) // the portal it was made through
+				}
+				delete(rec.Sessions, s.SessionID)
+			}
 		case errors.Is(err, host.ErrInUse):
 			return portals, fmt.Errorf("something still holds the disks of target %s: %w", iqn, err)
 		default:
+			return portals, err
+		}
+	}
+	if remaining == 0 && match == nil {
+		// The last session is gone: a persistent login that has none (its
+		// target did not answer at boot) would still log in at the next
+		// boot.
+		if err := b.removePersistentLogins(ctx, iqn); err != nil {
 			return portals, err
 		}
 	}
@@ -286,6 +324,28 @@ func (b *Backend) logout(ctx context.Context, iqn string, match func(host.ISCSIS
 		}
 	}
 	return portals, nil
+}
+
+// removePersistentLogins removes the persistent logins of target iqn that
+// Windows still lists (host.ISCSI.PersistentLogins: iscsicli
+// ListPersistentTargets shows the same), such as one whose target did not
+// answer at boot and so has no session to unregister. One already gone is
+// fine.
+func (b *Backend) removePersistentLogins(ctx context.Context, iqn string) error {
+	logins, err := b.h.ISCSI.PersistentLogins(ctx)
+	if err != nil {
+		return err
+	}
+	for _, l := range logins {
+		if !sameIQN(l.TargetNodeAddress, iqn) {
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Removing a persistent login without a session", "portal", l.Portal.String())
+		if err := b.h.ISCSI.RemovePersistentLogin(ctx, l); err != nil && !errors.Is(err, host.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // removeUnusedPortals removes each of portals that no session of any target
@@ -353,10 +413,12 @@ func (b *Backend) removePortal(ctx context.Context, p host.Portal) error {
 // saw leave their target are not asked about. When nothing uses the
 // portal, listed reports whether any journal entry lists it at all.
 func (b *Backend) portalUser(ctx context.Context, k string, sessions []host.ISCSISession) (why string, listed bool, err error) {
-	for _, s := range sessions {
-		if portalKey(s.TargetPortal) == k {
-			return "a session of target " + s.TargetNodeAddress, true, nil
+	through, err := b.sessionThrough(ctx, k, sessions)
+	if err != nil || through != nil {
+		if through != nil {
+			why = "a session of target " + through.TargetNodeAddress
 		}
+		return why, true, err
 	}
 	entries, err := b.store.ByBackend(ctx, string(contract.KindISCSI))
 	if err != nil {
@@ -388,4 +450,39 @@ func (b *Backend) portalUser(ctx context.Context, k string, sessions []host.ISCS
 		return fmt.Sprintf("volume %q", id), true, nil
 	}
 	return "", listed, err
+}
+
+// sessionThrough returns a session that goes through the portal with key
+// k, or nil: one whose connection answers on the portal's address, one the
+// record of its target says was made through it, or one whose address the
+// portal's name resolves to (paths.go).
+func (b *Backend) sessionThrough(ctx context.Context, k string, sessions []host.ISCSISession) (*host.ISCSISession, error) {
+	pt, err := contract.ParsePortal(k)
+	if err != nil {
+		return nil, fmt.Errorf("portal %q: %w", k, err)
+	}
+	byTarget := map[string][]host.ISCSISession{}
+	for i, s := range sessions {
+		if portalKey(s.TargetPortal) == k {
+			return &sessions[i], nil
+		}
+		iqn := normalizeIQN(s.TargetNodeAddress)
+		byTarget[iqn] = append(byTarget[iqn], s)
+	}
+	for iqn, ss := range byTarget {
+		rec, err := b.targetRecordOf(ctx, iqn)
+		if err != nil {
+			return nil, err
+		}
+		p, err := b.pathsOf(ctx, rec, []host.Portal{pt}, ss)
+		if err != nil {
+			return nil, err
+		}
+		for i, s := range ss {
+			if p.through[s.SessionID] == k {
+				return &ss[i], nil
+			}
+		}
+	}
+	return nil, nil
 }

@@ -82,7 +82,7 @@ func offlineReadOnly(t *testing.T, ctx context.Context, f Fixture, readOnly bool
 // a clause marked "uncertain" is what no page states: the case accepts
 // every documented answer, and the integration run on Windows shows
 // which one Windows gives.
-var Cases = slices.Concat(localCases, smbCases, iscsiCases, securityCases, contextCases)
+var Cases = slices.Concat(localCases, smbCases, iscsiCases, iscsiBulkCases, securityCases, contextCases)
 
 var localCases = []Case{
 	// --- Disks -----------------------------------------------------------
@@ -224,6 +224,31 @@ var localCases = []Case{
 	}},
 	{Name: "volumes/mount-non-empty-dir", Given: DirWithFile, Check: func(t *testing.T, ctx context.Context, f Fixture) {
 		is(t, "Mount on a directory holding a file", f.Host.Volumes.Mount(ctx, f.Volume.GUIDPath, f.Dir), host.ErrDirNotEmpty)
+	}},
+	// Every volume with the disk that holds it, as Get and DiskNumber say.
+	// Uncertain: whether the partition lists the volume GUID path among
+	// its access paths on every Windows (what Volumes.List places the
+	// volume by); a volume not placed says so (OnDisk false), and
+	// DiskNumber places it.
+	{Name: "volumes/list", Given: FormattedVolume, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		vols, err := f.Host.Volumes.List(ctx)
+		is(t, "List", err, nil)
+		for _, v := range vols {
+			if !strings.EqualFold(v.GUIDPath, f.Volume.GUIDPath) {
+				continue
+			}
+			if v.FileSystem != f.Volume.FileSystem {
+				t.Fatalf("List: volume %s has file system %q, want %q", v.GUIDPath, v.FileSystem, f.Volume.FileSystem)
+			}
+			if v.OnDisk && v.DiskNumber != f.Disk.Number {
+				t.Fatalf("List places volume %s on disk %d, want %d", v.GUIDPath, v.DiskNumber, f.Disk.Number)
+			}
+			if !v.OnDisk {
+				t.Logf("List did not place volume %s on a disk", v.GUIDPath)
+			}
+			return
+		}
+		t.Fatalf("List = %+v, want volume %s among them", vols, f.Volume.GUIDPath)
 	}},
 
 	// --- Files -----------------------------------------------------------

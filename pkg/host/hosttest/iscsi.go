@@ -3,6 +3,7 @@ package hosttest
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,84 @@ var iscsiCases = []Case{
 		if err != nil {
 			is(t, "RemovePortal after the logout", f.Host.ISCSI.RemovePortal(ctx, f.Portal), nil)
 		}
+	}},
+}
+
+// The reads of a stock-take: every session at once, with the portal a
+// target's own listing gives; every session's disks at once, as
+// SessionDisks gives them. Uncertain: whether the provider answers an
+// enumeration of the association classes (winhost reads one session at a
+// time when it does not); the answers are the same either way.
+var iscsiBulkCases = []Case{
+	{Name: "iscsi/all-sessions", Given: BusyISCSITarget, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		all, err := f.Host.ISCSI.Sessions(ctx, "")
+		is(t, "Sessions of every target", err, nil)
+		one := sessionsOf(t, ctx, f)
+		find := func(ss []host.ISCSISession) *host.ISCSISession {
+			for i := range ss {
+				if ss[i].SessionID == f.Session.SessionID {
+					return &ss[i]
+				}
+			}
+			return nil
+		}
+		a, o := find(all), find(one)
+		if a == nil || o == nil || a.TargetPortal != o.TargetPortal || !strings.EqualFold(a.TargetNodeAddress, f.Target) {
+			t.Fatalf("session %s: in every target's %+v, in its target's %+v; want it in both, with one portal", f.Session.SessionID, all, one)
+		}
+		by, err := f.Host.ISCSI.DisksBySession(ctx)
+		is(t, "DisksBySession", err, nil)
+		disks := sessionDisks(t, ctx, f, f.Session)
+		got := slices.Clone(by[f.Session.SessionID])
+		slices.Sort(got)
+		slices.Sort(disks)
+		if !slices.Equal(got, disks) || !slices.Contains(disks, f.Disk.Number) {
+			t.Fatalf("disks of session %s: %v at once, %v alone; want the same, with disk %d", f.Session.SessionID, got, disks, f.Disk.Number)
+		}
+	}},
+	// A persistent login is listed as such (iscsicli ListPersistentTargets;
+	// whether or not its session is up), and removing it keeps the
+	// session connected; removing it again is ErrNotFound
+	// (ISDSC_NOT_FOUND, or not listed).
+	{Name: "iscsi/persistent-logins", Given: ISCSITarget, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "AddPortal", f.Host.ISCSI.AddPortal(ctx, f.Portal, "", nil), nil)
+		s := login(t, ctx, f, true)
+		listed := func() *host.PersistentLogin {
+			logins, err := f.Host.ISCSI.PersistentLogins(ctx)
+			is(t, "PersistentLogins", err, nil)
+			for i, l := range logins {
+				if strings.EqualFold(l.TargetNodeAddress, f.Target) && strings.EqualFold(l.Portal.Address, f.Portal.Address) &&
+					l.Portal.Port == f.Portal.Port {
+					return &logins[i]
+				}
+			}
+			return nil
+		}
+		l := listed()
+		if l == nil {
+			t.Fatalf("PersistentLogins does not list the login of %s through %s", f.Target, f.Portal)
+		}
+		is(t, "RemovePersistentLogin", f.Host.ISCSI.RemovePersistentLogin(ctx, *l), nil)
+		if listed() != nil {
+			t.Fatalf("PersistentLogins still lists the login removed")
+		}
+		if got := sessionsOf(t, ctx, f); len(got) != 1 || !got[0].IsConnected {
+			t.Fatalf("Sessions after RemovePersistentLogin: %+v, want the session, connected", got)
+		}
+		is(t, "RemovePersistentLogin again", f.Host.ISCSI.RemovePersistentLogin(ctx, *l), host.ErrNotFound)
+		is(t, "Disconnect", f.Host.ISCSI.Disconnect(ctx, s), nil)
+		is(t, "RemovePortal", f.Host.ISCSI.RemovePortal(ctx, f.Portal), nil)
+	}},
+	// An IP address resolves to itself; a name of the .invalid domain
+	// never resolves (RFC 6761 section 6.4): ErrNotFound.
+	{Name: "iscsi/resolve-portal", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		addrs, err := f.Host.ISCSI.ResolvePortal(ctx, host.Portal{Address: "192.0.2.1", Port: host.DefaultISCSIPort})
+		is(t, "ResolvePortal of an IP address", err, nil)
+		if len(addrs) != 1 || addrs[0].String() != "192.0.2.1" {
+			t.Fatalf("ResolvePortal of 192.0.2.1 = %v", addrs)
+		}
+		_, err = f.Host.ISCSI.ResolvePortal(ctx, host.Portal{Address: "nowhere.invalid", Port: host.DefaultISCSIPort})
+		is(t, "ResolvePortal of a name that does not resolve", err, host.ErrNotFound)
 	}},
 }
 

@@ -5,6 +5,7 @@ package hosttest
 
 import (
 	"context"
+	"net/netip"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
@@ -85,6 +86,10 @@ func (unimplementedVolumes) OfPartition(context.Context, host.Partition) (host.V
 
 func (unimplementedVolumes) Get(context.Context, string) (host.Volume, error) {
 	return host.Volume{}, notImpl("volumes.Get")
+}
+
+func (unimplementedVolumes) List(context.Context) ([]host.ListedVolume, error) {
+	return nil, notImpl("volumes.List")
 }
 
 func (unimplementedVolumes) Format(context.Context, host.Volume, host.FormatOptions) (host.Volume, error) {
@@ -195,6 +200,10 @@ func (unimplementedISCSI) Sessions(context.Context, string) ([]host.ISCSISession
 	return nil, notImpl("iscsi.Sessions")
 }
 
+func (unimplementedISCSI) ResolvePortal(context.Context, host.Portal) ([]netip.Addr, error) {
+	return nil, notImpl("iscsi.ResolvePortal")
+}
+
 func (unimplementedISCSI) Disconnect(context.Context, host.ISCSISession) error {
 	return notImpl("iscsi.Disconnect")
 }
@@ -213,6 +222,18 @@ func (unimplementedISCSI) SetInitiatorSecret(context.Context, host.Secret) error
 
 func (unimplementedISCSI) SessionDisks(context.Context, host.ISCSISession) ([]uint32, error) {
 	return nil, notImpl("iscsi.SessionDisks")
+}
+
+func (unimplementedISCSI) DisksBySession(context.Context) (map[string][]uint32, error) {
+	return nil, notImpl("iscsi.DisksBySession")
+}
+
+func (unimplementedISCSI) PersistentLogins(context.Context) ([]host.PersistentLogin, error) {
+	return nil, notImpl("iscsi.PersistentLogins")
+}
+
+func (unimplementedISCSI) RemovePersistentLogin(context.Context, host.PersistentLogin) error {
+	return notImpl("iscsi.RemovePersistentLogin")
 }
 
 type unimplementedSecurity struct{}

@@ -22,4 +22,9 @@
 // at a time; while that many are, new calls fail fast with an error wrapping
 // host.ErrBusy instead of spawning threads without bound. A full queue also
 // fails fast with host.ErrBusy; nothing ever blocks waiting for queue space.
+//
+// Background work (a context marked with host.Background: the orphan
+// sweep's rounds) runs on workers of its own (Config.BackgroundWorkers),
+// which take nothing else, and the other workers take no background call:
+// RPCs go first because a sweep never holds a worker they wait for.
 package comworker

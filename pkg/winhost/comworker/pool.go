@@ -16,9 +16,10 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultWorkers  = 2
-	DefaultQueue    = 64
-	DefaultMaxStuck = 4
+	DefaultWorkers           = 2
+	DefaultBackgroundWorkers = 1
+	DefaultQueue             = 64
+	DefaultMaxStuck          = 4
 )
 
 var (
@@ -46,9 +47,17 @@ type Config[T any] struct {
 	Name string
 	// Workers is the number of workers kept ready (DefaultWorkers if 0).
 	Workers int
+	// BackgroundWorkers is the number of workers kept ready for the calls
+	// of background work (host.Background: the orphan sweep's
+	// stock-take), DefaultBackgroundWorkers if 0. Background calls run on
+	// these workers only, and the other workers take no background call,
+	// so background work never holds a worker an RPC waits for: RPCs go
+	// first by having workers of their own.
+	BackgroundWorkers int
 	// Queue is the number of calls that may wait for a worker
-	// (DefaultQueue if 0). A call that finds the queue full fails at once
-	// with an error wrapping host.ErrBusy.
+	// (DefaultQueue if 0), for RPCs and for background work each. A call
+	// that finds its queue full fails at once with an error wrapping
+	// host.ErrBusy.
 	Queue int
 	// MaxStuck is the number of retired workers that may still be stuck in
 	// a call (DefaultMaxStuck if 0). While that many are, new calls fail
@@ -68,15 +77,17 @@ type Config[T any] struct {
 // Pool runs calls on long-lived, OS-thread-locked workers. It is safe for
 // concurrent use.
 type Pool[T any] struct {
-	cfg   Config[T]
-	log   klog.Logger
-	queue chan *job[T]
-	quit  chan struct{}
-	wg    sync.WaitGroup // every worker goroutine, retired ones included
+	cfg     Config[T]
+	log     klog.Logger
+	queue   chan *job[T] // calls of RPCs
+	bgQueue chan *job[T] // calls of background work (host.Background)
+	quit    chan struct{}
+	wg      sync.WaitGroup // every worker goroutine, retired ones included
 
 	mu          sync.Mutex
 	closed      bool
-	live        int // workers taking calls (including those still in Init)
+	live        int // workers taking calls of RPCs (including those still in Init)
+	bgLive      int // workers taking background calls
 	stuck       int // retired workers still inside their call
 	nextID      int
 	lastInitErr error
@@ -93,6 +104,9 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
+	if cfg.BackgroundWorkers <= 0 {
+		cfg.BackgroundWorkers = DefaultBackgroundWorkers
+	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultQueue
 	}
@@ -103,20 +117,22 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 		cfg.Name = "host"
 	}
 	p := &Pool[T]{
-		cfg:   cfg,
-		log:   cfg.Logger.WithValues("pool", cfg.Name),
-		queue: make(chan *job[T], cfg.Queue),
-		quit:  make(chan struct{}),
-		st:    Stats{Calls: map[string]uint64{}, ByKind: map[string]uint64{}},
+		cfg:     cfg,
+		log:     cfg.Logger.WithValues("pool", cfg.Name),
+		queue:   make(chan *job[T], cfg.Queue),
+		bgQueue: make(chan *job[T], cfg.Queue),
+		quit:    make(chan struct{}),
+		st:      Stats{Calls: map[string]uint64{}, ByKind: map[string]uint64{}},
 	}
-	ready := make(chan error, cfg.Workers)
+	all := cfg.Workers + cfg.BackgroundWorkers
+	ready := make(chan error, all)
 	p.mu.Lock()
-	for range cfg.Workers {
-		p.spawnLocked(ready)
+	for i := range all {
+		p.spawnLocked(ready, i >= cfg.Workers)
 	}
 	p.mu.Unlock()
 	var first error
-	for range cfg.Workers {
+	for range all {
 		if err := <-ready; err != nil && first == nil {
 			first = err
 		}
@@ -132,7 +148,9 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 	return p, nil
 }
 
-// Do runs fn on a worker and returns its error. It fails at once, without
+// Do runs fn on a worker and returns its error: on a background worker
+// when ctx carries host.Background, otherwise on one of the workers of
+// RPCs. It fails at once, without
 // running fn, when ctx has already ended, when the pool is closed, when the
 // queue is full or too many workers are stuck (errors wrapping
 // host.ErrBusy). When ctx ends first, Do returns an error wrapping ctx.Err():
@@ -150,19 +168,23 @@ func (p *Pool[T]) Do(ctx context.Context, op Op, fn func(T) error) error {
 	}
 	j := &job[T]{op: op, fn: fn, done: make(chan error, 1), queued: time.Now()}
 
+	q, what := p.queue, ""
+	if host.IsBackground(ctx) {
+		q, what = p.bgQueue, " background"
+	}
 	p.mu.Lock()
-	if err := p.admitLocked(op); err != nil {
+	if err := p.admitLocked(op, q == p.bgQueue); err != nil {
 		p.mu.Unlock()
 		return err
 	}
 	j.end = host.BeginCall(ctx)
 	select {
-	case p.queue <- j:
+	case q <- j:
 	default:
 		p.st.Busy++
 		p.mu.Unlock()
 		j.end()
-		return fmt.Errorf("%s: %s queue full (%d calls waiting): %w", op, p.cfg.Name, p.cfg.Queue, host.ErrBusy)
+		return fmt.Errorf("%s: %s%s queue full (%d calls waiting): %w", op, p.cfg.Name, what, p.cfg.Queue, host.ErrBusy)
 	}
 	p.mu.Unlock()
 
@@ -212,30 +234,35 @@ func (p *Pool[T]) countLocked(op Op) {
 func (p *Pool[T]) Healthy() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.unavailableLocked()
+	return p.unavailableLocked(false)
 }
 
-// unavailableLocked returns why the pool takes no call, or nil: it is
-// closed (ErrClosed), or too many workers are stuck or none is running
+// unavailableLocked returns why the pool takes no call of RPCs (or, with
+// background, of background work), or nil: it is closed (ErrClosed), or
+// too many workers are stuck or none of the kind is running
 // (host.ErrBusy).
-func (p *Pool[T]) unavailableLocked() error {
+func (p *Pool[T]) unavailableLocked(background bool) error {
+	live, kind := p.live, p.cfg.Name
+	if background {
+		live, kind = p.bgLive, p.cfg.Name+" background"
+	}
 	switch {
 	case p.closed:
 		return fmt.Errorf("%s pool: %w", p.cfg.Name, ErrClosed)
 	case p.stuck >= p.cfg.MaxStuck:
 		return fmt.Errorf("%d %s workers are stuck in host calls that have not returned: %w", p.stuck, p.cfg.Name, host.ErrBusy)
-	case p.live == 0 && p.lastInitErr != nil:
-		return fmt.Errorf("no %s worker is running (last start failed: %w): %w", p.cfg.Name, p.lastInitErr, host.ErrBusy)
-	case p.live == 0:
-		return fmt.Errorf("no %s worker is running: %w", p.cfg.Name, host.ErrBusy)
+	case live == 0 && p.lastInitErr != nil:
+		return fmt.Errorf("no %s worker is running (last start failed: %w): %w", kind, p.lastInitErr, host.ErrBusy)
+	case live == 0:
+		return fmt.Errorf("no %s worker is running: %w", kind, host.ErrBusy)
 	}
 	return nil
 }
 
 // admitLocked refuses a call the pool cannot take, counting it as Busy
 // unless the pool is closed.
-func (p *Pool[T]) admitLocked(op Op) error {
-	err := p.unavailableLocked()
+func (p *Pool[T]) admitLocked(op Op, background bool) error {
+	err := p.unavailableLocked(background)
 	if err == nil {
 		return nil
 	}
@@ -281,20 +308,37 @@ func (p *Pool[T]) retireLocked(w *worker) {
 		return
 	}
 	w.retired = true
-	p.live--
+	*p.liveOf(w)--
 	p.stuck++
 	p.st.Retired++
 	if !p.closed && p.stuck <= p.cfg.MaxStuck {
 		p.st.Replaced++
-		p.spawnLocked(nil)
+		p.spawnLocked(nil, w.background)
 	}
 }
 
-// spawnLocked starts a worker. ready, when not nil, receives its Init result.
-func (p *Pool[T]) spawnLocked(ready chan<- error) {
+// liveOf returns the counter of the running workers of w's kind.
+func (p *Pool[T]) liveOf(w *worker) *int {
+	if w.background {
+		return &p.bgLive
+	}
+	return &p.live
+}
+
+// wantedOf returns how many workers of w's kind the pool keeps.
+func (p *Pool[T]) wantedOf(w *worker) int {
+	if w.background {
+		return p.cfg.BackgroundWorkers
+	}
+	return p.cfg.Workers
+}
+
+// spawnLocked starts a worker, for background calls with background.
+// ready, when not nil, receives its Init result.
+func (p *Pool[T]) spawnLocked(ready chan<- error, background bool) {
 	p.nextID++
-	w := &worker{id: p.nextID}
-	p.live++
+	w := &worker{id: p.nextID, background: background}
+	*p.liveOf(w)++
 	p.wg.Add(1)
 	go p.run(w, ready)
 }
@@ -312,7 +356,7 @@ func (p *Pool[T]) run(w *worker, ready chan<- error) {
 	}
 	if err != nil {
 		p.mu.Lock()
-		p.live--
+		*p.liveOf(w)--
 		p.st.InitFailures++
 		p.lastInitErr = err
 		p.mu.Unlock()
@@ -321,16 +365,20 @@ func (p *Pool[T]) run(w *worker, ready chan<- error) {
 	}
 	defer p.closeThread(state)
 
+	queue := p.queue
+	if w.background {
+		queue = p.bgQueue
+	}
 	for {
 		select {
 		case <-p.quit:
 			p.mu.Lock()
 			if !w.retired {
-				p.live--
+				*p.liveOf(w)--
 			}
 			p.mu.Unlock()
 			return
-		case j := <-p.queue:
+		case j := <-queue:
 			if !j.start(w) {
 				continue // its caller gave up while it was queued
 			}
@@ -352,9 +400,9 @@ func (p *Pool[T]) run(w *worker, ready chan<- error) {
 				p.stuck--
 				// A replacement was not started if too many were
 				// stuck, or its start failed: restore capacity now.
-				for !p.closed && p.live < p.cfg.Workers {
+				for !p.closed && *p.liveOf(w) < p.wantedOf(w) {
 					p.st.Replaced++
-					p.spawnLocked(nil)
+					p.spawnLocked(nil, w.background)
 				}
 				p.mu.Unlock()
 				p.log.Info("Retired worker's host call returned; worker exits", "op", j.op.String(), "worker", w.id)
@@ -416,6 +464,8 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 		select {
 		case j := <-p.queue:
 			j.drop(fmt.Errorf("%s: %w", j.op, ErrClosed))
+		case j := <-p.bgQueue:
+			j.drop(fmt.Errorf("%s: %w", j.op, ErrClosed))
 		default:
 			drained = true
 		}
@@ -437,8 +487,9 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 }
 
 type worker struct {
-	id      int
-	retired bool // guarded by Pool.mu
+	id         int
+	background bool // takes background calls only
+	retired    bool // guarded by Pool.mu
 }
 
 type jobState int

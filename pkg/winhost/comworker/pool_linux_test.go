@@ -5,6 +5,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
 // TestWorkerKeepsItsThread checks, with Linux thread IDs, that Init, every
@@ -13,33 +15,34 @@ import (
 // it never joined.
 func TestWorkerKeepsItsThread(t *testing.T) {
 	var mu sync.Mutex
-	var initTid, closeTid int
+	closeTid := map[int]int{} // thread of Init -> thread of Close
 	p, err := New(Config[int]{
 		Workers: 1,
 		Init: func() (int, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			initTid = syscall.Gettid()
-			return initTid, nil
+			return syscall.Gettid(), nil
 		},
-		Close: func(int) {
+		Close: func(initTid int) {
 			mu.Lock()
 			defer mu.Unlock()
-			closeTid = syscall.Gettid()
+			closeTid[initTid] = syscall.Gettid()
 		},
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	for i := range 50 {
-		got, err := Call(context.Background(), p, opTest, func(state int) (int, error) {
-			return syscall.Gettid(), nil
+		ctx := context.Background()
+		if i%2 == 1 {
+			ctx = host.Background(ctx) // the background worker keeps its thread too
+		}
+		got, err := Call(ctx, p, opTest, func(initTid int) ([2]int, error) {
+			return [2]int{initTid, syscall.Gettid()}, nil
 		})
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
-		if got != initTid {
-			t.Fatalf("call %d ran on thread %d, want the worker's thread %d", i, got, initTid)
+		if got[0] != got[1] {
+			t.Fatalf("call %d ran on thread %d, want the worker's thread %d", i, got[1], got[0])
 		}
 	}
 	if err := p.Close(context.Background()); err != nil {
@@ -47,7 +50,12 @@ func TestWorkerKeepsItsThread(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if closeTid != initTid {
-		t.Errorf("Close ran on thread %d, want %d", closeTid, initTid)
+	if len(closeTid) != 2 {
+		t.Errorf("%d workers closed, want the worker and the background worker", len(closeTid))
+	}
+	for initTid, tid := range closeTid {
+		if tid != initTid {
+			t.Errorf("Close ran on thread %d, want %d", tid, initTid)
+		}
 	}
 }

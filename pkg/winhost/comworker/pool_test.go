@@ -185,8 +185,8 @@ func TestNewFailsWhenAWorkerCannotStart(t *testing.T) {
 	if !errors.Is(err, errInit) {
 		t.Fatalf("New error = %v, want errInit", err)
 	}
-	if got := h.closedCount(); got != 2 {
-		t.Errorf("%d thread states torn down, want the 2 that started", got)
+	if got := h.closedCount(); got != 3 {
+		t.Errorf("%d thread states torn down, want the 3 that started (2 of the 3 workers, and the background worker)", got)
 	}
 	noLeak(t, base)
 }
@@ -282,8 +282,8 @@ func TestHungCallRetiresAndReplacesItsWorker(t *testing.T) {
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if got := h.closedCount(); got != 2 {
-		t.Errorf("%d thread states torn down, want 2", got)
+	if got := h.closedCount(); got != 3 {
+		t.Errorf("%d thread states torn down, want 3 (the stuck worker, its replacement, the background worker)", got)
 	}
 	noLeak(t, base)
 }
@@ -419,8 +419,61 @@ func TestClose(t *testing.T) {
 	if err := p.Close(context.Background()); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if h.closedCount() != 1 {
-		t.Errorf("thread state not torn down on Close")
+	if h.closedCount() != 2 {
+		t.Errorf("thread states not torn down on Close")
 	}
 	noLeak(t, base)
+}
+
+// TestBackgroundCallsRunApart: a call of background work (host.Background)
+// runs on a background worker only, and while it holds that worker an RPC's
+// call runs at once on a worker of its own; background calls queue behind
+// each other, never behind or in front of RPCs.
+func TestBackgroundCallsRunApart(t *testing.T) {
+	h := &fakeHooks{}
+	p := newPool(t, h, 1, 4, 2)
+	bg := host.Background(context.Background())
+
+	started, release := make(chan int64, 1), make(chan struct{})
+	bgDone := make(chan error, 1)
+	go func() { bgDone <- p.Do(bg, opTest, hang(started, release)) }()
+	bgThread := <-started
+
+	// The RPC's call does not wait for the background call. The deadline
+	// only turns a call that waits for ever into a failure.
+	rpc, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got, err := Call(rpc, p, opTest, func(t *thread) (int64, error) { return t.id, nil })
+	if err != nil {
+		t.Fatalf("RPC call while a background call runs: %v", err)
+	}
+	if got == bgThread {
+		t.Fatalf("the RPC's call ran on the background worker %d", got)
+	}
+
+	// A second background call queues behind the first.
+	second := make(chan int64, 1)
+	go func() {
+		id, err := Call(bg, p, opTest, func(t *thread) (int64, error) { return t.id, nil })
+		if err != nil {
+			t.Errorf("second background call: %v", err)
+		}
+		second <- id
+	}()
+	eventually(t, "background call queued", func() bool { return p.Stats().Queued == 1 })
+	for range 3 {
+		if _, err := Call(rpc, p, opTest, func(*thread) (int64, error) { return 0, nil }); err != nil {
+			t.Fatalf("RPC call while background calls wait: %v", err)
+		}
+	}
+	close(release)
+	if err := <-bgDone; err != nil {
+		t.Fatalf("background call: %v", err)
+	}
+	if id := <-second; id != bgThread {
+		t.Errorf("the second background call ran on worker %d, want the background worker %d", id, bgThread)
+	}
+	if st := p.Stats(); st.Workers != 1 || st.BackgroundWorkers != 1 {
+		t.Errorf("stats = %+v, want 1 worker and 1 background worker", st)
+	}
 }

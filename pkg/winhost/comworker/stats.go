@@ -8,9 +8,10 @@ import (
 // Stats is a snapshot of a pool's counters, for metrics. Counters only
 // grow; Workers, Stuck and Queued are the current values.
 type Stats struct {
-	// Workers is the number of workers taking calls, Stuck the number of
-	// retired workers still inside a call, Queued the calls waiting.
-	Workers, Stuck, Queued int
+	// Workers is the number of workers taking calls of RPCs and
+	// BackgroundWorkers of background work, Stuck the number of retired
+	// workers still inside a call, Queued the calls waiting (of both).
+	Workers, BackgroundWorkers, Stuck, Queued int
 
 	// Calls counts the calls started, by Op.String() ("wmi
 	// MSFT_Disk.Online", "win32 SetVolumeMountPoint"), including those
@@ -46,7 +47,8 @@ func (p *Pool[T]) Stats() Stats {
 	s.Calls = maps.Clone(p.st.Calls)
 	s.ByKind = maps.Clone(p.st.ByKind)
 	s.Workers = p.live
+	s.BackgroundWorkers = p.bgLive
 	s.Stuck = p.stuck
-	s.Queued = len(p.queue)
+	s.Queued = len(p.queue) + len(p.bgQueue)
 	return s
 }

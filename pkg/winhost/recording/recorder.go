@@ -390,6 +390,32 @@ func (r *Recorder) NetUserDel(ctx context.Context, name string) error {
 	return win32Do(r, "NetUserDel", []any{name}, func() error { return r.inner.NetUserDel(ctx, name) })
 }
 
+// LookupHost implements winhost.Win32.
+func (r *Recorder) LookupHost(ctx context.Context, name string) ([]string, error) {
+	return win32(r, "LookupHost", []any{name}, func() ([]string, error) { return r.inner.LookupHost(ctx, name) })
+}
+
+// ReportIScsiPersistentLogins implements winhost.Win32: the count and the
+// fixed part are recorded as one PersistentLogins. The fixed part is what
+// the executor returns: the records, whose LoginOptions hold the lengths
+// of the CHAP user name and secret and pointers into the variable part;
+// the variable part, which holds the name and secret, never leaves the
+// executor.
+func (r *Recorder) ReportIScsiPersistentLogins(ctx context.Context) (uint32, []byte, error) {
+	l, err := win32(r, "ReportIScsiPersistentLogins", nil, func() (PersistentLogins, error) {
+		n, fixed, err := r.inner.ReportIScsiPersistentLogins(ctx)
+		return PersistentLogins{Count: n, Fixed: fixed}, err
+	})
+	return l.Count, l.Fixed, err
+}
+
+// RemoveIScsiPersistentTarget implements winhost.Win32.
+func (r *Recorder) RemoveIScsiPersistentTarget(ctx context.Context, initiatorInstance string, initiatorPort uint32, targetName string, portal winhost.PortalW) error {
+	return win32Do(r, "RemoveIScsiPersistentTarget", []any{initiatorInstance, initiatorPort, targetName, portal}, func() error {
+		return r.inner.RemoveIScsiPersistentTarget(ctx, initiatorInstance, initiatorPort, targetName, portal)
+	})
+}
+
 // GetFileSecurity implements winhost.Win32.
 func (r *Recorder) GetFileSecurity(ctx context.Context, path string, info uint32) ([]byte, error) {
 	return win32(r, "GetFileSecurity", []any{path, info}, func() ([]byte, error) { return r.inner.GetFileSecurity(ctx, path, info) })

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/winhost"
@@ -97,7 +98,7 @@ type Reply struct {
 
 // Error is a call's failure.
 type Error struct {
-	// Type is win32, com, deadline, canceled or other.
+	// Type is win32, com, dns, deadline, canceled or other.
 	Type string `json:"type"`
 	// Message is the error's text, for people.
 	Message string `json:"message"`
@@ -111,6 +112,13 @@ type Error struct {
 	Detail      string  `json:"detail,omitempty"`
 	Lookup      string  `json:"lookup,omitempty"`
 	ErrorObject *Object `json:"errorObject,omitempty"`
+	// DNS (a *net.DNSError of LookupHost): the name looked up, the server
+	// asked, and whether the name does not exist (IsNotFound) or the
+	// lookup timed out.
+	Name     string `json:"name,omitempty"`
+	Server   string `json:"server,omitempty"`
+	NotFound bool   `json:"notFound,omitempty"`
+	Timeout  bool   `json:"timeout,omitempty"`
 }
 
 // Result is a recording's last line: what the scenario concluded, as the
@@ -125,6 +133,7 @@ func EncodeError(err error) *Error {
 	e := &Error{Type: "other", Message: err.Error()}
 	var we *winhost.Win32Error
 	var ce *winhost.COMError
+	var de *net.DNSError
 	switch {
 	case errors.As(err, &we):
 		e.Type, e.Call, e.Code = "win32", we.Call, we.Code
@@ -135,6 +144,8 @@ func EncodeError(err error) *Error {
 				e.ErrorObject = &o
 			}
 		}
+	case errors.As(err, &de):
+		e.Type, e.Message, e.Name, e.Server, e.NotFound, e.Timeout = "dns", de.Err, de.Name, de.Server, de.IsNotFound, de.IsTimeout
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Type = "deadline"
 	case errors.Is(err, context.Canceled):
@@ -164,6 +175,8 @@ func (e *Error) Decode() (error, error) {
 			ce.ErrorObject = &in
 		}
 		return ce, nil
+	case "dns":
+		return &net.DNSError{Err: e.Message, Name: e.Name, Server: e.Server, IsNotFound: e.NotFound, IsTimeout: e.Timeout}, nil
 	case "deadline":
 		return fmt.Errorf("%s: %w", e.Message, context.DeadlineExceeded), nil
 	case "canceled":

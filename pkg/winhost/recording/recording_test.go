@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"reflect"
 	"strings"
 	"testing"
@@ -39,6 +40,11 @@ func session(ctx context.Context, e winhost.AdminExecutor) []any {
 	add(e.DeleteInstance(ctx, winhost.NamespaceSMB, `x:MSFT_SmbShare.Name="s"`))
 	add(e.GetFileAttributes(ctx, `C:\missing`))
 	add(e.CreateVirtualDisk(ctx, `C:\t\d.vhdx`, uint64(1<<40)))
+	add(e.LookupHost(ctx, "san1"))
+	add(e.LookupHost(ctx, "nosuch"))
+	add(e.ReportIScsiPersistentLogins(ctx))
+	add(e.RemoveIScsiPersistentTarget(ctx, "ROOT\\ISCSIPRT\\0000_0", 0xffffffff, "iqn.x", winhost.PortalW{Address: "10.0.0.5", Socket: 3260}))
+	add(e.LookupAccountName(ctx, "csiwn-st-1"))
 	return out
 }
 
@@ -62,6 +68,12 @@ func script(e *scripted.Executor) {
 	e.ExpectDeleteInstance(winhost.NamespaceSMB, `x:MSFT_SmbShare.Name="s"`, scripted.Reply{Err: context.DeadlineExceeded})
 	e.ExpectWin32("GetFileAttributes", []any{`C:\missing`}, scripted.Reply{Err: &winhost.Win32Error{Call: "GetFileAttributes", Code: 2}})
 	e.ExpectWin32("CreateVirtualDisk", []any{`C:\t\d.vhdx`, uint64(1 << 40)}, scripted.Reply{})
+	e.ExpectWin32("LookupHost", []any{"san1"}, scripted.Reply{Strings: []string{"10.0.0.5", "fd00::5"}})
+	e.ExpectWin32("LookupHost", []any{"nosuch"}, scripted.Reply{Err: &net.DNSError{Err: "no such host", Name: "nosuch", IsNotFound: true}})
+	e.ExpectWin32("ReportIScsiPersistentLogins", nil, scripted.Reply{Count: 1, Bytes: []byte{1, 2, 3, 4}})
+	e.ExpectWin32("RemoveIScsiPersistentTarget", []any{"ROOT\\ISCSIPRT\\0000_0", uint32(0xffffffff), "iqn.x",
+		winhost.PortalW{Address: "10.0.0.5", Socket: 3260}}, scripted.Reply{})
+	e.ExpectWin32("LookupAccountName", []any{"csiwn-st-1"}, scripted.Reply{Bytes: []byte{1, 1, 0, 0, 0, 0, 0, 5, 18, 0, 0, 0}, Uint32: 1})
 }
 
 // A recording replays to the same answers, with the same Go types, and
@@ -80,7 +92,7 @@ func TestRecordAndReplay(t *testing.T) {
 	if err := rec.WriteResult(map[string]string{"ok": "yes"}); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Err() != nil || rec.Calls() != 14 {
+	if rec.Err() != nil || rec.Calls() != 19 {
 		t.Fatalf("recorder: %d calls, err %v", rec.Calls(), rec.Err())
 	}
 	text := buf.String()
@@ -88,7 +100,7 @@ func TestRecordAndReplay(t *testing.T) {
 		t.Fatalf("the recording holds the secret:\n%s", text)
 	}
 	for _, frag := range []string{`"sensitive":true`, `{"t":"secret"}`, `"hresult":"0x80041002"`, `{"t":"str","v":"18446744073709551615"}`,
-		`"type":"deadline"`, `"type":"win32"`} {
+		`"type":"deadline"`, `"type":"win32"`, `"type":"dns"`, `"notFound":true`, `{"t":"logins"`, `{"t":"portal"`, `{"t":"account"`} {
 		if !strings.Contains(text, frag) {
 			t.Errorf("the recording lacks %s:\n%s", frag, text)
 		}
@@ -98,7 +110,7 @@ func TestRecordAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Header.Scenario != "test" || f.Header.Params["run"] != "1" || len(f.Lines) != 14 || f.Result == nil {
+	if f.Header.Scenario != "test" || f.Header.Params["run"] != "1" || len(f.Lines) != 19 || f.Result == nil {
 		t.Fatalf("read back: %+v", f)
 	}
 	e, err := replay.New(t, f)
@@ -113,6 +125,10 @@ func TestRecordAndReplay(t *testing.T) {
 		werr, isErr := want[i].(error)
 		if isErr {
 			gerr, _ := got[i].(error)
+			var wdns, gdns *net.DNSError
+			if errors.As(werr, &wdns) && (!errors.As(gerr, &gdns) || *gdns != *wdns) {
+				t.Errorf("answer %d: %#v, want the *net.DNSError %#v", i, got[i], wdns)
+			}
 			if gerr == nil || gerr.Error() != werr.Error() && !errors.Is(gerr, context.DeadlineExceeded) {
 				t.Errorf("answer %d: %v, want %v", i, got[i], want[i])
 			}

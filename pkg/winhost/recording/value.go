@@ -24,7 +24,8 @@ import (
 // secret (a value that is never written: a host.Secret or a sensitive
 // method parameter), token (host.Token), service (host.Service), start
 // (host.StartType), space ([3]uint64 of GetDiskFreeSpaceEx), account
-// (LookupAccountName's SID and SID_NAME_USE).
+// (LookupAccountName's SID and SID_NAME_USE), portal (winhost.PortalW),
+// logins (ReportIScsiPersistentLogins' count and fixed part).
 type Value struct {
 	T string          `json:"t"`
 	V json.RawMessage `json:"v,omitempty"`
@@ -35,6 +36,13 @@ type Value struct {
 type Account struct {
 	SID []byte `json:"sid"`
 	Use uint32 `json:"use"`
+}
+
+// PersistentLogins is what ReportIScsiPersistentLogins answers: the
+// number of records and the fixed part of the buffer.
+type PersistentLogins struct {
+	Count uint32 `json:"count"`
+	Fixed []byte `json:"fixed"`
 }
 
 // Object is an Instance in a recording.
@@ -120,6 +128,10 @@ func Encode(v any) (Value, error) {
 		return Value{T: "start", V: raw(uint32(x))}, nil
 	case Account:
 		return Value{T: "account", V: raw(x)}, nil
+	case PersistentLogins:
+		return Value{T: "logins", V: raw(x)}, nil
+	case winhost.PortalW:
+		return Value{T: "portal", V: raw(x)}, nil
 	case [3]uint64:
 		return Value{T: "space", V: raw([3]string{strconv.FormatUint(x[0], 10), strconv.FormatUint(x[1], 10), strconv.FormatUint(x[2], 10)})}, nil
 	}
@@ -238,6 +250,14 @@ func Decode(v Value) (any, error) {
 		var a Account
 		err = json.Unmarshal(v.V, &a)
 		return a, err
+	case "logins":
+		var l PersistentLogins
+		err = json.Unmarshal(v.V, &l)
+		return l, err
+	case "portal":
+		var p winhost.PortalW
+		err = json.Unmarshal(v.V, &p)
+		return p, err
 	case "space":
 		var ss [3]string
 		if err = json.Unmarshal(v.V, &ss); err == nil {

@@ -161,6 +161,8 @@ func Reply(l recording.Line) (scripted.Reply, error) {
 		r.Service = x
 	case recording.Account:
 		r.Bytes, r.Uint32 = x.SID, x.Use
+	case recording.PersistentLogins:
+		r.Count, r.Bytes = x.Count, x.Fixed
 	case nil:
 	default:
 		return r, fmt.Errorf("a reply of type %T", v)

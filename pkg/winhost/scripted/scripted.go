@@ -61,6 +61,7 @@ type Reply struct {
 	Value     any                // RegistryValue
 	Token     host.Token         // ProcessToken
 	Service   host.Service       // QueryService
+	Count     uint32             // ReportIScsiPersistentLogins (with Bytes)
 	Err       error
 	// Block, when set, makes the call wait until ctx ends (a hung
 	// provider); it then returns ctx.Err().
@@ -81,6 +82,7 @@ type Executor struct {
 	script []expectation
 	next   int
 	log    []Call
+	serve  func(Call) (Reply, bool)
 }
 
 var _ winhost.Executor = (*Executor)(nil)
@@ -138,6 +140,20 @@ func (e *Executor) expect(c Call, r Reply, match func(Call) string) *Executor {
 	return e
 }
 
+// Serve answers the calls made once the script is used up, in any order
+// and any number of times, with what serve returns for them; a call serve
+// refuses (false) fails the test as an unexpected call does. It is for
+// tests whose calls follow the data rather than an order, such as a
+// stock-take of hundreds of volumes: serve stands for the host's state,
+// and what it answers is checked as scripted replies are (the schema check
+// records it). The script, if any, is still consumed first, in order.
+func (e *Executor) Serve(serve func(Call) (Reply, bool)) *Executor {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.serve = serve
+	return e
+}
+
 // Calls returns every call made so far.
 func (e *Executor) Calls() []Call {
 	e.mu.Lock()
@@ -168,6 +184,20 @@ func (e *Executor) Reset() {
 func (e *Executor) take(ctx context.Context, got Call) Reply {
 	e.mu.Lock()
 	e.log = append(e.log, got)
+	if e.next >= len(e.script) && e.serve != nil {
+		serve := e.serve
+		e.mu.Unlock()
+		if r, ok := serve(got); ok {
+			record(got, r)
+			if err := ctx.Err(); err != nil {
+				return Reply{Err: err}
+			}
+			return r
+		}
+		e.t.Helper()
+		e.t.Errorf("scripted executor: unexpected call %s", describe(got))
+		return Reply{Err: fmt.Errorf("scripted executor: unexpected call %s", got.Kind)}
+	}
 	if e.next >= len(e.script) {
 		e.mu.Unlock()
 		e.t.Helper()
@@ -391,6 +421,24 @@ func (e *Executor) DirectoryHasEntries(ctx context.Context, path string) (bool, 
 func (e *Executor) DirectoryEntries(ctx context.Context, path string) ([]string, error) {
 	r := e.win32(ctx, "DirectoryEntries", path)
 	return r.Strings, r.Err
+}
+
+// LookupHost implements winhost.Win32: the reply's Strings.
+func (e *Executor) LookupHost(ctx context.Context, name string) ([]string, error) {
+	r := e.win32(ctx, "LookupHost", name)
+	return r.Strings, r.Err
+}
+
+// ReportIScsiPersistentLogins implements winhost.Win32: the reply's Count
+// and Bytes.
+func (e *Executor) ReportIScsiPersistentLogins(ctx context.Context) (uint32, []byte, error) {
+	r := e.win32(ctx, "ReportIScsiPersistentLogins")
+	return r.Count, r.Bytes, r.Err
+}
+
+// RemoveIScsiPersistentTarget implements winhost.Win32.
+func (e *Executor) RemoveIScsiPersistentTarget(ctx context.Context, initiatorInstance string, initiatorPort uint32, targetName string, portal winhost.PortalW) error {
+	return e.win32(ctx, "RemoveIScsiPersistentTarget", initiatorInstance, initiatorPort, targetName, portal).Err
 }
 
 // GetFileSecurity implements winhost.Executor.

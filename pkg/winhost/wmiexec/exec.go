@@ -20,6 +20,10 @@ type Options struct {
 	WMIWorkers int
 	// Win32Workers is the number of workers for Win32 calls (default 4).
 	Win32Workers int
+	// Each pool also keeps one worker of its own for the calls of
+	// background work (host.Background: the orphan sweep's stock-take),
+	// so that a sweep round never holds a worker an RPC waits for
+	// (comworker.Config.BackgroundWorkers).
 	// Queue bounds the calls waiting for a worker, per pool
 	// (comworker.DefaultQueue if 0).
 	Queue int

@@ -3,6 +3,7 @@ package wmiexec
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -222,4 +223,45 @@ func (e *Executor) DirectoryEntries(ctx context.Context, path string) ([]string,
 	return win32Call(ctx, e, "DirectoryEntries", func() ([]string, error) {
 		return directoryEntries(path)
 	}, "path", path)
+}
+
+// LookupHost implements winhost.Win32 with the system resolver
+// (net.Resolver.LookupNetIP, which calls GetAddrInfoW on Windows, as the
+// iSCSI initiator resolves a portal given by name). It runs on the
+// caller's goroutine, not on a worker: it touches no COM or thread state,
+// and the resolver itself honours ctx.
+func (e *Executor) LookupHost(ctx context.Context, name string) ([]string, error) {
+	op, start := win32Op("LookupHost"), time.Now()
+	e.win32.Note(op)
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", name)
+	logCall(ctx, op, start, err, "portal", name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.Unmap().String()
+	}
+	return out, nil
+}
+
+// ReportIScsiPersistentLogins implements winhost.Win32.
+func (e *Executor) ReportIScsiPersistentLogins(ctx context.Context) (uint32, []byte, error) {
+	r, err := win32Call(ctx, e, "ReportIScsiPersistentLogins", func() (persistentLogins, error) {
+		n, b, err := reportIScsiPersistentLogins()
+		return persistentLogins{n, b}, err
+	})
+	return r.count, r.fixed, err
+}
+
+type persistentLogins struct {
+	count uint32
+	fixed []byte
+}
+
+// RemoveIScsiPersistentTarget implements winhost.Win32.
+func (e *Executor) RemoveIScsiPersistentTarget(ctx context.Context, initiatorInstance string, initiatorPort uint32, targetName string, portal winhost.PortalW) error {
+	return win32Do(ctx, e, "RemoveIScsiPersistentTarget", func() error {
+		return removeIScsiPersistentTarget(initiatorInstance, initiatorPort, targetName, portal)
+	}, "iqn", targetName, "portal", portal.Address)
 }

@@ -3,18 +3,23 @@ package wmiexec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	ole "github.com/go-ole/go-ole"
 	"golang.org/x/sys/windows"
 
 	"github.com/wincsi/csi-windows-node/pkg/winhost"
+	"github.com/wincsi/csi-windows-node/pkg/winhost/comworker"
 )
 
 // These tests run on Windows (the unit-test job of
@@ -306,3 +311,82 @@ func wantCode(t *testing.T, what string, err error, code uint32) {
 // SYMBOLIC_LINK_FLAG_ALLOW_UNPRIVILEGED_CREATE (winbase.h): lets a
 // non-elevated user in developer mode create the link.
 const symbolicLinkFlagAllowUnprivilegedCreate = 0x2
+
+// TestPutVariantUnderGC sets method parameters (putVariant, through
+// inParams) from deep in a growing goroutine stack while the garbage
+// collector runs without pause, and reads every value back. It is a smoke
+// test: no test can force a stack move at the exact instant of the call;
+// the guarantee is dispParams's typed pointers and TestNoGoAddressKeptAsInteger.
+func TestPutVariantUnderGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
+	stop := make(chan struct{})
+	var gcs sync.WaitGroup
+	gcs.Add(1)
+	go func() {
+		defer gcs.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	defer func() { close(stop); gcs.Wait() }()
+
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		ct, err := newCOMThread(func(comworker.Op) {})
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer ct.close()
+		const ns = `Root\default`
+		svc, err := ct.service(ns)
+		if err != nil {
+			errc <- err
+			return
+		}
+		var put func(depth, i int) error
+		put = func(depth, i int) error {
+			var pad [256]byte // each level grows the stack
+			if depth > 0 {
+				err := put(depth-1, i)
+				runtime.KeepAlive(&pad)
+				return err
+			}
+			key := fmt.Sprintf(`SOFTWARE\csi-windows-node-test\%d`, i)
+			inst, err := ct.inParams(svc, ns, winhost.Method{Class: "StdRegProv", Name: "GetStringValue", In: []winhost.Param{
+				{Name: "hDefKey", Value: uint32(0x80000002)},
+				{Name: "sSubKeyName", Value: key},
+				{Name: "sValueName", Value: "v"},
+			}})
+			if err != nil {
+				return err
+			}
+			defer clearVariant(inst)
+			got, err := readObject(inst.ToIDispatch(), 0)
+			if err != nil {
+				return err
+			}
+			if got.Props["sSubKeyName"] != key {
+				return fmt.Errorf("sSubKeyName = %#v after the put, want %q", got.Props["sSubKeyName"], key)
+			}
+			return nil
+		}
+		for i := range 200 {
+			if err := put(i%64, i); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}

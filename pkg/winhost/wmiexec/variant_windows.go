@@ -243,9 +243,17 @@ func stringArrayVariant(ss []string) (ole.VARIANT, error) {
 
 // dispParams and excepInfo are DISPPARAMS and EXCEPINFO (oaidl.h); go-ole's
 // types of those names keep their fields unexported.
+//
+// The two arrays of DISPPARAMS are typed pointers, not uintptr: the garbage
+// collector sees them, keeps what they point at alive and, were the
+// objects on a goroutine stack that moves, adjusts them with it. A Go
+// address kept as an integer is none of that (rule 4 of unsafe.Pointer
+// covers only a conversion written in the call's own argument list,
+// golang/go src/unsafe/unsafe.go). syscall.StartupInfo passes its strings
+// to CreateProcess the same way (golang/go src/syscall/types_windows.go).
 type dispParams struct {
-	rgvarg            uintptr
-	rgdispidNamedArgs uintptr
+	rgvarg            *ole.VARIANT
+	rgdispidNamedArgs *int32
 	cArgs             uint32
 	cNamedArgs        uint32
 }
@@ -271,28 +279,26 @@ func putVariant(disp *ole.IDispatch, name string, v *ole.VARIANT) error {
 	}
 	lcid := ole.GetUserDefaultLCID()
 	invoke := disp.VTable().Invoke
-	named := new(int32)
-	*named = ole.DISPID_PROPERTYPUT
-	params := &dispParams{cArgs: 1, cNamedArgs: 1}
-	ex := new(excepInfo)
-	// The pointers stored as uintptr point to heap objects kept alive
-	// below; the Go heap does not move objects.
-	params.rgvarg = uintptr(unsafe.Pointer(v))
-	params.rgdispidNamedArgs = uintptr(unsafe.Pointer(named))
+	named := int32(ole.DISPID_PROPERTYPUT)
+	params := dispParams{rgvarg: v, rgdispidNamedArgs: &named, cArgs: 1, cNamedArgs: 1}
+	var ex excepInfo
+	// params, named and ex may live on this goroutine's stack (escape
+	// analysis keeps them there). Only their addresses written in the
+	// argument list below become integers, which unsafe.Pointer's rule 4
+	// allows: the compiler keeps them alive and in place until SyscallN
+	// returns. The addresses inside params are typed pointers (dispParams).
 	hr, _, _ := syscall.SyscallN(invoke,
 		uintptr(unsafe.Pointer(disp)),
 		uintptr(dispid),
 		uintptr(unsafe.Pointer(ole.IID_NULL)),
 		uintptr(lcid),
 		uintptr(ole.DISPATCH_PROPERTYPUT),
-		uintptr(unsafe.Pointer(params)),
+		uintptr(unsafe.Pointer(&params)),
 		0, // no result for a property put
-		uintptr(unsafe.Pointer(ex)),
+		uintptr(unsafe.Pointer(&ex)),
 		0)
 	runtime.KeepAlive(v)
-	runtime.KeepAlive(named)
-	runtime.KeepAlive(params)
-	runtime.KeepAlive(ex)
+	runtime.KeepAlive(&params)
 	desc := ""
 	if ex.bstrDescription != nil {
 		desc = windows.UTF16PtrToString(ex.bstrDescription)
