@@ -293,3 +293,36 @@ func TestResolveUnknownProvider(t *testing.T) {
 		t.Fatal("Resolve with --cloud=none succeeded")
 	}
 }
+
+// The instance's disks as the gce-pd preset reads them on NVMe machine
+// types. The identifier is larger than a float64 holds exactly: it must
+// come through as the uint64 the metadata server sent.
+func TestGCEMetadataDisks(t *testing.T) {
+	fake := gceFake
+	fake.Disks = `[{"deviceName":"persistent-disk-0","index":0,"interface":"NVME","mode":"READ_WRITE","nvmeNamespaceIdentifier":1210507561596603904,"type":"PERSISTENT"},
+ {"deviceName":"pvc-4a5b6c7d","index":1,"interface":"NVME","mode":"READ_WRITE","nvmeNamespaceIdentifier":1210507561596603963,"type":"PERSISTENT"},
+ {"deviceName":"data-scsi","index":2,"interface":"SCSI","mode":"READ_WRITE","type":"PERSISTENT"}]`
+	s := fake.Start(t)
+	disks, err := NewGCEMetadata(s.URL, 0).Disks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(disks) != 3 || disks[1].DeviceName != "pvc-4a5b6c7d" || !disks[1].NVMe() || disks[1].NVMeNamespaceID == nil ||
+		*disks[1].NVMeNamespaceID != 1210507561596603963 || disks[2].NVMe() || disks[2].NVMeNamespaceID != nil {
+		t.Fatalf("disks %+v", disks)
+	}
+	if r := s.Requests(); len(r) != 1 || r[0].Path != "/computeMetadata/v1/instance/disks/?recursive=true" || r[0].Header.Get("Metadata-Flavor") != "Google" {
+		t.Fatalf("requests %+v", r)
+	}
+
+	_, err = NewGCEMetadata(imds.GCE{Faults: imds.Faults{Status: 403}}.Start(t).URL, 0).Disks(context.Background())
+	var se *statusError
+	if !errors.As(err, &se) || se.code != http.StatusForbidden {
+		t.Fatalf("err = %v, want the 403", err)
+	}
+	bad := gceFake
+	bad.Disks = `{"deviceName":`
+	if _, err := NewGCEMetadata(bad.Start(t).URL, 0).Disks(context.Background()); err == nil {
+		t.Fatal("a damaged answer was read")
+	}
+}

@@ -2,9 +2,11 @@ package cloud
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // The Compute Engine metadata server, as gcp-compute-persistent-disk-csi-
@@ -63,4 +65,64 @@ func readGCE(ctx context.Context, c *client, _ Config) (Identity, error) {
 		NodeID:   fmt.Sprintf("projects/%s/zones/%s/instances/%s", project, zone, name),
 		Topology: map[string]string{gceZoneKey: zone},
 	}, nil
+}
+
+// GCEDisk is one disk of the instance as the metadata server lists it
+// under instance/disks/?recursive=true, in the fields
+// gcp-compute-persistent-disk-csi-driver reads on Windows to find a disk on
+// NVMe machine types (kubernetes-sigs/gcp-compute-persistent-disk-csi-driver@b560165
+// pkg/mount-manager/safe-mounter-v1_windows.go, its metadata disk struct).
+type GCEDisk struct {
+	DeviceName string `json:"deviceName"`
+	Index      int    `json:"index"`
+	Interface  string `json:"interface"` // "SCSI" or "NVME"
+	Mode       string `json:"mode"`
+	Type       string `json:"type"`
+	// NVMeNamespaceID is nvmeNamespaceIdentifier: the first 64 bits of the
+	// namespace's NGUID (nil when the entry has none).
+	NVMeNamespaceID *uint64 `json:"nvmeNamespaceIdentifier,omitempty"`
+}
+
+// NVMe reports a disk attached over NVMe.
+func (g GCEDisk) NVMe() bool { return strings.EqualFold(g.Interface, "NVME") }
+
+// GCEMetadata reads the instance's disks from the Compute Engine metadata
+// server while the plugin runs (--cloud=gce): the gce-pd disk preset asks
+// for them at each stage of a disk on an NVMe machine type.
+type GCEMetadata struct {
+	endpoint string
+	timeout  time.Duration
+}
+
+// NewGCEMetadata returns a reader of the metadata server at endpoint (""
+// means DefaultEndpoint); timeout bounds one request (0 means
+// DefaultRequestTimeout).
+func NewGCEMetadata(endpoint string, timeout time.Duration) *GCEMetadata {
+	if endpoint == "" {
+		endpoint = DefaultEndpoint
+	}
+	if timeout <= 0 {
+		timeout = DefaultRequestTimeout
+	}
+	return &GCEMetadata{endpoint: strings.TrimRight(endpoint, "/"), timeout: timeout}
+}
+
+// Disks returns the instance's disks: GET instance/disks/?recursive=true
+// with "Metadata-Flavor: Google", retried within twice the request timeout
+// and ctx.
+func (m *GCEMetadata) Disks(ctx context.Context) ([]GCEDisk, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*m.timeout)
+	defer cancel()
+	c := newClient(m.endpoint, m.timeout)
+	defer c.close()
+	req := request{method: http.MethodGet, path: gcePrefix + "instance/disks/?recursive=true", header: http.Header{gceFlavorHeader: {gceFlavor}}}
+	body, err := c.get(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("metadata server %s: %w", m.endpoint, err)
+	}
+	var disks []GCEDisk
+	if err := json.Unmarshal(body, &disks); err != nil {
+		return nil, fmt.Errorf("metadata server %s: %s: %w", m.endpoint, req, err)
+	}
+	return disks, nil
 }

@@ -174,7 +174,7 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port serving /metrics and /healthz; empty disables it")
 	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "also serve the Go profiler on --http-endpoint under /debug/pprof/ (keep that endpoint on localhost)")
 	fs.BoolVar(&o.Version, "version", false, "print the version and exit")
-	fs.BoolVar(&o.KubeletRegistration, "kubelet-registration", false, "register with kubelet itself, as node-driver-registrar does, on <kubelet-dir>/plugins_registry/<driver-name>-reg.sock: for a pod without the registrar and livenessprobe sidecars (/healthz then also waits for kubelet's confirmation)")
+	fs.BoolVar(&o.KubeletRegistration, "kubelet-registration", false, "register with kubelet itself, as node-driver-registrar does, on <kubelet-dir>/plugins_registry/<driver-name>-reg.sock: for a pod without the registrar and livenessprobe sidecars. /healthz then also waits for kubelet's confirmation; the pod's liveness probe needs it, so keep --http-endpoint")
 	fs.StringVar(&o.KubeletRegistrationPath, "kubelet-registration-path", "", "with --kubelet-registration: the CSI socket's path as kubelet dials it, told to kubelet. Default: the path of --endpoint")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", 25*time.Second, "how long in-flight RPCs may run after SIGTERM before they are cancelled")
 	fs.StringVar(&o.DefaultBackend, "default-backend", "", "backend when volume_context sets none and names no source or iqn: disk, smb or iscsi")

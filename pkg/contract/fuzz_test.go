@@ -43,6 +43,9 @@ var parseSeeds = []parseSeed{
 	{"v", 1 | 16, "DISKSERIAL", "a", "diskserial", "b", "", "", "", "", ""},
 	{"v", 64 | 128, "targetPortal", "[::1]", "iqn", "naa.0123456789abcdef", "lun", "1", "", "", "xfs"},
 	{"v", 2, "csi.storage.k8s.io/ephemeral", "true", "", "", "", "", "", "", ""},
+	{"v", 1, "diskNVMeNSID", "4", "diskAdapterSerial", "SN: 000001", "diskNGUID", "E6D8_6642_50D8_47BD_916E_AF1B_0A1B_2C3D.", "", "", ""},
+	{"local-ebs://dev/xvdbz", 8 | 4, "volumeID", "vol-0abcdef0123456789", "devicePath", "/dev/xvdbz", "diskEUI", "eui.000c2968595e0d8d", "", "", ""},
+	{"v", 8 | 4, "diskUUID", "6000C298-595e-0d8d-2f3e-2e3c1e9d6b1a", "LUN", "254", "", "", "", "", ""},
 }
 
 func FuzzParse(f *testing.F) {
@@ -158,6 +161,23 @@ func checkVolume(t *testing.T, v Volume) {
 		}
 		if (s.Target != nil || s.Bus != nil) && s.LUN == nil {
 			t.Fatalf("target or bus without LUN: %+v", s)
+		}
+		if s.NVMeNSID != nil && (*s.NVMeNSID == 0 || *s.NVMeNSID > maxNSID) {
+			t.Fatalf("namespace ID %d", *s.NVMeNSID)
+		}
+		if s.AzureLUN != nil && *s.AzureLUN > maxAzureLUN {
+			t.Fatalf("Azure LUN %d", *s.AzureLUN)
+		}
+		for _, id := range []struct {
+			v      string
+			digits int
+		}{{s.EUI, 16}, {s.NGUID, 32}, {s.VSphereUUID, 32}} {
+			if id.v != "" && (len(id.v) != id.digits || !isHex(id.v) || strings.ToLower(id.v) != id.v) {
+				t.Fatalf("identifier %q is not %d lower-case hex digits", id.v, id.digits)
+			}
+		}
+		if s.EBSVolumeID != "" && !isEBSVolumeID(s.EBSVolumeID) {
+			t.Fatalf("EBS volume ID %q", s.EBSVolumeID)
 		}
 	case KindSMB:
 		s := v.SMB

@@ -29,6 +29,11 @@ const (
 	keyDiskLocation = "diskLocation"
 	keyDiskNumber   = "diskNumber"
 
+	keyDiskNVMeNSID      = "diskNVMeNSID"
+	keyDiskEUI           = "diskEUI"
+	keyDiskNGUID         = "diskNGUID"
+	keyDiskAdapterSerial = "diskAdapterSerial"
+
 	keySource         = "source"
 	keySubDir         = "subDir"
 	keyRequirePrivacy = "requirePrivacy"
@@ -52,9 +57,12 @@ const (
 	keyDiscoveryUser     = "node.sendtargets.auth.username"
 	keyDiscoverySecret   = "node.sendtargets.auth.password"
 
-	// Vendor keys that presets alias onto contract keys.
+	// Vendor keys that presets read: LUN and diskUUID are aliased onto
+	// contract keys and then read under the preset's rules (parseDisk);
+	// volumeID is read by the aws-ebs preset for local EBS volumes.
 	keyAzureLUN    = "LUN"
 	keyVSphereUUID = "diskUUID"
+	keyEBSVolumeID = "volumeID"
 )
 
 // KeyVolumeRootAccess is the parameter that grants access on the root of a
@@ -114,6 +122,10 @@ var keyTable = []KeyDoc{
 	{Name: keyDiskBus, Source: SourceContext, Backends: onlyDisk},
 	{Name: keyDiskLocation, Source: SourceContext, Backends: onlyDisk},
 	{Name: keyDiskNumber, Source: SourceContext, Backends: onlyDisk},
+	{Name: keyDiskNVMeNSID, Source: SourceContext, Backends: onlyDisk},
+	{Name: keyDiskEUI, Source: SourceContext, Backends: onlyDisk},
+	{Name: keyDiskNGUID, Source: SourceContext, Backends: onlyDisk},
+	{Name: keyDiskAdapterSerial, Source: SourceContext, Backends: onlyDisk},
 
 	{Name: keySource, Source: SourceContext, Backends: onlySMB},
 	{Name: keySubDir, Source: SourceContext, Backends: onlySMB},
@@ -140,6 +152,7 @@ var keyTable = []KeyDoc{
 
 	{Name: keyAzureLUN, Source: SourceContext, Backends: onlyDisk, Preset: presetAzureDisk},
 	{Name: keyVSphereUUID, Source: SourceContext, Backends: onlyDisk, Preset: presetVSphere},
+	{Name: keyEBSVolumeID, Source: SourceContext, Backends: onlyDisk, Preset: presetAWSEBS},
 }
 
 // Keys returns every key the parser understands, in documentation order.
@@ -154,6 +167,10 @@ func Keys() []KeyDoc {
 	}
 	return out
 }
+
+// presetKeys indexes the vendor keys a preset reads itself (not through an
+// alias) by folded name, with the preset.
+var presetKeys = map[string]string{fold(keyEBSVolumeID): presetAWSEBS}
 
 // contextKeys and secretKeys index the contract's own keys (not the
 // preset vendor keys) by folded name.

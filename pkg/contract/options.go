@@ -61,11 +61,14 @@ func kindOf(s string) (Kind, bool) {
 var presetAliases = map[string]map[string]string{
 	// azuredisk-csi-driver publishes the LUN under publish_context key
 	// "LUN" (kubernetes-sigs/azuredisk-csi-driver@d983d61
-	// pkg/azureconstants/azure_constants.go).
+	// pkg/azureconstants/azure_constants.go). The alias moves it onto
+	// diskLUN, where parseDisk reads it as DiskSelector.AzureLUN.
 	presetAzureDisk: {keyAzureLUN: keyDiskLUN},
 	// vsphere-csi-driver publishes the disk's page 83 identifier as
 	// publish_context "diskUUID" (kubernetes-sigs/vsphere-csi-driver@bf80902
-	// pkg/csi/service/osutils/windows_os_utils.go).
+	// pkg/csi/service/osutils/windows_os_utils.go). The alias moves it
+	// onto diskPage83, where parseDisk reads it as
+	// DiskSelector.VSphereUUID.
 	presetVSphere: {keyVSphereUUID: keyDiskPage83},
 	presetAWSEBS:  nil,
 	presetGCEPD:   nil,
@@ -184,6 +187,8 @@ type alias struct {
 	// ownKey is set when the vendor key is a contract key of another
 	// backend; such an alias applies only once the kind is known.
 	ownKey bool
+	// preset is the preset the alias comes from; "" for --context-alias.
+	preset string
 }
 
 // compileAliases merges preset and user aliases; a user alias replaces a
@@ -191,20 +196,20 @@ type alias struct {
 // (Validate reports them). The result is sorted by vendor key.
 func compileAliases(o Options) []alias {
 	m := map[string]alias{}
-	put := func(vendor, our string) {
+	put := func(vendor, our, preset string) {
 		if checkAlias(vendor, our) != nil {
 			return
 		}
 		_, own := contextKeys[fold(vendor)]
-		m[fold(vendor)] = alias{vendor: fold(vendor), target: contextKeys[fold(our)], ownKey: own}
+		m[fold(vendor)] = alias{vendor: fold(vendor), target: contextKeys[fold(our)], ownKey: own, preset: preset}
 	}
 	for _, p := range o.Presets {
 		for _, vendor := range sortedKeys(presetAliases[p]) {
-			put(vendor, presetAliases[p][vendor])
+			put(vendor, presetAliases[p][vendor], p)
 		}
 	}
 	for _, vendor := range sortedKeys(o.Aliases) {
-		put(vendor, o.Aliases[vendor])
+		put(vendor, o.Aliases[vendor], "")
 	}
 	out := make([]alias, 0, len(m))
 	for _, a := range m {

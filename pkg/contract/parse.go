@@ -77,7 +77,7 @@ func parse(r Request, o Options) (Volume, *Error) {
 	}
 
 	vol := Volume{Kind: kind}
-	if vol.Ignored, e = checkKeys(p, kind, how); e != nil {
+	if vol.Ignored, e = checkKeys(p, kind, how, o); e != nil {
 		return Volume{}, e
 	}
 	if vol.FS, e = parseFS(p, r.FsType, kind); e != nil {
@@ -133,6 +133,7 @@ func applyAlias(p params, a alias) *Error {
 			a.target.Name, te.key, ve.val, te.val)
 	}
 	delete(p, a.vendor)
+	ve.preset = a.preset
 	p[tf] = ve
 	return nil
 }
@@ -162,8 +163,9 @@ func chooseKind(p params, o Options) (Kind, kindChoice, *Error) {
 }
 
 // checkKeys rejects keys of other backends and secret keys placed in the
-// contexts, and returns the unknown keys (sorted, as written).
-func checkKeys(p params, kind Kind, how kindChoice) ([]string, *Error) {
+// contexts, and returns the unknown keys (sorted, as written). The keys an
+// enabled preset reads itself are known on disk volumes.
+func checkKeys(p params, kind Kind, how kindChoice, o Options) ([]string, *Error) {
 	folded := make([]string, 0, len(p))
 	for f := range p {
 		folded = append(folded, f)
@@ -187,6 +189,9 @@ func checkKeys(p params, kind Kind, how kindChoice) ([]string, *Error) {
 			continue
 		}
 		if strings.HasPrefix(f, csiPrefix) {
+			continue
+		}
+		if pr, ok := presetKeys[f]; ok && kind == KindDisk && o.hasPreset(pr) {
 			continue
 		}
 		if k, ok := secretKeys[f]; ok && appliesTo(k.Backends, kind) {

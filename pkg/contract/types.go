@@ -78,12 +78,40 @@ type DiskSelector struct {
 	Bus         *uint32
 	Location    string  // full MSFT_Disk.Location, compared exactly
 	Number      *uint32 // discouraged: disk numbers change across reboots and hot-plug
+
+	// NVMeNSID is an NVMe namespace ID, 1 to 256 (diskNVMeNSID).
+	NVMeNSID *uint32
+	// EUI and NGUID are an NVMe namespace's EUI-64 (16 hex digits) and
+	// NGUID (32 hex digits), lower case, without separators (diskEUI,
+	// diskNGUID).
+	EUI   string
+	NGUID string
+	// AdapterSerial is MSFT_Disk.AdapterSerialNumber, the controller's
+	// serial (diskAdapterSerial).
+	AdapterSerial string
+
+	// Platform selectors: what one cloud's controller publishes, set by
+	// the presets (Options.Presets); the disk backend finds the disk by
+	// that cloud's rules (docs/parameters.md, "Presets").
+	//
+	// AzureLUN is the LUN azuredisk-csi-driver publishes (azure-disk).
+	AzureLUN *uint32
+	// EBSVolumeID is an EBS volume ID, vol-<hex> (aws-ebs).
+	EBSVolumeID string
+	// GCEDeviceName is the device name a persistent disk is attached
+	// under (gce-pd).
+	GCEDeviceName string
+	// VSphereUUID is the diskUUID vsphere-csi-driver publishes, lower-case
+	// hex without dashes (vsphere).
+	VSphereUUID string
 }
 
 // IsZero reports whether no field is set.
 func (s DiskSelector) IsZero() bool {
 	return s.Serial == "" && s.Page83 == "" && s.LUN == nil && s.Target == nil &&
-		s.Bus == nil && s.Location == "" && s.Number == nil
+		s.Bus == nil && s.Location == "" && s.Number == nil && s.NVMeNSID == nil &&
+		s.EUI == "" && s.NGUID == "" && s.AdapterSerial == "" && s.AzureLUN == nil &&
+		s.EBSVolumeID == "" && s.GCEDeviceName == "" && s.VSphereUUID == ""
 }
 
 // DiskSpec is the disk backend's contract.

@@ -15,6 +15,9 @@ type entry struct {
 	// published is true for an entry read from publish_context, which the
 	// vendor's controller writes, not the user.
 	published bool
+	// preset names the preset whose alias moved the entry onto its key
+	// ("" when the user wrote the key, or aliased it with --context-alias).
+	preset string
 }
 
 // params holds one map's entries by folded key.

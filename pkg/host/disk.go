@@ -85,32 +85,78 @@ func (h HealthStatus) String() string {
 	return "HealthStatus(" + itoa(uint64(h)) + ")"
 }
 
+// UniqueIDFormat is MSFT_Disk.UniqueIdFormat (inherited from
+// MSFT_StorageObject): the type of the page 83 designator Windows set
+// UniqueId from. Windows takes the first it finds in the order 8, 3, 2, 1, 0
+// (the MSFT_Disk page, learn.microsoft.com/windows-hardware/drivers/storage/msft-disk).
+type UniqueIDFormat uint16
+
+// UniqueId formats, with their ValueMap values.
+const (
+	UniqueIDVendorSpecific UniqueIDFormat = 0
+	UniqueIDVendorID       UniqueIDFormat = 1
+	UniqueIDEUI64          UniqueIDFormat = 2
+	UniqueIDFCPHName       UniqueIDFormat = 3 // an NAA identifier
+	UniqueIDSCSINameString UniqueIDFormat = 8
+)
+
 // Disk is one MSFT_Disk as the host reports it.
 type Disk struct {
 	// Ref is the implementation's handle for the disk (the WMI object
 	// path on Windows). Callers pass the Disk back unchanged.
 	Ref string
 
-	Number         uint32
-	Path           string // device path, e.g. \\?\scsi#disk&ven_msft&...#{53f56307-...}
-	SerialNumber   string // as reported; may carry trailing spaces or '.'
+	Number       uint32
+	Path         string // device path, e.g. \\?\scsi#disk&ven_msft&...#{53f56307-...}
+	SerialNumber string // as reported; may be blank, padded with spaces or end in '.'
+	// UniqueID is MSFT_Disk.UniqueId: one page 83 designator as Windows
+	// renders it (UniqueIDFormat says which), or a PnP-derived string when
+	// the device reports none. It is not unique: every virtio disk of old
+	// virtio-win drivers reported the same one (virtio-win/kvm-guest-drivers-windows#353).
 	UniqueID       string
+	UniqueIDFormat UniqueIDFormat
 	Location       string // e.g. "PCI Slot 3 : Adapter 0 : Port 0 : Target 1 : LUN 0"
 	FriendlyName   string
-	Size           uint64
-	BusType        BusType
-	PartitionStyle PartitionStyle
-	IsBoot         bool
-	IsSystem       bool
-	IsReadOnly     bool
-	IsOffline      bool
-	OfflineReason  OfflineReason
-	HealthStatus   HealthStatus
+	// Model is MSFT_Disk.Model, the product identifier; Windows sometimes
+	// prefixes "NVMe " to it in FriendlyName.
+	Model string
+	// AdapterSerialNumber is MSFT_Disk.AdapterSerialNumber: the serial of
+	// the adapter (for NVMe, the controller) the disk is reached through,
+	// shared by every namespace of one controller. Blank on Hyper-V SCSI.
+	AdapterSerialNumber string
+	Size                uint64
+	BusType             BusType
+	PartitionStyle      PartitionStyle
+	IsBoot              bool
+	IsSystem            bool
+	IsReadOnly          bool
+	IsOffline           bool
+	OfflineReason       OfflineReason
+	HealthStatus        HealthStatus
 }
 
 // IsCritical reports whether the disk holds the running system. Such a
 // disk is never selected, initialised, partitioned, formatted or offlined.
 func (d Disk) IsCritical() bool { return d.IsBoot || d.IsSystem }
+
+// IsNVMe reports whether the disk is an NVMe namespace: its bus type is
+// NVMe, or its device path is storport's for an NVMe device
+// ("\\?\scsi#disk&ven_nvme&prod_…", the form stornvme gives every namespace;
+// kubernetes-sigs/azuredisk-csi-driver PR #3632 reads it the same way).
+func (d Disk) IsNVMe() bool {
+	return d.BusType == BusTypeNVMe || strings.Contains(strings.ToLower(d.Path), `#disk&ven_nvme&`)
+}
+
+// SCSILocation parses the disk's Location as a SCSI location. An NVMe
+// disk's Location ("Integrated : Bus 12606208 : Device 0 : Function 0 :
+// Adapter 0", with a PCI bus number and no target or LUN; PR #3632 of
+// kubernetes-sigs/azuredisk-csi-driver) is never read as one.
+func (d Disk) SCSILocation() (Location, bool) {
+	if d.IsNVMe() {
+		return Location{}, false
+	}
+	return ParseLocation(d.Location)
+}
 
 // Partition is one MSFT_Partition.
 type Partition struct {
@@ -161,12 +207,20 @@ type Disks interface {
 	// Get returns the disk with this number, or ErrNotFound.
 	Get(ctx context.Context, number uint32) (Disk, error)
 
-	// Page83 returns the disk's page 83 identifier computed as csi-proxy
-	// does (first device-associated identifier of the
-	// STORAGE_DEVICE_ID_DESCRIPTOR: binary code set hex-encoded in lower
-	// case, ASCII code set verbatim). ErrNotFound when the disk reports
-	// none.
-	Page83(ctx context.Context, d Disk) (string, error)
+	// DeviceIDs returns the disk's device identifiers: the designators of
+	// its STORAGE_DEVICE_ID_DESCRIPTOR (SCSI VPD page 0x83), in the order
+	// the device reports them, of every type, code set and association.
+	// An empty list means the device answered with none. ErrNotFound
+	// means the device does not answer the query (some virtual disks and,
+	// possibly, Windows Server 2025's native NVMe stack): the disk has no
+	// such identifiers. It costs an IOCTL: callers ask only for the disks
+	// they must tell apart. Page83 derives csi-proxy's single value.
+	DeviceIDs(ctx context.Context, d Disk) ([]Designator, error)
+
+	// SCSIAddress returns the disk's storport address (IOCTL_SCSI_GET_ADDRESS).
+	// ErrNotFound means the disk does not answer it: it has no SCSI address
+	// the plugin can read. It costs an IOCTL, like DeviceIDs.
+	SCSIAddress(ctx context.Context, d Disk) (SCSIAddress, error)
 
 	// Rescan asks the host to re-enumerate storage
 	// (MSFT_StorageSetting.UpdateHostStorageCache).

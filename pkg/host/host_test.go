@@ -47,6 +47,15 @@ func TestParseLocation(t *testing.T) {
 		{"", Location{}, false},
 		{"Adapter x : LUN y", Location{}, false},
 		{"LUN 7", Location{LUN: u(7)}, true},
+		// Azure's longer form (kubernetes-sigs/azuredisk-csi-driver#2661): the
+		// first Bus is the PCI bus; the path is Port.
+		{"Integrated : Bus 0 : Device 63667 : Function 30747 : Adapter 1 : Port 0 : Target 0 : LUN 1", Location{Adapter: u(1), Bus: u(0), Target: u(0), LUN: u(1)}, true},
+		{"Integrated : Bus 5 : Device 63667 : Function 30747 : Adapter 1 : Port 2 : Target 0 : LUN 1", Location{Adapter: u(1), Bus: u(2), Target: u(0), LUN: u(1)}, true},
+		{"Integrated : Bus 5 : Device 1 : Adapter 1 : Target 0 : LUN 1", Location{Adapter: u(1), Target: u(0), LUN: u(1)}, true},
+		// An NVMe namespace (PR #3632 of the same driver): no LUN, no path.
+		{"Integrated : Bus 12606208 : Device 0 : Function 0 : Adapter 0", Location{Adapter: u(0)}, false},
+		// IDE on a Gen1 VM (ansible-collections/community.windows#622): no LUN.
+		{"PCI Slot 1 : Adapter 0 : Channel 1 : Device 0", Location{Adapter: u(0)}, false},
 	}
 	for _, tt := range tests {
 		got, ok := ParseLocation(tt.in)
@@ -155,5 +164,55 @@ func TestSecretDigest(t *testing.T) {
 	}
 	if strings.Contains(a.Digest(salt), "chap-secret") || len(a.Digest(salt)) != 64 {
 		t.Fatalf("digest = %q", a.Digest(salt))
+	}
+}
+
+func TestDiskNVMeNeverSCSI(t *testing.T) {
+	nvme := Disk{BusType: BusTypeNVMe, Location: "Integrated : Adapter 0 : Port 0 : Target 0 : LUN 3"}
+	if _, ok := nvme.SCSILocation(); ok || !nvme.IsNVMe() {
+		t.Fatal("an NVMe disk's location was read as SCSI")
+	}
+	// stornvme's device path names the NVMe device whatever BusType says.
+	byPath := Disk{BusType: BusTypeSCSI, Path: `\\?\scsi#disk&ven_nvme&prod_msft_nvme_accele#6&ca10229&0&000001#{53f56307-b6bf-11d0-94f2-00a0c91efb8b}`,
+		Location: "Integrated : Adapter 0 : Port 0 : Target 0 : LUN 3"}
+	if _, ok := byPath.SCSILocation(); ok || !byPath.IsNVMe() {
+		t.Fatal("a stornvme namespace's location was read as SCSI")
+	}
+	scsi := Disk{BusType: BusTypeSAS, Path: `\\?\scsi#disk&ven_msft&prod_virtual_disk#5&23db5f40&0&000001#{53f56307-b6bf-11d0-94f2-00a0c91efb8b}`,
+		Location: "Integrated : Adapter 1 : Port 0 : Target 0 : LUN 1"}
+	if l, ok := scsi.SCSILocation(); !ok || scsi.IsNVMe() || *l.LUN != 1 {
+		t.Fatal("a SCSI disk's location was not read")
+	}
+}
+
+func TestPage83(t *testing.T) {
+	naa := Designator{Type: DesignatorFCPHName, CodeSet: CodeSetBinary, Value: []byte{0x60, 0x02, 0x24, 0x80}}
+	tests := []struct {
+		name   string
+		ids    []Designator
+		want   string
+		wantOK bool
+	}{
+		{"none", nil, "", false},
+		{"binary in hex", []Designator{naa}, "60022480", true},
+		{"ASCII as text", []Designator{{Type: DesignatorVendorID, CodeSet: CodeSetASCII, Value: []byte("Google  pd-1")}}, "Google  pd-1", true},
+		{"port association skipped", []Designator{{Association: AssociationPort, CodeSet: CodeSetBinary, Value: []byte{1}}, naa}, "60022480", true},
+		{"UTF-8 skipped, as csi-proxy does", []Designator{{Type: DesignatorSCSINameString, CodeSet: CodeSetUTF8, Value: []byte("nvme.1414")}}, "", false},
+		{"first wins, whatever its type", []Designator{{Type: DesignatorVendorSpecific, CodeSet: CodeSetBinary, Value: []byte{0xab}}, naa}, "ab", true},
+		{"empty first", []Designator{{CodeSet: CodeSetBinary}, naa}, "", false},
+	}
+	for _, tt := range tests {
+		got, ok := Page83(tt.ids)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("%s: Page83 = %q %v, want %q %v", tt.name, got, ok, tt.want, tt.wantOK)
+		}
+	}
+	eui := Designator{Type: DesignatorEUI64, CodeSet: CodeSetBinary, Value: make([]byte, 8)}
+	nguid := Designator{Type: DesignatorEUI64, CodeSet: CodeSetBinary, Value: make([]byte, 16)}
+	if !eui.IsEUI64() || eui.IsNGUID() || !nguid.IsNGUID() || nguid.IsEUI64() {
+		t.Fatal("EUI-64 and NGUID are told apart by length")
+	}
+	if port := (Designator{Type: DesignatorEUI64, CodeSet: CodeSetBinary, Association: AssociationPort, Value: make([]byte, 8)}); port.IsEUI64() {
+		t.Fatal("a port's EUI-64 is not the disk's")
 	}
 }

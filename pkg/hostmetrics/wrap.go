@@ -54,10 +54,17 @@ func (w disks) Get(ctx context.Context, number uint32) (host.Disk, error) {
 	return r0, err
 }
 
-func (w disks) Page83(ctx context.Context, d host.Disk) (string, error) {
+func (w disks) DeviceIDs(ctx context.Context, d host.Disk) ([]host.Designator, error) {
 	start := time.Now()
-	r0, err := w.next.Page83(ctx, d)
-	w.m.observe(AreaDisks, "Page83", start, err)
+	r0, err := w.next.DeviceIDs(ctx, d)
+	w.m.observe(AreaDisks, "DeviceIDs", start, err)
+	return r0, err
+}
+
+func (w disks) SCSIAddress(ctx context.Context, d host.Disk) (host.SCSIAddress, error) {
+	start := time.Now()
+	r0, err := w.next.SCSIAddress(ctx, d)
+	w.m.observe(AreaDisks, "SCSIAddress", start, err)
 	return r0, err
 }
 

@@ -16,7 +16,7 @@ import (
 // answered from one read of each class, made on first use and kept for the
 // snapshot's life, and joined in memory:
 //
-//   - Disks.Get from Disks.List; Disks.Page83 once per disk;
+//   - Disks.Get from Disks.List; Disks.DeviceIDs and Disks.SCSIAddress once per disk;
 //   - Volumes.Get and Volumes.DiskNumber from Volumes.List (a volume it
 //     could not place on a disk is asked for once, with DiskNumber);
 //   - SMB.Mapping from SMB.Mappings;
@@ -35,7 +35,7 @@ import (
 // A snapshot is for one stock-take: what it answers is the host as it was
 // when each class was first read.
 func Snapshot(h host.Host) host.Host {
-	s := &snapshot{h: h, page83: map[uint32]cached[string]{}, diskNums: map[string]cached[uint32]{},
+	s := &snapshot{h: h, deviceIDs: map[uint32]cached[[]host.Designator]{}, scsiAddrs: map[uint32]cached[host.SCSIAddress]{}, diskNums: map[string]cached[uint32]{},
 		resolved: map[string]cached[[]netip.Addr]{}, stats: map[string]cached[host.PathInfo]{}, dirs: map[string]cached[[]string]{}}
 	return host.Host{
 		Disks:   snapDisks{Disks: h.Disks, s: s},
@@ -91,7 +91,8 @@ type snapshot struct {
 	bySession once[map[string][]uint32]
 	portals   once[[]host.Portal]
 	logins    once[[]host.PersistentLogin]
-	page83    map[uint32]cached[string]
+	deviceIDs map[uint32]cached[[]host.Designator]
+	scsiAddrs map[uint32]cached[host.SCSIAddress]
 	diskNums  map[string]cached[uint32]
 	resolved  map[string]cached[[]netip.Addr]
 	stats     map[string]cached[host.PathInfo]
@@ -133,8 +134,12 @@ func (d snapDisks) Get(ctx context.Context, number uint32) (host.Disk, error) {
 	return host.Disk{}, fmt.Errorf("disk %d: %w", number, host.ErrNotFound)
 }
 
-func (d snapDisks) Page83(ctx context.Context, dk host.Disk) (string, error) {
-	return keyed(&d.s.mu, d.s.page83, dk.Number, func() (string, error) { return d.Disks.Page83(ctx, dk) })
+func (d snapDisks) DeviceIDs(ctx context.Context, dk host.Disk) ([]host.Designator, error) {
+	return keyed(&d.s.mu, d.s.deviceIDs, dk.Number, func() ([]host.Designator, error) { return d.Disks.DeviceIDs(ctx, dk) })
+}
+
+func (d snapDisks) SCSIAddress(ctx context.Context, dk host.Disk) (host.SCSIAddress, error) {
+	return keyed(&d.s.mu, d.s.scsiAddrs, dk.Number, func() (host.SCSIAddress, error) { return d.Disks.SCSIAddress(ctx, dk) })
 }
 
 // keyed asks read once per key.

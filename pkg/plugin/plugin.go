@@ -13,6 +13,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
 	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
 	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
+	"github.com/wincsi/csi-windows-node/pkg/cloud"
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -53,6 +54,10 @@ type Options struct {
 	OfflineDiskOnUnstage bool
 	SMBKeepMappings      bool
 	KeepISCSIPortals     bool
+	// GCEDisks lists the instance's disks from the Compute Engine metadata
+	// server, for the gce-pd preset on NVMe machine types; FromConfig sets
+	// it with --cloud=gce (disk.Options.GCEDisks).
+	GCEDisks func(ctx context.Context) ([]cloud.GCEDisk, error)
 
 	// OrphanSweep and OrphanSweepInterval are --orphan-sweep and
 	// --orphan-sweep-interval (pkg/sweep); the zero mode is sweep.Off.
@@ -120,6 +125,9 @@ func FromConfig(c *config.Options, goos string) (Options, error) {
 	}
 	if goos == "windows" {
 		o.PathStyle = winpath.Windows
+	}
+	if c.Cloud == config.CloudGCE {
+		o.GCEDisks = cloud.NewGCEMetadata(c.CloudMetadataEndpoint, 0).Disks
 	}
 	root, err := winpath.NewRoot(o.KubeletDir, o.PathStyle)
 	if err != nil {
@@ -326,7 +334,7 @@ func (p *Plugin) ReleaseUnused(ctx context.Context, key string, remove bool) (bo
 // the plugin runs them; it returns the disk backend too, which the iSCSI
 // backend prepares its disks with.
 func newBackends(h host.Host, store backend.Store, o Options) (*disk.Backend, map[contract.Kind]backend.Backend) {
-	disks := disk.New(h, store, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff})
+	disks := disk.New(h, store, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff, GCEDisks: o.GCEDisks})
 	return disks, map[contract.Kind]backend.Backend{
 		contract.KindDisk:  disks,
 		contract.KindSMB:   smb.New(h, store, smb.Options{KeepMappings: o.SMBKeepMappings}),

@@ -24,6 +24,9 @@ func (o *Options) registrationFromConfig(c *config.Options, root *winpath.Root) 
 	if err != nil {
 		return fmt.Errorf("--kubelet-registration: %w", err)
 	}
+	if err := server.CheckSocketPath(sock); err != nil {
+		return fmt.Errorf("--kubelet-registration: the registration socket below --kubelet-dir, named after --driver-name: %w", err)
+	}
 	path := c.KubeletRegistrationPath
 	if path == "" {
 		if path, err = server.ParseEndpoint(c.Endpoint); err != nil {
@@ -31,9 +34,12 @@ func (o *Options) registrationFromConfig(c *config.Options, root *winpath.Root) 
 		}
 	}
 	// An absolute path in the node's grammar (the rules of a confinement
-	// root); kubelet dials it as it is.
+	// root), short enough for a socket; kubelet dials it as it is.
 	if _, err := winpath.NewRoot(path, o.PathStyle); err != nil {
 		return fmt.Errorf("--kubelet-registration-path: %w", err)
+	}
+	if err := server.CheckSocketPath(path); err != nil {
+		return fmt.Errorf("--kubelet-registration-path: kubelet dials it: %w", err)
 	}
 	o.KubeletRegistration, o.RegistrationSocket, o.KubeletRegistrationPath = true, sock, path
 	return nil
@@ -116,7 +122,7 @@ func (p *Plugin) serveRegistration(ctx context.Context, claim *server.Socket) (*
 	}
 	r := &registering{svc: p.Registration, served: make(chan error, 1)}
 	go func() {
-		if err := r.svc.Serve(l); err != nil {
+		if err := r.svc.Serve(ctx, l, claim.Owned); err != nil {
 			r.served <- err
 		}
 	}()
@@ -141,7 +147,8 @@ func (r *registering) failed() <-chan error {
 	return r.served
 }
 
-// stop stops serving the registration and removes its socket.
+// stop stops serving the registration and removes its socket, unless
+// another process has put its own there (server.Socket.Owned).
 func (r *registering) stop() {
 	if r != nil {
 		r.svc.Stop()

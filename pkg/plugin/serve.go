@@ -38,7 +38,10 @@ type Listeners struct {
 // kubelet's plugin registration on ls.Registration, and /healthz also
 // waits for kubelet's confirmation; at shutdown the registration socket
 // goes first, as node-driver-registrar removes its socket on SIGTERM
-// (node_register.go:179-190). It returns an error when a server stops by
+// (node_register.go:179-190), but only while it is still the plugin's:
+// the registrar removes whatever file is at the path, even another
+// process's live socket, and the plugin leaves one another process has
+// put there (server.Socket.Owned). It returns an error when a server stops by
 // itself, and when kubelet refuses the registration (after the same
 // graceful shutdown), so that the process exits non-zero and kubelet
 // restarts it.

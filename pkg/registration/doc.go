@@ -23,9 +23,19 @@
 // handler, registers the driver (which calls NodeGetInfo on the endpoint
 // GetInfo named), then calls NotifyRegistrationStatus (5 s deadline) with
 // PluginRegistered true, or false and the error when any step failed.
-// Newer kubelets also call GetInfo every 10 s on a registered plugin's
-// socket (pluginwatcher/monitor.go); a socket that disappears deregisters
-// the driver.
+// Then (pluginwatcher/plugin_watcher.go and monitor.go at commit
+// 02910b74b5ea): a socket that disappears deregisters the driver
+// (handleDeleteEvent); a kubelet that starts registers every socket it
+// finds (traversePluginDir); and newer kubelets watch a registered
+// plugin's connection (monitor.go): GetInfo every 10 s, and after two
+// failures in a row the driver is deregistered, its socket left in place,
+// until GetInfo answers again and kubelet registers it anew.
+//
+// The plugin learns only what kubelet says to it, a confirmation or a
+// refusal, never a deregistration. So once confirmed, Status reports the
+// plugin registered until kubelet refuses it or the socket is gone or
+// replaced, even when kubelet has dropped the driver meanwhile (a kubelet
+// restart that never registers it again, the connection monitor above).
 //
 // What belongs here: the Registration service, its state (Status: whether
 // kubelet confirmed the registration, and what is missing if not), its

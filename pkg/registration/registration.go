@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -76,13 +75,11 @@ type Config struct {
 	// (--kubelet-registration-path), answered as given, as the registrar
 	// answers its --kubelet-registration-path (node_register.go:43).
 	Endpoint string
-	// Socket is the registration socket the service is served on; once
-	// kubelet confirmed the registration, Status fails when it is gone.
+	// Socket is the registration socket the service is served on, as
+	// its messages name it.
 	Socket string
 	// Registry receives csi_windows_node_kubelet_registered; nil for none.
 	Registry metrics.KubeRegistry
-	// Logger is what the service logs with; zero means klog.Background().
-	Logger klog.Logger
 }
 
 // Service is kubelet's Registration service for the plugin, and what
@@ -90,13 +87,15 @@ type Config struct {
 type Service struct {
 	registerapi.UnimplementedRegistrationServer
 
-	c      Config
-	logger klog.Logger
-	grpc   *grpc.Server
+	c    Config
+	grpc *grpc.Server
 
 	mu         sync.Mutex
-	asked      time.Time // the last GetInfo
-	registered bool      // kubelet confirmed the registration
+	logger     klog.Logger  // Serve's, which the calls log with
+	asked      time.Time    // the last GetInfo
+	registered bool         // kubelet confirmed the registration, and has not refused it since
+	refusal    string       // kubelet's reason when it refused the registration
+	owned      func() error // whether the socket is still the one served (Serve)
 
 	refused    chan string // kubelet's reason, once
 	refuseOnce sync.Once
@@ -110,15 +109,12 @@ func New(c Config) (*Service, error) {
 	if c.DriverName == "" || c.Endpoint == "" || c.Socket == "" {
 		return nil, errors.New("registration: the driver name, the endpoint and the socket are all required")
 	}
-	s := &Service{c: c, logger: c.Logger, refused: make(chan string, 1)}
-	if s.logger.GetSink() == nil {
-		s.logger = klog.Background()
-	}
+	s := &Service{c: c, logger: klog.Background(), refused: make(chan string, 1)}
 	if c.Registry != nil {
 		g := metrics.NewGaugeFunc(&metrics.GaugeOpts{
 			Namespace:      namespace,
 			Name:           registeredName,
-			Help:           "1 while kubelet has confirmed the plugin's own registration (--kubelet-registration) and its registration socket is in place, else 0.",
+			Help:           "1 once kubelet has confirmed the plugin's own registration (--kubelet-registration) while its registration socket is still the plugin's own, else 0.",
 			StabilityLevel: metrics.ALPHA,
 		}, func() float64 {
 			if s.Status() != nil {
@@ -142,8 +138,9 @@ func New(c Config) (*Service, error) {
 func (s *Service) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
 	s.mu.Lock()
 	s.asked = time.Now()
+	logger := s.logger
 	s.mu.Unlock()
-	s.logger.V(4).Info("Kubelet asked for the registration info (GetInfo)")
+	logger.V(4).Info("Kubelet asked for the registration info (GetInfo)")
 	return &registerapi.PluginInfo{
 		Type:              registerapi.CSIPlugin,
 		Name:              s.c.DriverName,
@@ -165,18 +162,20 @@ func (s *Service) NotifyRegistrationStatus(_ context.Context, st *registerapi.Re
 			reason = "kubelet gave no reason"
 		}
 		s.mu.Lock()
-		s.registered = false
+		s.registered, s.refusal = false, reason
+		logger := s.logger
 		s.mu.Unlock()
-		s.logger.Error(errors.New(reason), "Kubelet refused the plugin's registration; stopping so that kubelet restarts it")
+		logger.Error(errors.New(reason), "Kubelet refused the plugin's registration; stopping so that kubelet restarts it")
 		s.refuseOnce.Do(func() { s.refused <- reason })
 		return &registerapi.RegistrationStatusResponse{}, nil
 	}
 	s.mu.Lock()
 	first := !s.registered
 	s.registered = true
+	logger := s.logger
 	s.mu.Unlock()
 	if first {
-		s.logger.Info("Kubelet registered the plugin", "socket", s.c.Socket, "kubeletRegistrationPath", s.c.Endpoint)
+		logger.Info("Kubelet registered the plugin", "socket", s.c.Socket, "kubeletRegistrationPath", s.c.Endpoint)
 	}
 	return &registerapi.RegistrationStatusResponse{}, nil
 }
@@ -185,35 +184,57 @@ func (s *Service) NotifyRegistrationStatus(_ context.Context, st *registerapi.Re
 // registration.
 func (s *Service) Refused() <-chan string { return s.refused }
 
-// Status returns nil while kubelet has confirmed the registration and the
-// registration socket is still there, and otherwise an error saying what
-// is missing. A socket removed after the registration means kubelet's
-// plugin watcher has dropped the driver (it deregisters a plugin whose
-// socket goes); only a new socket, so a restart, registers it again.
-// node-driver-registrar's /healthz fails in that case too
-// (node_register.go:103-125: the socket must exist and answer GetInfo).
+// Status returns nil once kubelet has confirmed the registration, while
+// the registration socket is still the one the service is served on, and
+// otherwise an error saying what is missing. kubelet's plugin watcher
+// knows the plugin by that socket: once it is gone, kubelet drops the
+// driver (it deregisters a plugin whose socket goes), and once another
+// process has put its own socket there, kubelet reaches that process, not
+// this plugin; in both cases only a new socket, so a restart, registers
+// the plugin again. node-driver-registrar's /healthz fails when its socket
+// is gone, but not when another process answers GetInfo with the same
+// driver name there (node_register.go:103-125, checkLiveRegistrationSocket
+// 142-169).
 func (s *Service) Status() error {
 	s.mu.Lock()
-	registered, asked := s.registered, s.asked
+	registered, refusal, asked, owned := s.registered, s.refusal, s.asked, s.owned
 	s.mu.Unlock()
+	if owned != nil {
+		if err := owned(); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("the registration socket %s is gone, so kubelet's plugin watcher no longer reaches the plugin; a restart creates it again", s.c.Socket)
+		} else if err != nil {
+			return fmt.Errorf("the registration socket is no longer the plugin's, so kubelet's plugin watcher reaches another process there, not the plugin (is a node-driver-registrar of the driver running too?): %w", err)
+		}
+	}
 	switch {
-	case !registered && asked.IsZero():
+	case registered:
+		return nil
+	case refusal != "":
+		return fmt.Errorf("kubelet refused the registration: %s", refusal)
+	case asked.IsZero():
 		return fmt.Errorf("not registered with kubelet yet: kubelet has not called GetInfo on %s (its plugin watcher watches the %s directory)", s.c.Socket, RegistryDir)
-	case !registered:
+	default:
 		return fmt.Errorf("not registered with kubelet yet: kubelet called GetInfo on %s %s ago but has not confirmed the registration (NotifyRegistrationStatus)",
 			s.c.Socket, time.Since(asked).Round(time.Second))
 	}
-	if _, err := os.Lstat(s.c.Socket); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("the registration socket %s is gone, so kubelet has dropped the driver; a restart registers it again", s.c.Socket)
-	} else if err != nil {
-		return fmt.Errorf("registration socket: %w", err)
-	}
-	return nil
 }
 
-// Serve serves the service on l until Stop. It returns nil after Stop.
-func (s *Service) Serve(l net.Listener) error { return s.grpc.Serve(l) }
+// Serve serves the service on l until Stop. owned says whether the file
+// at the socket's path is still the socket l listens on
+// (pkg/server.Socket.Owned): nil while it is, an error wrapping
+// fs.ErrNotExist once it is gone, another error once another process put
+// its own there. The service logs kubelet's calls with ctx's logger (the
+// plugin's, which carries the driver name), as node-driver-registrar
+// hands its logger to its handlers (node_register.go:67-71). It returns
+// nil after Stop.
+func (s *Service) Serve(ctx context.Context, l net.Listener, owned func() error) error {
+	s.mu.Lock()
+	s.owned, s.logger = owned, klog.FromContext(ctx)
+	s.mu.Unlock()
+	return s.grpc.Serve(l)
+}
 
 // Stop stops serving, after the calls in progress (each is immediate),
-// and closes the listener, which removes the socket.
+// and closes the listener (which removes the socket while it is the
+// plugin's, pkg/server.Socket.Listen).
 func (s *Service) Stop() { s.grpc.GracefulStop() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strings"
@@ -16,10 +17,29 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
+// MaxSocketPath is the longest path, in bytes, a unix socket can be
+// created at or dialled by, on Windows as on Linux: the address's sun_path
+// holds 108 bytes (Linux: sockaddr_un; Windows: UNIX_PATH_MAX in afunix.h)
+// and Go needs one of them for the closing NUL (syscall, SockaddrUnix's
+// sockaddr in syscall_linux.go and syscall_windows.go, as of Go 1.26).
+// A longer path fails only when the socket is created or dialled, with
+// "bind: invalid argument"; CheckSocketPath says so before.
+const MaxSocketPath = 107
+
+// CheckSocketPath fails when path is too long for a unix socket
+// (MaxSocketPath).
+func CheckSocketPath(path string) error {
+	if len(path) > MaxSocketPath {
+		return fmt.Errorf("socket path %s is %d bytes long; a unix socket's path can have at most %d", path, len(path), MaxSocketPath)
+	}
+	return nil
+}
+
 // ParseEndpoint returns the socket path of a unix:// endpoint. Both
 // unix:///var/lib/kubelet/plugins/x/csi.sock and
 // unix://C:\var\lib\kubelet\plugins\x\csi.sock are accepted (url.Parse
-// mangles drive letters, so the scheme is split by hand).
+// mangles drive letters, so the scheme is split by hand). A path too long
+// for a unix socket (CheckSocketPath) is refused.
 func ParseEndpoint(endpoint string) (string, error) {
 	const scheme = "unix://"
 	if !strings.HasPrefix(strings.ToLower(endpoint), scheme) {
@@ -31,6 +51,9 @@ func ParseEndpoint(endpoint string) (string, error) {
 	}
 	if strings.ContainsRune(p, 0) {
 		return "", fmt.Errorf("endpoint %q contains a NUL byte", endpoint)
+	}
+	if err := CheckSocketPath(p); err != nil {
+		return "", fmt.Errorf("endpoint %q: %w", endpoint, err)
 	}
 	return p, nil
 }
@@ -76,24 +99,62 @@ func ClaimLocked(ctx context.Context, path, lock string) (*Socket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
-	if answers(path) {
+	switch live, err := answers(ctx, path); {
+	case err != nil:
+		unlock()
+		return nil, fmt.Errorf("socket %s: whether a process serves it: %w", path, err)
+	case live:
 		unlock()
 		return nil, fmt.Errorf("socket %s: %w", path, ErrEndpointInUse)
 	}
 	return &Socket{ctx: ctx, path: path, unlock: unlock}, nil
 }
 
-// answers reports whether a process accepts connections on the socket.
-func answers(path string) bool {
-	if _, err := os.Lstat(path); err != nil {
-		return false
+// answers reports whether a process accepts connections on the socket: a
+// socket file is judged stale only after dialAttempts failed dials,
+// dialPause apart (answers_windows.go, answers_other.go). It fails only
+// when ctx ends first.
+func answers(ctx context.Context, path string) (bool, error) {
+	return answersWithin(ctx, path, dialAttempts, dialPause, dial)
+}
+
+// answersWithin is answers with its attempts, pause and dial given.
+func answersWithin(ctx context.Context, path string, attempts int, pause time.Duration, dial func(ctx context.Context, path string) error) (bool, error) {
+	if !present(path) {
+		return false, nil
 	}
-	c, err := net.DialTimeout("unix", path, time.Second)
+	for i := range attempts {
+		if i > 0 {
+			t := time.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return false, ctx.Err()
+			case <-t.C:
+			}
+		}
+		if dial(ctx, path) == nil {
+			return true, nil
+		}
+	}
+	return false, ctx.Err()
+}
+
+// present reports whether a file is at path; where none is, there is
+// nothing to dial.
+func present(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// dial connects to the socket at path and hangs up: only the connect
+// matters.
+func dial(ctx context.Context, path string) error {
+	c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "unix", path)
 	if err != nil {
-		return false
+		return err
 	}
-	_ = c.Close() // only the connect mattered
-	return true
+	return c.Close()
 }
 
 // Socket is a claimed socket (Claim).
@@ -104,12 +165,21 @@ type Socket struct {
 	unlock func()
 
 	mu        sync.Mutex
-	listening bool // a listener holds the claim; closing it releases it
+	listening bool        // a listener holds the claim; closing it releases it
+	created   os.FileInfo // the socket file Listen created, to tell it from another's
 }
+
+// ErrSocketReplaced means the file at a socket's path is no longer the
+// socket this process created there: another process removed it and put
+// its own in its place (a node-driver-registrar does so at start, whatever
+// the file is).
+var ErrSocketReplaced = errors.New("replaced by another process")
 
 // Listen creates the socket and listens on it: a socket file left there
 // (nobody answered on it at Claim) is stale, is removed, and that is
-// logged. Closing the listener removes the socket and releases the claim.
+// logged. It records which file it created (Owned). Closing the listener
+// releases the claim and removes the socket, but only while it is still
+// the one Listen created: a socket another process put in its place stays.
 func (s *Socket) Listen() (net.Listener, error) {
 	if _, err := os.Lstat(s.path); err == nil {
 		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -123,10 +193,55 @@ func (s *Socket) Listen() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", s.path, err)
 	}
+	created, err := identify(s.path)
+	if err != nil {
+		_ = l.Close() // removes the socket just created; the error is the one to report
+		return nil, fmt.Errorf("inspect the socket just created at %s: %w", s.path, err)
+	}
+	// Go's unix listener removes whatever file is at its path when it is
+	// closed (net/unixsock_posix.go, UnixListener.close); Close removes the
+	// socket itself, only while it is this one.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	s.mu.Lock()
-	s.listening = true
+	s.listening, s.created = true, created
 	s.mu.Unlock()
 	return &claimedListener{Listener: l, s: s}, nil
+}
+
+// identify returns what identifies the file at path, for os.SameFile. On
+// Windows, os.Lstat may leave the file's ID to be read from the path when
+// os.SameFile first needs it (os/types_windows.go, fileStat.loadFileId),
+// which would then read whatever file is there by then; comparing the
+// result with itself reads it now.
+func identify(path string) (os.FileInfo, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	os.SameFile(fi, fi)
+	return fi, nil
+}
+
+// Owned returns nil while the file at the socket's path is the socket
+// Listen created, an error wrapping fs.ErrNotExist once no file is there,
+// and one wrapping ErrSocketReplaced once another file is.
+func (s *Socket) Owned() error {
+	s.mu.Lock()
+	created := s.created
+	s.mu.Unlock()
+	if created == nil {
+		return fmt.Errorf("socket %s: not listened on", s.path)
+	}
+	now, err := os.Lstat(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("socket %s is gone: %w", s.path, err)
+	case err != nil:
+		return fmt.Errorf("inspect socket %s: %w", s.path, err)
+	case !os.SameFile(created, now):
+		return fmt.Errorf("socket %s: %w", s.path, ErrSocketReplaced)
+	}
+	return nil
 }
 
 // Release gives the claim up: a plugin that stops before it listens calls
@@ -156,8 +271,8 @@ func Listen(ctx context.Context, path string) (net.Listener, error) {
 	return l, nil
 }
 
-// claimedListener releases the socket's claim once the listener is closed
-// (which removes the socket).
+// claimedListener removes the socket it listens on once it is closed,
+// while that is still the socket Listen created, then releases the claim.
 type claimedListener struct {
 	net.Listener
 	s *Socket
@@ -165,6 +280,17 @@ type claimedListener struct {
 
 func (l *claimedListener) Close() error {
 	err := l.Listener.Close()
-	l.s.once.Do(l.s.unlock)
+	l.s.once.Do(func() {
+		defer l.s.unlock()
+		owned := l.s.Owned()
+		switch {
+		case owned == nil:
+			if rerr := os.Remove(l.s.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+				err = fmt.Errorf("remove socket %s: %w", l.s.path, rerr)
+			}
+		case errors.Is(owned, ErrSocketReplaced):
+			klog.FromContext(l.s.ctx).Info("Left the socket in place: another process replaced this plugin's socket and may serve it", "socket", l.s.path)
+		}
+	})
 	return err
 }

@@ -116,6 +116,13 @@ func (d *DiskState) toHost() host.Disk {
 	if d.Offline {
 		out.OfflineReason = d.OfflineReason
 	}
+	if id := d.Identity; id != nil {
+		out.FriendlyName, out.Model, out.UniqueID, out.UniqueIDFormat = id.FriendlyName, id.Model, id.UniqueID, id.UniqueIDFormat
+		out.AdapterSerialNumber = id.AdapterSerialNumber
+		if id.Path != "" {
+			out.Path = id.Path
+		}
+	}
 	return out
 }
 
@@ -321,16 +328,23 @@ func (h disks) Get(ctx context.Context, number uint32) (host.Disk, error) {
 	})
 }
 
-func (h disks) Page83(ctx context.Context, disk host.Disk) (string, error) {
-	return call(ctx, h.s, OpDisksPage83, false, func(st *State) (string, error) {
+func (h disks) DeviceIDs(ctx context.Context, disk host.Disk) ([]host.Designator, error) {
+	return call(ctx, h.s, OpDisksDeviceIDs, false, func(st *State) ([]host.Designator, error) {
 		d, err := st.disk(disk)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if d.Page83 == "" {
-			return "", fmt.Errorf("disk %d: page 83 identifier: %w", d.Number, host.ErrNotFound)
+		return d.deviceIDs()
+	})
+}
+
+func (h disks) SCSIAddress(ctx context.Context, disk host.Disk) (host.SCSIAddress, error) {
+	return call(ctx, h.s, OpDisksSCSIAddress, false, func(st *State) (host.SCSIAddress, error) {
+		d, err := st.disk(disk)
+		if err != nil {
+			return host.SCSIAddress{}, err
 		}
-		return d.Page83, nil
+		return d.scsiAddress()
 	})
 }
 
@@ -989,11 +1003,7 @@ func (s *Sim) SetDiskState(number uint32, c DiskChange) error {
 			d.ReadOnly = *c.ReadOnly
 		}
 		if c.Offline != nil {
-			d.Offline = *c.Offline
-			d.OfflineReason = host.OfflineReasonNone
-			if d.Offline {
-				d.OfflineReason = host.OfflineReasonPolicy
-			}
+			d.setOffline(*c.Offline)
 		}
 		if c.OfflineReason != nil && d.Offline {
 			d.OfflineReason = *c.OfflineReason

@@ -71,8 +71,8 @@ func TestDiskNumbersLowestFreeAndStaleRef(t *testing.T) {
 		t.Fatalf("new disk got %d, want reused %d", c, a)
 	}
 	// A Disk handle of the detached disk does not reach the new one.
-	_, err = s.Host().Disks.Page83(ctx, old)
-	wantErr(t, "Page83 on stale handle", err, host.ErrNotFound)
+	_, err = s.Host().Disks.DeviceIDs(ctx, old)
+	wantErr(t, "DeviceIDs on stale handle", err, host.ErrNotFound)
 	list, err := s.Host().Disks.List(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -84,17 +84,31 @@ func TestDiskNumbersLowestFreeAndStaleRef(t *testing.T) {
 	}
 }
 
-func TestPage83(t *testing.T) {
+func TestDeviceIDs(t *testing.T) {
 	s := newSim(t)
 	ctx := context.Background()
-	with, _ := s.AttachDisk(DiskSpec{Serial: "x", Page83: "Google  pd-1"})
+	ascii, _ := s.AttachDisk(DiskSpec{Serial: "x", Page83: "Google  pd-1"})
+	naa, _ := s.AttachDisk(DiskSpec{Serial: "z", Page83: "60022480f48d294f40f18727df9a6349", Adapter: 1, Target: 3, LUN: 2})
 	without, _ := s.AttachDisk(DiskSpec{Serial: "y"})
-	got, err := s.Host().Disks.Page83(ctx, host.Disk{Number: with})
-	if err != nil || got != "Google  pd-1" {
-		t.Errorf("Page83 = %q, %v", got, err)
+	for _, tt := range []struct {
+		n    uint32
+		want string
+		ok   bool
+	}{{ascii, "Google  pd-1", true}, {naa, "60022480f48d294f40f18727df9a6349", true}, {without, "", false}} {
+		ids, err := s.Host().Disks.DeviceIDs(ctx, host.Disk{Number: tt.n})
+		if got, ok := host.Page83(ids); err != nil || got != tt.want || ok != tt.ok {
+			t.Errorf("disk %d: page 83 of %v = %q %v, %v; want %q", tt.n, ids, got, ok, err, tt.want)
+		}
 	}
-	_, err = s.Host().Disks.Page83(ctx, host.Disk{Number: without})
-	wantErr(t, "Page83 without identifier", err, host.ErrNotFound)
+	ids, _ := s.Host().Disks.DeviceIDs(ctx, host.Disk{Number: naa})
+	if len(ids) != 1 || ids[0].Type != host.DesignatorFCPHName || ids[0].CodeSet != host.CodeSetBinary {
+		t.Errorf("a hex page 83 is one binary NAA designator: %v", ids)
+	}
+	// The address its Location names: adapter 1 is port 1.
+	a, err := s.Host().Disks.SCSIAddress(ctx, host.Disk{Number: naa})
+	if err != nil || a != (host.SCSIAddress{Port: 1, Target: 3, LUN: 2}) {
+		t.Errorf("SCSIAddress = %v, %v", a, err)
+	}
 }
 
 func TestInitialize(t *testing.T) {
@@ -307,8 +321,8 @@ func TestAttachVolumeDisk(t *testing.T) {
 		d.Location != "Integrated : Adapter 1 : Port 0 : Target 0 : LUN 0" {
 		t.Errorf("attached disk %+v", d)
 	}
-	if p, err := h.Page83(ctx, d); err != nil || p != page83For("pvc-123") || len(p) != 32 {
-		t.Errorf("Page83 = %q, %v", p, err)
+	if ids, err := h.DeviceIDs(ctx, d); err != nil || len(ids) != 1 || ids[0].Text() != page83For("pvc-123") || len(ids[0].Value) != 16 {
+		t.Errorf("DeviceIDs = %v, %v", ids, err)
 	}
 	loc, ok := host.ParseLocation(d.Location)
 	if !ok || *loc.LUN != 0 || *loc.Adapter != 1 {

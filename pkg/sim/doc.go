@@ -65,6 +65,15 @@
 // docs/sim-config.md) adds disks, shares and targets to the state New
 // opens: additively and idempotently, and ErrSetupConflict, changing
 // nothing, for an entry that contradicts the state.
+// A setup whose disks set number is a disk table (setupdisk.go): the
+// node's whole disk table as Windows reports it, every identification
+// property and what the per-disk IOCTLs answer (DiskIdentity), copied from
+// a real node. It replaces a fresh host's built-in boot disk; serials and
+// page 83 identifiers may repeat in it, as on real nodes, and the simulated
+// host reports them as given. It decides no Windows fact: an undeclared
+// SCSI address is derived only from a SCSI location (whose path, target
+// and LUN Windows takes from IOCTL_SCSI_GET_ADDRESS), never from an NVMe
+// device path.
 //
 // # Modelled Windows behaviour
 //

@@ -19,7 +19,7 @@ var ErrReadOnly = fmt.Errorf("the simulated host is open read-only: %w", host.Er
 // readOps are the host calls a read-only Sim answers: those that change
 // neither the model nor a file.
 var readOps = map[string]bool{
-	OpDisksList: true, OpDisksGet: true, OpDisksPage83: true, OpDisksPartitions: true, OpDisksMaxPartitionSize: true,
+	OpDisksList: true, OpDisksGet: true, OpDisksDeviceIDs: true, OpDisksSCSIAddress: true, OpDisksPartitions: true, OpDisksMaxPartitionSize: true,
 	OpVolumesOfPartition: true, OpVolumesGet: true, OpVolumesList: true, OpVolumesDiskNumber: true, OpVolumesFreeSpace: true,
 	OpFilesStat: true, OpFilesIsEmptyDir: true, OpFilesReadDir: true,
 	OpSMBMapping: true, OpSMBMappings: true, OpSMBCheck: true,

@@ -36,16 +36,6 @@ type Setup struct {
 	Windows WindowsAnswers
 }
 
-// SetupDisk is a disk attached to the simulated host, as a cloud attaches
-// one: blank (RAW), offline by SAN policy, on SCSI adapter 1, the adapter
-// of volume disks (AttachVolumeDisk).
-type SetupDisk struct {
-	Serial string
-	Size   uint64  // 0: 1 GiB
-	Page83 string  // "": derived from the serial, as for volume disks
-	LUN    *uint32 // nil: the next LUN no disk on adapter 1 has
-}
-
 // LoadSetup reads and checks a setup file (see ParseSetup).
 func LoadSetup(path string) (*Setup, error) {
 	data, err := os.ReadFile(path)
@@ -315,20 +305,6 @@ func (p *setupParser) windows(n *yaml.Node, at string) WindowsAnswers {
 	return w
 }
 
-func (p *setupParser) disk(n *yaml.Node, at string) SetupDisk {
-	var d SetupDisk
-	p.object(n, at, fields{
-		"serial": func(n *yaml.Node, at string) { d.Serial = p.str(n, at, false) },
-		"size":   func(n *yaml.Node, at string) { d.Size = p.size(n, at) },
-		"page83": func(n *yaml.Node, at string) { d.Page83 = p.page83(n, at) },
-		"lun": func(n *yaml.Node, at string) {
-			l := p.lun(n, at)
-			d.LUN = &l
-		},
-	}, "serial")
-	return d
-}
-
 func (p *setupParser) account(n *yaml.Node, at string) AccountState {
 	var a AccountState
 	p.object(n, at, fields{
@@ -499,16 +475,7 @@ func (p *setupParser) duplicates(s *Setup) {
 		}
 		seen[k] = at
 	}
-	for i, d := range s.Disks {
-		at := fmt.Sprintf("disks[%d] (serial %s)", i, d.Serial)
-		claim("serial", d.Serial, at)
-		if d.Page83 != "" {
-			claim("page83", d.Page83, at)
-		}
-		if d.LUN != nil {
-			claim("lun", strconv.Itoa(int(*d.LUN)), at)
-		}
-	}
+	p.claimDisks(s.Disks, claim)
 	for i, sh := range s.Shares {
 		claim("share", strings.ToLower(uncRoot(sh.Server, sh.Share)), fmt.Sprintf("shares[%d] (%s)", i, uncRoot(sh.Server, sh.Share)))
 	}
@@ -526,24 +493,9 @@ func (p *setupParser) duplicates(s *Setup) {
 // entry, and then st is left untouched: every entry is checked before any
 // is added.
 func (s *Sim) applySetup(st *State, setup *Setup) ([]string, error) {
-	var plan []func() string
-	// Disks that name their LUN are attached before the others pick free
-	// LUNs.
-	order := make([]int, 0, len(setup.Disks))
-	for pass := 0; pass < 2; pass++ {
-		for i, d := range setup.Disks {
-			if (d.LUN != nil) == (pass == 0) {
-				order = append(order, i)
-			}
-		}
-	}
-	for _, i := range order {
-		d := setup.Disks[i]
-		step, err := st.planDisk(d)
-		if err != nil {
-			return nil, fmt.Errorf("disks[%d] (serial %s): %w", i, d.Serial, err)
-		}
-		plan = append(plan, step)
+	plan, err := st.planDisks(setup.Disks)
+	if err != nil {
+		return nil, err
 	}
 	for i, sh := range setup.Shares {
 		step, err := s.planShare(st, sh)
@@ -571,77 +523,6 @@ func (s *Sim) applySetup(st *State, setup *Setup) ([]string, error) {
 		done = append(done, step())
 	}
 	return done, nil
-}
-
-// planDisk checks a declared disk against st and returns the step that
-// attaches it (or keeps the one attached).
-func (st *State) planDisk(d SetupDisk) (func() string, error) {
-	size := d.Size
-	if size == 0 {
-		size = DefaultDiskSize
-	}
-	agrees := func(have *DiskState, what string) error {
-		if have.Target != "" {
-			return conflictf("the simulated host has this serial as LUN %d of iSCSI target %s", have.LUN, have.Target)
-		}
-		if have.critical() {
-			return conflictf("the serial is the simulated host's boot disk's")
-		}
-		// A disk only grows (a volume expansion grows it): a larger one is
-		// the declared disk, expanded since.
-		if cur := max(have.Size, have.PendingSize); cur < size {
-			return conflictf("the %s disk with this serial has %d bytes, fewer than the %d declared", what, cur, size)
-		}
-		if d.Page83 != "" && have.Page83 != d.Page83 {
-			return conflictf("the %s disk with this serial has page 83 identifier %s, not %s", what, have.Page83, d.Page83)
-		}
-		if d.LUN != nil && have.Location != autoLocation(*d.LUN) {
-			return conflictf("the %s disk with this serial is at %q, not at LUN %d (%q)", what, have.Location, *d.LUN, autoLocation(*d.LUN))
-		}
-		return nil
-	}
-	for i := range st.Disks {
-		if have := &st.Disks[i]; have.Serial == d.Serial {
-			if err := agrees(have, "attached"); err != nil {
-				return nil, err
-			}
-			n := have.Number
-			return func() string { return fmt.Sprintf("disk %s: kept (disk %d)", d.Serial, n) }, nil
-		}
-	}
-	for i := range st.Detached {
-		if have := &st.Detached[i]; have.Serial == d.Serial {
-			if err := agrees(have, "detached"); err != nil {
-				return nil, err
-			}
-			return func() string {
-				n, _ := st.reattach(d.Serial, DiskSpec{}, true)
-				return fmt.Sprintf("disk %s: attached again with its contents (disk %d)", d.Serial, n)
-			}, nil
-		}
-	}
-	page83 := d.Page83
-	if page83 == "" {
-		page83 = page83For(d.Serial)
-	}
-	for _, have := range st.Disks {
-		if have.Page83 == page83 {
-			return nil, conflictf("disk %d (serial %s) has page 83 identifier %s already", have.Number, have.Serial, page83)
-		}
-		if d.LUN != nil && have.Location == autoLocation(*d.LUN) {
-			return nil, conflictf("disk %d (serial %s) is at LUN %d already (%q)", have.Number, have.Serial, *d.LUN, have.Location)
-		}
-	}
-	return func() string {
-		var lun uint32
-		if d.LUN != nil {
-			lun = *d.LUN
-		} else {
-			lun = st.nextAutoLUN()
-		}
-		n := st.addDisk(blankDisk(d.Serial, page83, size, lun))
-		return fmt.Sprintf("disk %s: attached as disk %d, LUN %d, %d bytes", d.Serial, n, lun, size)
-	}, nil
 }
 
 // planShare checks a declared share against st and returns the step that

@@ -24,7 +24,8 @@ import (
 const (
 	OpDisksList             = "disks.List"
 	OpDisksGet              = "disks.Get"
-	OpDisksPage83           = "disks.Page83"
+	OpDisksDeviceIDs        = "disks.DeviceIDs"
+	OpDisksSCSIAddress      = "disks.SCSIAddress"
 	OpDisksRescan           = "disks.Rescan"
 	OpDisksSetReadOnly      = "disks.SetReadOnly"
 	OpDisksSetOnline        = "disks.SetOnline"
@@ -81,7 +82,7 @@ const (
 
 // AllOps lists every op name, in interface order.
 var AllOps = []string{
-	OpDisksList, OpDisksGet, OpDisksPage83, OpDisksRescan, OpDisksSetReadOnly,
+	OpDisksList, OpDisksGet, OpDisksDeviceIDs, OpDisksSCSIAddress, OpDisksRescan, OpDisksSetReadOnly,
 	OpDisksSetOnline, OpDisksInitialize, OpDisksPartitions, OpDisksCreatePartition,
 	OpDisksMaxPartitionSize, OpDisksResizePartition,
 	OpVolumesOfPartition, OpVolumesGet, OpVolumesList, OpVolumesFormat, OpVolumesMount, OpVolumesUnmount,
@@ -508,13 +509,13 @@ func call[T any](ctx context.Context, s *Sim, op string, write bool, fn func(st 
 
 // win32Ops are the ops winhost carries out with Win32 calls (or the
 // system resolver), not WMI: pkg/winhost files.go, volumes.go (Mount,
-// Unmount, Flush, DiskNumber, FreeSpace), disks.go (Page83), smb.go
+// Unmount, Flush, DiskNumber, FreeSpace), disks.go (DeviceIDs, SCSIAddress), smb.go
 // (Check), iscsi.go (ResolvePortal, PersistentLogins,
 // RemovePersistentLogin), security.go.
 var win32Ops = map[string]bool{
 	OpFilesStat: true, OpFilesMakeDir: true, OpFilesRemove: true, OpFilesSymlink: true, OpFilesIsEmptyDir: true, OpFilesReadDir: true,
 	OpVolumesMount: true, OpVolumesUnmount: true, OpVolumesFlush: true, OpVolumesDiskNumber: true, OpVolumesFreeSpace: true,
-	OpDisksPage83: true, OpSMBCheck: true,
+	OpDisksDeviceIDs: true, OpDisksSCSIAddress: true, OpSMBCheck: true,
 	OpISCSIResolvePortal: true, OpISCSIPersistentLogins: true, OpISCSIRemovePersistent: true,
 	OpSecurityRootDACL: true, OpSecurityAddRootAllowEntries: true, OpSecurityLookupAccountName: true,
 }

@@ -104,6 +104,11 @@ type DiskState struct {
 	// Target and LUN identify the iSCSI LUN the disk is reached through.
 	Target string `json:"target,omitempty"`
 	LUN    uint32 `json:"lun,omitempty"`
+
+	// Identity as Windows reports it (identity.go), for disks declared
+	// in a --sim-config disk table; zero values take the defaults of
+	// toHost, which attached and auto-attached disks use.
+	Identity *DiskIdentity `json:"identity,omitempty"`
 }
 
 // PartitionState is one partition; Number is its position by offset.
@@ -425,23 +430,18 @@ func newGUID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
+// bootSerial is the serial of a fresh simulated host's boot disk.
+const bootSerial = "SIMBOOT0000000000000"
+
 // initialState is a fresh host: disk 0 is the boot and system disk (GPT:
 // EFI system partition, MSR, C: with an NTFS volume).
 func initialState() *State {
 	st := &State{Version: StateVersion, Salt: randomHex(16), NextDiskID: 1}
 	const size = 127 << 30 // the usual size of a cloud VM's OS disk
-	efi := PartitionState{Offset: 1 << 20, Size: 100 << 20, GptType: host.GptTypeEFISystem,
-		Volume: &VolumeState{GUID: newGUID(), FileSystem: "FAT32", Size: 100 << 20, AllocationUnit: 4096}}
-	msr := PartitionState{Offset: 101 << 20, Size: 16 << 20, GptType: host.GptTypeMSR}
-	cStart := uint64(117 << 20)
-	cSize := gptUsableEnd(size) - cStart
-	cSize -= cSize % sectorSize
-	c := PartitionState{Offset: cStart, Size: cSize, GptType: host.GptTypeBasicData, DriveLetter: "C",
-		Volume: &VolumeState{GUID: newGUID(), FileSystem: "NTFS", Label: "Windows", Size: cSize, AllocationUnit: 4096}}
 	st.Disks = []DiskState{{
 		ID:             "disk-0",
 		Number:         0,
-		Serial:         "SIMBOOT0000000000000",
+		Serial:         bootSerial,
 		Page83:         "60022480" + randomHex(12),
 		Location:       "Integrated : Adapter 0 : Port 0 : Target 0 : LUN 0",
 		Size:           size,
@@ -450,7 +450,31 @@ func initialState() *State {
 		System:         true,
 		Health:         host.HealthHealthy,
 		PartitionStyle: host.PartitionStyleGPT,
-		Partitions:     []PartitionState{efi, msr, c},
+		Partitions:     bootPartitions(size, host.PartitionStyleGPT),
 	}}
 	return st
+}
+
+// bootPartitions lays out a Windows boot disk: on GPT the EFI system
+// partition, the MSR and C: with an NTFS volume; on MBR C: alone.
+func bootPartitions(size uint64, style host.PartitionStyle) []PartitionState {
+	switch {
+	case size < 256<<20:
+		return nil // too small for Windows: a declared disk without a layout
+	case style == host.PartitionStyleMBR:
+		cSize := size - size%sectorSize - mib
+		return []PartitionState{{Offset: mib, Size: cSize, MbrType: host.MbrTypeIFS, DriveLetter: "C",
+			Volume: &VolumeState{GUID: newGUID(), FileSystem: "NTFS", Label: "Windows", Size: cSize, AllocationUnit: 4096}}}
+	case style != host.PartitionStyleGPT:
+		return nil
+	}
+	efi := PartitionState{Offset: 1 << 20, Size: 100 << 20, GptType: host.GptTypeEFISystem,
+		Volume: &VolumeState{GUID: newGUID(), FileSystem: "FAT32", Size: 100 << 20, AllocationUnit: 4096}}
+	msr := PartitionState{Offset: 101 << 20, Size: 16 << 20, GptType: host.GptTypeMSR}
+	cStart := uint64(117 << 20)
+	cSize := gptUsableEnd(size) - cStart
+	cSize -= cSize % sectorSize
+	c := PartitionState{Offset: cStart, Size: cSize, GptType: host.GptTypeBasicData, DriveLetter: "C",
+		Volume: &VolumeState{GUID: newGUID(), FileSystem: "NTFS", Label: "Windows", Size: cSize, AllocationUnit: 4096}}
+	return []PartitionState{efi, msr, c}
 }

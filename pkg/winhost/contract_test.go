@@ -73,6 +73,17 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		// No instance: the documented answer of a WQL query that matches
 		// nothing (WHERE Clause (WMI)).
 		e.ExpectQuery(ns, wqlDisk(99), scripted.Reply{})
+	case "disks/identifiers-missing":
+		// A disk the fixture names only by number has no device path: no
+		// IOCTL is sent.
+	case "disks/identifiers":
+		disk(diskSpec{Style: gpt})
+		// A Hyper-V disk as kubernetes-sigs/azuredisk-csi-driver#2661 shows
+		// it: NAA 60022480… (its UniqueId, format "FCPH Name"), at
+		// "Adapter 1 : Port 0 : Target 0 : LUN 1".
+		e.ExpectWin32("StorageDeviceIDDescriptor", []any{devicePath(1)}, scripted.Reply{Bytes: winhost.BuildDeviceIDDescriptor(
+			winhost.StorageID{CodeSet: 1, Type: 3, ID: []byte{0x60, 0x02, 0x24, 0x80, 0xf4, 0x8d, 0x29, 0x4f, 0x40, 0xf1, 0x87, 0x27, 0xdf, 0x9a, 0x63, 0x49}})})
+		e.ExpectWin32("SCSIAddress", []any{devicePath(1)}, scripted.Reply{Bytes: []byte{8, 0, 0, 0, 1, 0, 0, 1}})
 	case "disks/offline-set-read-only":
 		// Uncertain which answer Windows gives (the case accepts both);
 		// this script gives the refusal, the next case the success.

@@ -34,10 +34,16 @@ func NewDisks(e Executor) *Disks { return &Disks{s: storage{e}} }
 // diskProps are the MSFT_Disk properties the plugin reads. ObjectId is the
 // class key: without it WMI returns no usable __PATH for the partial
 // instances a property list produces, and methods could not be invoked.
+//
+// AdapterSerialNumber is missing from the simplified syntax on the MSFT_Disk
+// documentation page, but the class's MOF has it (string; microsoft/wmi
+// v0.43.0, server2019 and server23h2 .../storage/MSFT_Disk.go), which the
+// schema test checks; Azure SCSI disks report it blank
+// (kubernetes-sigs/azuredisk-csi-driver#2661, Get-Disk | select *).
 var diskProps = []string{
-	"ObjectId", "Number", "Path", "SerialNumber", "UniqueId", "Location", "FriendlyName",
-	"Size", "BusType", "PartitionStyle", "IsBoot", "IsSystem", "IsReadOnly", "IsOffline",
-	"OfflineReason", "HealthStatus",
+	"ObjectId", "Number", "Path", "SerialNumber", "UniqueId", "UniqueIdFormat", "Location", "FriendlyName",
+	"Model", "AdapterSerialNumber", "Size", "BusType", "PartitionStyle", "IsBoot", "IsSystem", "IsReadOnly",
+	"IsOffline", "OfflineReason", "HealthStatus",
 }
 
 // partitionProps are the MSFT_Partition properties the plugin reads. Offset
@@ -74,17 +80,22 @@ func parseDisk(in Instance) (host.Disk, error) {
 		Path:           p.RequiredString("Path"),
 		SerialNumber:   p.String("SerialNumber"),
 		UniqueID:       p.String("UniqueId"),
-		Location:       p.String("Location"), // NULL for Hyper-V and VHD disks (MSFT_Disk docs)
-		FriendlyName:   p.String("FriendlyName"),
-		Size:           p.RequiredUint64("Size"),
-		BusType:        host.BusType(p.Uint16("BusType")),
-		PartitionStyle: host.PartitionStyle(p.RequiredUint16("PartitionStyle")),
-		IsBoot:         p.RequiredBool("IsBoot"),
-		IsSystem:       p.RequiredBool("IsSystem"),
-		IsReadOnly:     p.RequiredBool("IsReadOnly"),
-		IsOffline:      p.RequiredBool("IsOffline"),
-		OfflineReason:  host.OfflineReason(p.Uint16("OfflineReason")),
-		HealthStatus:   host.HealthStatus(p.Uint16("HealthStatus")),
+		UniqueIDFormat: host.UniqueIDFormat(p.Uint16("UniqueIdFormat")),
+		// NULL for Hyper-V and VHD disks (MSFT_Disk docs); empty for a
+		// host-mounted VHD (dataplat/dbaclone PR #78).
+		Location:            p.String("Location"),
+		FriendlyName:        p.String("FriendlyName"),
+		Model:               p.String("Model"),
+		AdapterSerialNumber: p.String("AdapterSerialNumber"),
+		Size:                p.RequiredUint64("Size"),
+		BusType:             host.BusType(p.Uint16("BusType")),
+		PartitionStyle:      host.PartitionStyle(p.RequiredUint16("PartitionStyle")),
+		IsBoot:              p.RequiredBool("IsBoot"),
+		IsSystem:            p.RequiredBool("IsSystem"),
+		IsReadOnly:          p.RequiredBool("IsReadOnly"),
+		IsOffline:           p.RequiredBool("IsOffline"),
+		OfflineReason:       host.OfflineReason(p.Uint16("OfflineReason")),
+		HealthStatus:        host.HealthStatus(p.Uint16("HealthStatus")),
 	}
 	if err := p.Err(); err != nil {
 		return host.Disk{}, err
@@ -161,30 +172,72 @@ func (d *Disks) Get(ctx context.Context, number uint32) (host.Disk, error) {
 	return dk, nil
 }
 
-// Page83 implements host.Disks with one IOCTL on the disk's device path. A
-// device that does not answer the device-ID query (ERROR_INVALID_FUNCTION,
-// as the virtual disks of GitHub's Windows runners do: csi-proxy skips its
-// page 83 test there, kubernetes-csi/csi-proxy@eeba470 integrationtests/disk_v1_test.go; or
-// ERROR_NOT_SUPPORTED) reports no identifier: ErrNotFound.
-func (d *Disks) Page83(ctx context.Context, dk host.Disk) (string, error) {
+// DeviceIDs implements host.Disks with one IOCTL on the disk's device path
+// (descriptor.go). A device that does not answer the device-ID query
+// reports no identifiers: ErrNotFound (noIdentifier). A descriptor
+// damaged after its first identifiers yields those.
+func (d *Disks) DeviceIDs(ctx context.Context, dk host.Disk) ([]host.Designator, error) {
+	path, err := devicePathOf(dk)
+	if err != nil {
+		return nil, err
+	}
+	b, err := d.s.e.StorageDeviceIDDescriptor(ctx, path)
+	if err != nil {
+		return nil, noIdentifier(dk, "device identifiers", err)
+	}
+	ids, err := parseDeviceIDDescriptor(b)
+	if err != nil {
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("read device identifiers of disk %d: %w", dk.Number, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Using the identifiers read before a damaged part of the device-ID descriptor",
+			"diskNumber", dk.Number, "identifiers", len(ids), "err", err)
+	}
+	return ids, nil
+}
+
+// SCSIAddress implements host.Disks with IOCTL_SCSI_GET_ADDRESS on the
+// disk's device path (descriptor.go). A disk that does not answer it has no
+// SCSI address: ErrNotFound (noIdentifier).
+func (d *Disks) SCSIAddress(ctx context.Context, dk host.Disk) (host.SCSIAddress, error) {
+	path, err := devicePathOf(dk)
+	if err != nil {
+		return host.SCSIAddress{}, err
+	}
+	b, err := d.s.e.SCSIAddress(ctx, path)
+	if err != nil {
+		return host.SCSIAddress{}, noIdentifier(dk, "SCSI address", err)
+	}
+	a, err := parseSCSIAddress(b)
+	if err != nil {
+		return host.SCSIAddress{}, fmt.Errorf("read the SCSI address of disk %d: %w", dk.Number, err)
+	}
+	return a, nil
+}
+
+// devicePathOf is the path the identification IOCTLs open: a disk without
+// one has no identifiers (ErrNotFound).
+func devicePathOf(dk host.Disk) (string, error) {
 	if dk.Path == "" {
 		return "", fmt.Errorf("disk %d has no device path: %w", dk.Number, host.ErrNotFound)
 	}
-	b, err := d.s.e.StorageDeviceIDDescriptor(ctx, dk.Path)
-	if err != nil {
-		if isCode(err, ErrorInvalidFunction, ErrorNotSupported) {
-			return "", fmt.Errorf("disk %d does not report device identifiers: %w: %w", dk.Number, err, host.ErrNotFound)
-		}
-		return "", fmt.Errorf("read device identifiers of disk %d: %w", dk.Number, mapHostErr(err))
+	return dk.Path, nil
+}
+
+// noIdentifier maps the failure of a per-disk identification IOCTL. A
+// device that does not implement it answers ERROR_INVALID_FUNCTION (the
+// virtual disks of GitHub's Windows runners to the device-ID query:
+// kubernetes-csi/csi-proxy@eeba470 integrationtests/disk_v1_test.go) or
+// ERROR_NOT_SUPPORTED; ERROR_INVALID_PARAMETER is taken the same way
+// (assumed: what Windows Server 2025's native NVMe stack answers is not
+// documented). Those are ErrNotFound, "no such identifier". Other errors
+// keep their mapping; the disk backend reads every failure of one disk as
+// "no such identifier for this disk" and goes on with the others.
+func noIdentifier(dk host.Disk, what string, err error) error {
+	if isCode(err, ErrorInvalidFunction, ErrorNotSupported, ErrorInvalidParameter) {
+		return fmt.Errorf("disk %d does not report its %s: %w: %w", dk.Number, what, err, host.ErrNotFound)
 	}
-	id, ok, err := parseDeviceIDDescriptor(b)
-	if err != nil {
-		return "", fmt.Errorf("read device identifiers of disk %d: %w", dk.Number, err)
-	}
-	if !ok {
-		return "", fmt.Errorf("disk %d reports no device-associated binary or ASCII identifier: %w", dk.Number, host.ErrNotFound)
-	}
-	return id, nil
+	return fmt.Errorf("read the %s of disk %d: %w", what, dk.Number, mapHostErr(err))
 }
 
 // Rescan implements host.Disks: the static method

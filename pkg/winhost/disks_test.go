@@ -106,58 +106,119 @@ func TestDisksGet(t *testing.T) {
 	}
 }
 
-func TestDisksPage83(t *testing.T) {
+func TestDisksDeviceIDs(t *testing.T) {
 	d := diskOf(diskSpec{Number: 4})
 	hyperV := append([]byte("MSFT    "), 0x5d, 0x06, 0xa3, 0x1b, 0x0c, 0x4e, 0x47, 0x49, 0x8e, 0x10, 0x9f, 0x2c, 0x73, 0x3a, 0x81, 0x02)
+	naa := []byte{0x60, 0x02, 0x24, 0x80, 0xf4, 0x8d, 0x29, 0x4f, 0x40, 0xf1, 0x87, 0x27, 0xdf, 0x9a, 0x63, 0x49}
 	tests := []struct {
 		name  string
 		reply scripted.Reply
-		want  string
+		want  []host.Designator
 		err   error
 	}{
 		// Identifier shapes as csi-proxy PR #155's test log shows them
-		// (Hyper-V binary, GCE ASCII).
-		{"binary", scripted.Reply{Bytes: winhost.BuildDeviceIDDescriptor(winhost.StorageID{CodeSet: 1, Type: 1, ID: hyperV})},
-			"4d534654202020205d06a31b0c4e47498e109f2c733a8102", nil},
+		// (Hyper-V binary, GCE ASCII); the NAA is the UniqueId of the Azure
+		// disk in kubernetes-sigs/azuredisk-csi-driver#2661.
+		{"binary", scripted.Reply{Bytes: winhost.BuildDeviceIDDescriptor(winhost.StorageID{CodeSet: 1, Type: 1, ID: hyperV},
+			winhost.StorageID{CodeSet: 1, Type: 3, ID: naa})},
+			[]host.Designator{{Type: host.DesignatorVendorID, CodeSet: host.CodeSetBinary, Value: hyperV},
+				{Type: host.DesignatorFCPHName, CodeSet: host.CodeSetBinary, Value: naa}}, nil},
 		{"ascii", scripted.Reply{Bytes: winhost.BuildDeviceIDDescriptor(winhost.StorageID{CodeSet: 2, Type: 1, ID: []byte("Google  pd-1")})},
-			"Google  pd-1", nil},
-		{"no device identifier", scripted.Reply{Bytes: winhost.BuildDeviceIDDescriptor(winhost.StorageID{CodeSet: 1, Assoc: 1, ID: []byte{1}})},
-			"", host.ErrNotFound},
+			[]host.Designator{{Type: host.DesignatorVendorID, CodeSet: host.CodeSetASCII, Value: []byte("Google  pd-1")}}, nil},
+		{"none", scripted.Reply{Bytes: winhost.BuildDeviceIDDescriptor()}, nil, nil},
 		// GitHub runners' disks answer "Incorrect function"
 		// (kubernetes-csi/csi-proxy@eeba470 integrationtests/disk_v1_test.go).
-		{"incorrect function", scripted.Reply{Err: w32("DeviceIoControl", winhost.ErrorInvalidFunction)}, "", host.ErrNotFound},
-		{"not supported", scripted.Reply{Err: w32("DeviceIoControl", winhost.ErrorNotSupported)}, "", host.ErrNotFound},
-		{"access denied", scripted.Reply{Err: w32("CreateFile", winhost.ErrorAccessDenied)}, "", host.ErrAccessDenied},
+		{"incorrect function", scripted.Reply{Err: w32("DeviceIoControl", winhost.ErrorInvalidFunction)}, nil, host.ErrNotFound},
+		{"not supported", scripted.Reply{Err: w32("DeviceIoControl", winhost.ErrorNotSupported)}, nil, host.ErrNotFound},
+		{"invalid parameter", scripted.Reply{Err: w32("DeviceIoControl", winhost.ErrorInvalidParameter)}, nil, host.ErrNotFound},
+		{"access denied", scripted.Reply{Err: w32("CreateFile", winhost.ErrorAccessDenied)}, nil, host.ErrAccessDenied},
+		{"damaged tail: the identifiers before it", scripted.Reply{Bytes: func() []byte {
+			b := winhost.BuildDeviceIDDescriptor(winhost.StorageID{CodeSet: 1, Type: 3, ID: naa})
+			b[8] = 2 // two identifiers announced, one present
+			return b
+		}()}, []host.Designator{{Type: host.DesignatorFCPHName, CodeSet: host.CodeSetBinary, Value: naa}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := scripted.New(t)
 			e.ExpectWin32("StorageDeviceIDDescriptor", []any{devicePath(4)}, tt.reply)
-			id, err := disksOf(e).Page83(context.Background(), d)
+			ids, err := disksOf(e).DeviceIDs(context.Background(), d)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("err = %v, want %v", err, tt.err)
 				}
 				return
 			}
-			if err != nil || id != tt.want {
-				t.Fatalf("Page83 = %q, %v; want %q", id, err, tt.want)
+			if err != nil || !reflect.DeepEqual(ids, tt.want) {
+				t.Fatalf("DeviceIDs = %v, %v; want %v", ids, err, tt.want)
 			}
 		})
 	}
 	t.Run("malformed", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectWin32("StorageDeviceIDDescriptor", []any{devicePath(4)}, scripted.Reply{Bytes: []byte{1, 0, 0}})
-		_, err := disksOf(e).Page83(context.Background(), d)
+		_, err := disksOf(e).DeviceIDs(context.Background(), d)
 		if err == nil || errors.Is(err, host.ErrNotFound) {
 			t.Fatalf("err = %v, want a parse error that is not ErrNotFound", err)
+		}
+	})
+	t.Run("no device path", func(t *testing.T) {
+		e := scripted.New(t)
+		if _, err := disksOf(e).DeviceIDs(context.Background(), host.Disk{Number: 4}); !errors.Is(err, host.ErrNotFound) {
+			t.Fatalf("err = %v, want ErrNotFound without a call", err)
 		}
 	})
 	t.Run("hung device", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectWin32("StorageDeviceIDDescriptor", []any{devicePath(4)}, scripted.Reply{Block: true})
-		if _, err := disksOf(e).Page83(blockCtx(t), d); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := disksOf(e).DeviceIDs(blockCtx(t), d); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
+		}
+	})
+}
+
+func TestDisksSCSIAddress(t *testing.T) {
+	d := diskOf(diskSpec{Number: 4})
+	tests := []struct {
+		name  string
+		reply scripted.Reply
+		want  host.SCSIAddress
+		err   error
+	}{
+		{"address", scripted.Reply{Bytes: []byte{8, 0, 0, 0, 1, 0, 0, 3}}, host.SCSIAddress{Port: 1, LUN: 3}, nil},
+		{"incorrect function", scripted.Reply{Err: w32("DeviceIoControl", winhost.ErrorInvalidFunction)}, host.SCSIAddress{}, host.ErrNotFound},
+		{"not supported", scripted.Reply{Err: w32("DeviceIoControl", winhost.ErrorNotSupported)}, host.SCSIAddress{}, host.ErrNotFound},
+		{"invalid parameter", scripted.Reply{Err: w32("DeviceIoControl", winhost.ErrorInvalidParameter)}, host.SCSIAddress{}, host.ErrNotFound},
+		{"gone", scripted.Reply{Err: w32("CreateFile", winhost.ErrorFileNotFound)}, host.SCSIAddress{}, host.ErrNotFound},
+		{"access denied", scripted.Reply{Err: w32("CreateFile", winhost.ErrorAccessDenied)}, host.SCSIAddress{}, host.ErrAccessDenied},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := scripted.New(t)
+			e.ExpectWin32("SCSIAddress", []any{devicePath(4)}, tt.reply)
+			a, err := disksOf(e).SCSIAddress(context.Background(), d)
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("err = %v, want %v", err, tt.err)
+				}
+				return
+			}
+			if err != nil || a != tt.want {
+				t.Fatalf("SCSIAddress = %v, %v; want %v", a, err, tt.want)
+			}
+		})
+	}
+	t.Run("malformed", func(t *testing.T) {
+		e := scripted.New(t)
+		e.ExpectWin32("SCSIAddress", []any{devicePath(4)}, scripted.Reply{Bytes: []byte{8, 0, 0}})
+		if _, err := disksOf(e).SCSIAddress(context.Background(), d); err == nil || errors.Is(err, host.ErrNotFound) {
+			t.Fatalf("err = %v, want a parse error that is not ErrNotFound", err)
+		}
+	})
+	t.Run("no device path", func(t *testing.T) {
+		e := scripted.New(t)
+		if _, err := disksOf(e).SCSIAddress(context.Background(), host.Disk{Number: 4}); !errors.Is(err, host.ErrNotFound) {
+			t.Fatalf("err = %v, want ErrNotFound without a call", err)
 		}
 	})
 }

@@ -114,6 +114,10 @@ type Win32 interface {
 	// STORAGE_DEVICE_ID_DESCRIPTOR, parsed by the caller.
 	StorageDeviceIDDescriptor(ctx context.Context, devicePath string) ([]byte, error)
 
+	// SCSIAddress opens the device (access 0) and returns the raw output
+	// of IOCTL_SCSI_GET_ADDRESS: a SCSI_ADDRESS, parsed by the caller.
+	SCSIAddress(ctx context.Context, devicePath string) ([]byte, error)
+
 	// VolumeDiskExtents opens the volume (\\?\Volume{GUID} without the
 	// trailing backslash) and returns the raw output of
 	// IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS, parsed by the caller.

@@ -23,8 +23,9 @@ const ns = winhost.NamespaceStorage
 
 // The exact WQL each query must send (built by pkg/winhost/wql).
 const (
-	wqlDisks = "SELECT ObjectId, Number, Path, SerialNumber, UniqueId, Location, FriendlyName, Size, BusType, " +
-		"PartitionStyle, IsBoot, IsSystem, IsReadOnly, IsOffline, OfflineReason, HealthStatus FROM MSFT_Disk"
+	wqlDisks = "SELECT ObjectId, Number, Path, SerialNumber, UniqueId, UniqueIdFormat, Location, FriendlyName, Model, " +
+		"AdapterSerialNumber, Size, BusType, PartitionStyle, IsBoot, IsSystem, IsReadOnly, IsOffline, OfflineReason, " +
+		"HealthStatus FROM MSFT_Disk"
 	wqlPartitions = "SELECT ObjectId, DiskNumber, PartitionNumber, Offset, Size, GptType, MbrType, AccessPaths, " +
 		"IsReadOnly, IsOffline FROM MSFT_Partition"
 	wqlVolumes = "SELECT ObjectId, Path, FileSystem, FileSystemType, FileSystemLabel, Size, SizeRemaining, " +
@@ -82,9 +83,40 @@ type diskSpec struct {
 	ReadOnly      bool
 	Offline       bool
 	OfflineReason host.OfflineReason
+
+	// Identity overrides; zero keeps a Hyper-V SCSI disk's as
+	// kubernetes-sigs/azuredisk-csi-driver#2661 shows them (FriendlyName
+	// "Msft Virtual Disk", BusType SAS, UniqueIdFormat "FCPH Name",
+	// AdapterSerialNumber blank; Model "Virtual Disk" assumed, the issue's
+	// listing cuts it off).
+	Friendly, Model, AdapterSerial, UniqueID, DevPath string
+	Bus                                               host.BusType
+	UniqueIDFormat                                    host.UniqueIDFormat
+}
+
+// identity fills the defaults of the identity fields.
+func (s diskSpec) identity() diskSpec {
+	if s.Friendly == "" {
+		s.Friendly = "Msft Virtual Disk"
+	}
+	if s.Model == "" {
+		s.Model = "Virtual Disk"
+	}
+	if s.UniqueID == "" {
+		s.UniqueID = "60022480" + strconv.FormatUint(uint64(s.Number), 16)
+		s.UniqueIDFormat = host.UniqueIDFCPHName
+	}
+	if s.DevPath == "" {
+		s.DevPath = devicePath(s.Number)
+	}
+	if s.Bus == 0 {
+		s.Bus = host.BusTypeSAS
+	}
+	return s
 }
 
 func diskInst(s diskSpec) winhost.Instance {
+	s = s.identity()
 	size := s.Size
 	if size == 0 {
 		size = 10 << 30
@@ -97,37 +129,42 @@ func diskInst(s diskSpec) winhost.Instance {
 		Path:  diskRef(s.Number),
 		Class: "MSFT_Disk",
 		Props: map[string]any{
-			"ObjectId":       `{1}\\NODE1\root/Microsoft/Windows/Storage/Providers_v2\WSP_Disk.ObjectId="..."`,
-			"Number":         int64(s.Number),
-			"Path":           devicePath(s.Number),
-			"SerialNumber":   s.Serial,
-			"UniqueId":       "60022480" + strconv.FormatUint(uint64(s.Number), 16),
-			"Location":       s.Location,
-			"FriendlyName":   "Msft Virtual Disk",
-			"Size":           strconv.FormatUint(size, 10),
-			"BusType":        int64(host.BusTypeSAS),
-			"PartitionStyle": int64(s.Style),
-			"IsBoot":         s.Boot,
-			"IsSystem":       s.System,
-			"IsReadOnly":     s.ReadOnly,
-			"IsOffline":      s.Offline,
-			"OfflineReason":  reason,
-			"HealthStatus":   int64(0),
+			"ObjectId":            `{1}\\NODE1\root/Microsoft/Windows/Storage/Providers_v2\WSP_Disk.ObjectId="..."`,
+			"Number":              int64(s.Number),
+			"Path":                s.DevPath,
+			"SerialNumber":        s.Serial,
+			"UniqueId":            s.UniqueID,
+			"UniqueIdFormat":      int64(s.UniqueIDFormat),
+			"Location":            s.Location,
+			"FriendlyName":        s.Friendly,
+			"Model":               s.Model,
+			"AdapterSerialNumber": s.AdapterSerial,
+			"Size":                strconv.FormatUint(size, 10),
+			"BusType":             int64(s.Bus),
+			"PartitionStyle":      int64(s.Style),
+			"IsBoot":              s.Boot,
+			"IsSystem":            s.System,
+			"IsReadOnly":          s.ReadOnly,
+			"IsOffline":           s.Offline,
+			"OfflineReason":       reason,
+			"HealthStatus":        int64(0),
 		},
 	}
 }
 
 // diskOf is the host.Disk a diskInst parses to.
 func diskOf(s diskSpec) host.Disk {
+	s = s.identity()
 	size := s.Size
 	if size == 0 {
 		size = 10 << 30
 	}
 	loc, _ := s.Location.(string)
 	d := host.Disk{
-		Ref: diskRef(s.Number), Number: s.Number, Path: devicePath(s.Number), SerialNumber: s.Serial,
-		UniqueID: "60022480" + strconv.FormatUint(uint64(s.Number), 16), Location: loc,
-		FriendlyName: "Msft Virtual Disk", Size: size, BusType: host.BusTypeSAS, PartitionStyle: s.Style,
+		Ref: diskRef(s.Number), Number: s.Number, Path: s.DevPath, SerialNumber: s.Serial,
+		UniqueID: s.UniqueID, UniqueIDFormat: s.UniqueIDFormat, Location: loc,
+		FriendlyName: s.Friendly, Model: s.Model, AdapterSerialNumber: s.AdapterSerial,
+		Size: size, BusType: s.Bus, PartitionStyle: s.Style,
 		IsBoot: s.Boot, IsSystem: s.System, IsReadOnly: s.ReadOnly, IsOffline: s.Offline,
 	}
 	if s.Offline {

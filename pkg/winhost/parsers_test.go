@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/wincsi/csi-windows-node/pkg/host"
 )
 
 // Identifiers modelled on csi-proxy PRs #116 and #155: a Hyper-V virtual disk
@@ -18,8 +21,8 @@ var (
 )
 
 const (
-	codeBinary = storageIDCodeBinary
-	codeASCII  = storageIDCodeASCII
+	codeBinary = 1
+	codeASCII  = 2
 	codeUTF8   = 3
 	typeVendor = 1 // StorageIdTypeVendorId
 	typeNAA    = 3 // StorageIdTypeFCPHName
@@ -28,81 +31,89 @@ const (
 
 func TestParseDeviceIDDescriptor(t *testing.T) {
 	naa := []byte{0x60, 0x02, 0x24, 0x80, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc}
+	// An NVMe 1.0 namespace's SCSI name string (NVME_SCSI_NAME_STRING,
+	// learn.microsoft.com/windows/win32/api/nvme/ns-nvme-nvme_scsi_name_string):
+	// PCI vendor ID, model, namespace ID and serial in UTF-8.
+	nvmeName := []byte("1414MSFT NVMe Accelerator v1.0            0002000001              ")
+	nguid := []byte{0xe6, 0xd8, 0x66, 0x42, 0x50, 0xd8, 0x47, 0xbd, 0x91, 0x6e, 0xaf, 0x1b, 0x0a, 0x1b, 0x2c, 0x3d}
+	d := func(typ host.DesignatorType, cs host.CodeSet, assoc host.Association, v []byte) host.Designator {
+		return host.Designator{Type: typ, CodeSet: cs, Association: assoc, Value: v}
+	}
 	tests := []struct {
 		name    string
 		buf     []byte
-		want    string
-		wantOK  bool
+		want    []host.Designator
+		page83  string // host.Page83 of the result: csi-proxy's value
 		wantErr bool
 	}{
-		{"hyper-v binary vendor id hex lower case",
+		{"hyper-v binary vendor id",
 			buildDeviceIDDescriptor(storageID{CodeSet: codeBinary, Type: typeVendor, ID: hyperVID}),
-			"4d534654202020205d06a31b0c4e47498e109f2c733a8102", true, false},
-		{"gce ascii verbatim, spaces kept",
+			[]host.Designator{d(host.DesignatorVendorID, host.CodeSetBinary, 0, hyperVID)},
+			"4d534654202020205d06a31b0c4e47498e109f2c733a8102", false},
+		{"gce ascii, spaces kept",
 			buildDeviceIDDescriptor(storageID{CodeSet: codeASCII, Type: typeVendor, ID: gceID}),
-			"Google  persistent-disk-0", true, false},
-		{"port association skipped, device one taken",
+			[]host.Designator{d(host.DesignatorVendorID, host.CodeSetASCII, 0, gceID)},
+			"Google  persistent-disk-0", false},
+		{"every association, type and code set, in order",
 			buildDeviceIDDescriptor(
 				storageID{CodeSet: codeBinary, Type: typeNAA, Assoc: assocPort, ID: naa},
+				storageID{CodeSet: codeUTF8, Type: 8, ID: nvmeName},
+				storageID{CodeSet: codeBinary, Type: 2, ID: nguid},
 				storageID{CodeSet: codeASCII, Type: typeVendor, ID: gceID}),
-			"Google  persistent-disk-0", true, false},
-		{"utf-8 code set skipped like csi-proxy",
-			buildDeviceIDDescriptor(
-				storageID{CodeSet: codeUTF8, Type: typeVendor, ID: []byte("utf8-id")},
-				storageID{CodeSet: codeBinary, Type: typeNAA, ID: naa}),
-			hex.EncodeToString(naa), true, false},
-		{"first qualifying wins whatever its type",
-			buildDeviceIDDescriptor(
-				storageID{CodeSet: codeBinary, Type: typeVendor, ID: hyperVID},
-				storageID{CodeSet: codeBinary, Type: typeNAA, ID: naa}),
-			hex.EncodeToString(hyperVID), true, false},
-		{"no identifiers", buildDeviceIDDescriptor(), "", false, false},
-		{"only port identifiers",
-			buildDeviceIDDescriptor(storageID{CodeSet: codeBinary, Assoc: assocPort, ID: naa}), "", false, false},
-		{"empty qualifying identifier reads as none",
-			buildDeviceIDDescriptor(storageID{CodeSet: codeASCII, ID: nil}), "", false, false},
-		{"short header", []byte{1, 0, 0, 0, 12}, "", false, true},
+			[]host.Designator{d(host.DesignatorFCPHName, host.CodeSetBinary, host.AssociationPort, naa),
+				d(host.DesignatorSCSINameString, host.CodeSetUTF8, 0, nvmeName),
+				d(host.DesignatorEUI64, host.CodeSetBinary, 0, nguid),
+				d(host.DesignatorVendorID, host.CodeSetASCII, 0, gceID)},
+			hex.EncodeToString(nguid), false},
+		{"no identifiers", buildDeviceIDDescriptor(), nil, "", false},
+		{"short header", []byte{1, 0, 0, 0, 12}, nil, "", true},
 		{"count larger than buffer", func() []byte {
 			b := buildDeviceIDDescriptor(storageID{CodeSet: codeUTF8, ID: []byte("x")})
 			binary.LittleEndian.PutUint32(b[8:], 1000)
 			return b
-		}(), "", false, true},
+		}(), []host.Designator{d(0, host.CodeSetUTF8, 0, []byte("x"))}, "", true},
 		{"identifier size overruns", func() []byte {
 			b := buildDeviceIDDescriptor(storageID{CodeSet: codeBinary, ID: naa})
 			binary.LittleEndian.PutUint16(b[12+8:], 0xffff)
 			return b
-		}(), "", false, true},
+		}(), nil, "", true},
+		{"type out of range", buildDeviceIDDescriptor(storageID{CodeSet: codeBinary, Type: 0x100, ID: naa}), nil, "", true},
 		{"NextOffset pointing into the header", func() []byte {
 			b := buildDeviceIDDescriptor(
 				storageID{CodeSet: codeUTF8, ID: []byte("a")},
 				storageID{CodeSet: codeASCII, ID: gceID})
 			binary.LittleEndian.PutUint16(b[12+10:], 4)
 			return b
-		}(), "", false, true},
+		}(), []host.Designator{d(0, host.CodeSetUTF8, 0, []byte("a"))}, "", true},
 		{"NextOffset past the end", func() []byte {
 			b := buildDeviceIDDescriptor(
 				storageID{CodeSet: codeUTF8, ID: []byte("a")},
 				storageID{CodeSet: codeASCII, ID: gceID})
 			binary.LittleEndian.PutUint16(b[12+10:], 0xfff0)
 			return b
-		}(), "", false, true},
-		{"malformed tail after the match is not read", func() []byte {
+		}(), []host.Designator{d(0, host.CodeSetUTF8, 0, []byte("a"))}, "", true},
+		// csi-proxy stops at its first usable identifier: what precedes
+		// a damaged tail is still returned, with the error.
+		{"malformed tail after the first identifier", func() []byte {
 			b := buildDeviceIDDescriptor(storageID{CodeSet: codeASCII, ID: gceID})
 			binary.LittleEndian.PutUint32(b[8:], 7)
 			return b
-		}(), "Google  persistent-disk-0", true, false},
+		}(), []host.Designator{d(0, host.CodeSetASCII, 0, gceID)}, "Google  persistent-disk-0", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok, err := parseDeviceIDDescriptor(tt.buf)
+			got, err := parseDeviceIDDescriptor(tt.buf)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %t", err, tt.wantErr)
 			}
 			if err != nil && !errors.Is(err, errBadDescriptor) {
 				t.Fatalf("err = %v, want errBadDescriptor", err)
 			}
-			if got != tt.want || ok != tt.wantOK {
-				t.Fatalf("got (%q, %t), want (%q, %t)", got, ok, tt.want, tt.wantOK)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+			if p, _ := host.Page83(got); p != tt.page83 {
+				t.Fatalf("page 83 %q, want %q", p, tt.page83)
 			}
 		})
 	}
@@ -115,8 +126,30 @@ func TestParseDeviceIDDescriptorZeroNextOffset(t *testing.T) {
 		storageID{CodeSet: codeUTF8, ID: []byte("a")},
 		storageID{CodeSet: codeASCII, ID: gceID})
 	binary.LittleEndian.PutUint16(b[12+10:], 0)
-	if _, _, err := parseDeviceIDDescriptor(b); !errors.Is(err, errBadDescriptor) {
+	if _, err := parseDeviceIDDescriptor(b); !errors.Is(err, errBadDescriptor) {
 		t.Fatalf("err = %v, want errBadDescriptor", err)
+	}
+}
+
+func TestParseSCSIAddress(t *testing.T) {
+	tests := []struct {
+		name    string
+		buf     []byte
+		want    host.SCSIAddress
+		wantErr bool
+	}{
+		// Azure NVMe data disk at LUN 2: storport LUN 3 (NSID 4) under the
+		// reading of docs/parameters.md; the bytes are the structure's.
+		{"address", []byte{8, 0, 0, 0, 1, 0, 0, 3}, host.SCSIAddress{Port: 1, Path: 0, Target: 0, LUN: 3}, false},
+		{"bytes in their fields", []byte{8, 0, 0, 0, 7, 2, 5, 0xfe}, host.SCSIAddress{Port: 7, Path: 2, Target: 5, LUN: 254}, false},
+		{"short", []byte{8, 0, 0, 0, 1, 0, 0}, host.SCSIAddress{}, true},
+		{"wrong length field", []byte{12, 0, 0, 0, 1, 0, 0, 3}, host.SCSIAddress{}, true},
+	}
+	for _, tt := range tests {
+		got, err := parseSCSIAddress(tt.buf)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("%s: parseSCSIAddress = %v, %v; want %v, error %t", tt.name, got, err, tt.want, tt.wantErr)
+		}
 	}
 }
 
@@ -258,18 +291,20 @@ func FuzzParseDeviceIDDescriptor(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		id, ok, err := parseDeviceIDDescriptor(b)
-		if err != nil {
-			if ok || id != "" || !errors.Is(err, errBadDescriptor) {
-				t.Fatalf("error %v with result (%q, %t)", err, id, ok)
+		ids, err := parseDeviceIDDescriptor(b)
+		if err != nil && !errors.Is(err, errBadDescriptor) {
+			t.Fatalf("error %v is not errBadDescriptor", err)
+		}
+		for _, d := range ids {
+			if deviceIDHeaderLen+storageIDHeaderLen+len(d.Value) > len(b) {
+				t.Fatalf("identifier of %d bytes from %d bytes", len(d.Value), len(b))
 			}
-			return
 		}
-		if ok && id == "" {
-			t.Fatal("ok with an empty identifier")
+		if len(ids) > (len(b)-deviceIDHeaderLen)/storageIDHeaderLen+1 {
+			t.Fatalf("%d identifiers from %d bytes", len(ids), len(b))
 		}
-		if ok && len(id) > len(b)*2 {
-			t.Fatalf("identifier of %d characters from %d bytes", len(id), len(b))
+		if id, ok := host.Page83(ids); ok && (id == "" || len(id) > len(b)*2) {
+			t.Fatalf("page 83 %q from %d bytes", id, len(b))
 		}
 	})
 }

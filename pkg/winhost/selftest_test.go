@@ -322,6 +322,8 @@ func scriptDiskPass(s st, suffix, fs string, fsType int64, guid string, firstPas
 	}
 	s.dir(staging)
 	e.ExpectQuery(ns, wqlDisks, scripted.Reply{Instances: []winhost.Instance{diskInst(bootDisk), vhdxDisk(size, host.PartitionStyleRAW, false)}})
+	// Read again before the first write: still the disk chosen.
+	e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{vhdxDisk(size, host.PartitionStyleRAW, false)}})
 	e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Initialize",
 		In: []winhost.Param{{Name: "PartitionStyle", Value: uint16(2)}}}, rv(0))
 	e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "CreatePartition", In: []winhost.Param{

@@ -133,7 +133,7 @@ var win32Ops = map[string]bool{
 	"files.Stat": true, "files.MakeDir": true, "files.Remove": true, "files.Symlink": true, "files.IsEmptyDir": true,
 	"files.ReadDir": true,
 	"volumes.Mount": true, "volumes.Unmount": true, "volumes.Flush": true, "volumes.DiskNumber": true, "volumes.FreeSpace": true,
-	"smb.Check": true, "disks.Page83": true,
+	"smb.Check": true, "disks.DeviceIDs": true, "disks.SCSIAddress": true,
 	"iscsi.ResolvePortal": true, "iscsi.PersistentLogins": true, "iscsi.RemovePersistentLogin": true,
 	"security.RootDACL": true, "security.AddRootAllowEntries": true, "security.LookupAccountName": true,
 }

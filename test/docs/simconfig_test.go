@@ -36,18 +36,16 @@ func TestSimConfigExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	_, after, ok := strings.Cut(doc, "## A complete example")
-	if !ok {
-		t.Fatalf("%s has no section \"A complete example\"", simConfigDoc)
-	}
-	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(after)
-	if m == nil {
-		t.Fatalf("%s: no yaml block under \"A complete example\"", simConfigDoc)
-	}
-	example := m[1]
+	example := yamlBlock(t, doc, "## A complete example")
 	if _, err := sim.ParseSetup([]byte(example)); err != nil {
 		t.Fatalf("%s: the complete example does not parse: %v", simConfigDoc, err)
 	}
+	// Keys only a disk table has are in the disk table's example.
+	table := yamlBlock(t, doc, "## A disk table")
+	if ts, err := sim.ParseSetup([]byte(table)); err != nil || !ts.Table() {
+		t.Fatalf("%s: the disk table example does not parse as a table: %v", simConfigDoc, err)
+	}
+	example += table
 	keys, _, _ := strings.Cut(doc[strings.Index(doc, "## Keys"):], "## A complete example")
 	documented := regexp.MustCompile("(?m)^### `([a-zA-Z0-9]+)`|^\\| `([a-zA-Z0-9]+)` \\|").FindAllStringSubmatch(keys, -1)
 	if len(documented) < 17 { // disks, shares, targets and their keys
@@ -59,4 +57,19 @@ func TestSimConfigExamples(t *testing.T) {
 			t.Errorf("%s: key %q is documented but not in the complete example", simConfigDoc, key)
 		}
 	}
+}
+
+// yamlBlock returns the first yaml block of docs/sim-config.md after the
+// heading.
+func yamlBlock(t *testing.T, doc, heading string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(doc, heading)
+	if !ok {
+		t.Fatalf("%s has no section %q", simConfigDoc, heading)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(after)
+	if m == nil {
+		t.Fatalf("%s: no yaml block under %q", simConfigDoc, heading)
+	}
+	return m[1]
 }

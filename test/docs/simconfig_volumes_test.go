@@ -62,8 +62,8 @@ func TestSimConfigVolumesStage(t *testing.T) {
 			}
 		})
 	}
-	if rows != 5 {
-		t.Fatalf("%s: %d volumes in the table after the complete example, want 5", simConfigDoc, rows)
+	if rows != 6 {
+		t.Fatalf("%s: %d volumes in the table after the complete example, want 6", simConfigDoc, rows)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,26 +97,42 @@ func start(t *testing.T, bin, dir string, args ...string) *testbin.Plugin {
 // the endpoint GetInfo named, then calls NotifyRegistrationStatus.
 // Kubelet gives GetInfo 1 s and the notification 5 s; the test's deadlines
 // are liveness bounds only, so that a loaded machine does not fail it.
-func kubelet(t *testing.T, p *testbin.Plugin, socket string) registerapi.RegistrationClient {
+//
+// It waits for the socket to answer: the plugin creates it just after its
+// CSI socket answers (which testbin.Start waits for). The wait ends when
+// the socket answers, when p (if not nil) exits, or when ctx ends.
+func kubelet(ctx context.Context, t *testing.T, p *testbin.Plugin, socket string) registerapi.RegistrationClient {
 	t.Helper()
-	// The plugin creates the socket just after its CSI socket answers
-	// (which testbin.Start waits for); the test's timeout bounds the wait.
+	var exited <-chan struct{} // nil: never
+	if p != nil {
+		exited = p.Done()
+	}
+	var d net.Dialer
 	for {
-		c, err := net.Dial("unix", socket)
+		c, err := d.DialContext(ctx, "unix", socket)
 		if err == nil {
 			_ = c.Close()
 			break
 		}
-		if p != nil {
-			select {
-			case <-p.Done():
-				t.Fatalf("the plugin exited before serving %s: %v\n%s", socket, p.ExitErr(), p.Log.String())
-			default:
-			}
+		select {
+		case <-exited:
+			t.Fatalf("the plugin exited before serving %s: %v\n%s", socket, p.ExitErr(), p.Log.String())
+		case <-ctx.Done():
+			t.Fatalf("nothing answers on %s: %v", socket, err)
+		case <-time.After(10 * time.Millisecond): // a poll interval, not a bound
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	return registerapi.NewRegistrationClient(testbin.Dial(t, "unix://"+socket))
+}
+
+// logLine returns the first line of log that contains msg, or "".
+func logLine(log, msg string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, msg) {
+			return l
+		}
+	}
+	return ""
 }
 
 func wantHealthz(t *testing.T, p *testbin.Plugin, code int, body string) {
@@ -162,7 +179,21 @@ func TestKubeletPluginWatcher(t *testing.T) {
 	if got, want := regSocket(p), filepath.Clean(ndr.socket()); got != want {
 		t.Fatalf("registration socket %s, node-driver-registrar's %s", got, want)
 	}
-	rc := kubelet(t, p, regSocket(p))
+	rc := kubelet(ctx, t, p, regSocket(p))
+	// kubelet's plugin watcher takes every file in plugins_registry for a
+	// plugin's socket, so the socket's lock is not there
+	// (registration.LockPath).
+	entries, err := os.ReadDir(filepath.Dir(regSocket(p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{filepath.Base(regSocket(p))}; !slices.Equal(names, want) {
+		t.Errorf("plugins_registry holds %q, want only %q", names, want)
+	}
 	wantHealthz(t, p, http.StatusServiceUnavailable, "kubelet has not called GetInfo on "+regSocket(p))
 	wantRegisteredMetric(t, p, "0")
 
@@ -201,8 +232,9 @@ func TestKubeletPluginWatcher(t *testing.T) {
 	}
 	wantHealthz(t, p, http.StatusOK, "ok")
 	wantRegisteredMetric(t, p, "1")
-	if !strings.Contains(p.Log.String(), `"Kubelet registered the plugin"`) {
-		t.Errorf("the registration is not logged:\n%s", p.Log.String())
+	// Logged as the plugin logs everything, with the driver's name.
+	if l := logLine(p.Log.String(), `"Kubelet registered the plugin"`); !strings.Contains(l, `driver="`+driver+`"`) {
+		t.Errorf("the registration is not logged with the driver's name:\n%s", p.Log.String())
 	}
 
 	// kubelet's connection monitor keeps asking GetInfo; the answer stays.
@@ -231,7 +263,8 @@ func TestRegistrationPathAsGiven(t *testing.T) {
 	given := filepath.Join(dir, "host-view", "csi.sock")
 	p := start(t, bin, dir, "--kubelet-registration-path="+given)
 	ndr := nodeDriverRegistrar{kubeletRegistrationPath: given, csiDriverName: driver}
-	info, err := kubelet(t, p, regSocket(p)).GetInfo(testbin.Context(t, 60*time.Second), &registerapi.InfoRequest{})
+	ctx := testbin.Context(t, 60*time.Second)
+	info, err := kubelet(ctx, t, p, regSocket(p)).GetInfo(ctx, &registerapi.InfoRequest{})
 	if err != nil || !proto.Equal(info, ndr.getInfo()) {
 		t.Errorf("GetInfo = %v, %v; node-driver-registrar answers %v", info, err, ndr.getInfo())
 	}
@@ -246,7 +279,7 @@ func TestRefusedRegistration(t *testing.T) {
 	bin := testbin.Build(t)
 	p := start(t, bin, testbin.ShortDir(t))
 	ctx := testbin.Context(t, 60*time.Second)
-	rc := kubelet(t, p, regSocket(p))
+	rc := kubelet(ctx, t, p, regSocket(p))
 	if _, err := rc.GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -266,8 +299,10 @@ func TestRefusedRegistration(t *testing.T) {
 		t.Errorf("exit: %v, want status 1\n%s", p.ExitErr(), p.Log.String())
 	}
 	log := p.Log.String()
-	if strings.Count(log, reason) < 2 || !strings.Contains(log, `"Kubelet refused the plugin's registration`) || !strings.Contains(log, `"Plugin failed"`) {
-		t.Errorf("kubelet's reason is not logged with the refusal and the exit:\n%s", log)
+	for _, msg := range []string{`"Kubelet refused the plugin's registration`, `"Plugin failed"`} {
+		if l := logLine(log, msg); !strings.Contains(l, reason) || !strings.Contains(l, `driver="`+driver+`"`) {
+			t.Errorf("kubelet's reason is not logged with %s and the driver's name:\n%s", msg, log)
+		}
 	}
 	for _, s := range []string{regSocket(p), p.Socket} {
 		if _, err := os.Lstat(s); !os.IsNotExist(err) {
@@ -311,7 +346,8 @@ func TestStaleRegistrationSocket(t *testing.T) {
 			}
 			tt.leave(t, reg)
 			p := start(t, bin, dir)
-			info, err := kubelet(t, p, reg).GetInfo(testbin.Context(t, 60*time.Second), &registerapi.InfoRequest{})
+			ctx := testbin.Context(t, 60*time.Second)
+			info, err := kubelet(ctx, t, p, reg).GetInfo(ctx, &registerapi.InfoRequest{})
 			if err != nil || info.GetName() != driver {
 				t.Fatalf("GetInfo over a replaced socket = %v, %v\n%s", info, err, p.Log.String())
 			}
@@ -330,7 +366,8 @@ func TestStaleRegistrationSocket(t *testing.T) {
 		t.Fatalf("no registration socket after a kill: %v", err)
 	}
 	p = start(t, bin, dir)
-	if _, err := kubelet(t, p, regSocket(p)).GetInfo(testbin.Context(t, 60*time.Second), &registerapi.InfoRequest{}); err != nil {
+	ctx := testbin.Context(t, 60*time.Second)
+	if _, err := kubelet(ctx, t, p, regSocket(p)).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
 		t.Fatalf("GetInfo after a restart over a killed plugin's socket: %v\n%s", err, p.Log.String())
 	}
 }
@@ -350,7 +387,7 @@ func TestSecondPluginLoses(t *testing.T) {
 	if err == nil || !strings.Contains(out, "served by another process") || !strings.Contains(out, regSocket(first)) {
 		t.Fatalf("second plugin: err=%v\n%s", err, out)
 	}
-	if info, err := kubelet(t, first, regSocket(first)).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil || info.GetEndpoint() != first.Socket {
+	if info, err := kubelet(ctx, t, first, regSocket(first)).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil || info.GetEndpoint() != first.Socket {
 		t.Fatalf("the first plugin's registration after the second one's start: %v, %v", info, err)
 	}
 	if err := first.Stop(30 * time.Second); err != nil {
@@ -375,8 +412,55 @@ func TestSecondPluginLoses(t *testing.T) {
 	if err == nil || !strings.Contains(out, "served by another process") {
 		t.Fatalf("plugin next to a registrar: err=%v\n%s", err, out)
 	}
-	if info, err := kubelet(t, nil, reg).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil || info.GetEndpoint() != "registrar" {
+	if info, err := kubelet(ctx, t, nil, reg).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil || info.GetEndpoint() != "registrar" {
 		t.Fatalf("the registrar's socket after the plugin's start: %v, %v", info, err)
+	}
+}
+
+// TestRegistrarReplacesSocket: a node-driver-registrar of the driver
+// started after the plugin registered removes the plugin's registration
+// socket and serves its own there (util.CleanupSocketFile and net.Listen,
+// node_register.go:44-61). The plugin's /healthz and metric say so, since
+// kubelet's plugin watcher now reaches the registrar, not the plugin; and
+// at SIGTERM the plugin leaves the registrar's socket, which keeps
+// answering (the registrar itself would remove the plugin's,
+// removeRegSocket, node_register.go:179-190).
+func TestRegistrarReplacesSocket(t *testing.T) {
+	bin := testbin.Build(t)
+	p := start(t, bin, testbin.ShortDir(t))
+	ctx := testbin.Context(t, 60*time.Second)
+	rc := kubelet(ctx, t, p, regSocket(p))
+	if _, err := rc.GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true}); err != nil {
+		t.Fatal(err)
+	}
+	wantHealthz(t, p, http.StatusOK, "ok")
+	wantRegisteredMetric(t, p, "1")
+
+	if err := os.Remove(regSocket(p)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", regSocket(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	registerapi.RegisterRegistrationServer(gs, registrarServer{ndr: nodeDriverRegistrar{kubeletRegistrationPath: "registrar", csiDriverName: driver}})
+	go func() { _ = gs.Serve(l) }() // stopped below
+	defer gs.Stop()
+	wantHealthz(t, p, http.StatusServiceUnavailable, "replaced by another process")
+	wantRegisteredMetric(t, p, "0")
+
+	if err := p.Stop(30 * time.Second); err != nil {
+		t.Fatalf("stop: %v\n%s", err, p.Log.String())
+	}
+	if info, err := kubelet(ctx, t, nil, regSocket(p)).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil || info.GetEndpoint() != "registrar" {
+		t.Fatalf("the registrar's socket after the plugin stopped: %v, %v\n%s", info, err, p.Log.String())
+	}
+	if !strings.Contains(p.Log.String(), `"Left the socket in place`) {
+		t.Errorf("leaving the registrar's socket is not logged:\n%s", p.Log.String())
 	}
 }
 

@@ -94,6 +94,12 @@ func TestFlagErrorsBeforeStarting(t *testing.T) {
 		{"an argument", func(b string) []string { return simArgs(b, "extra") }, `"extra"`},
 		{"malformed endpoint", func(b string) []string { return simArgs(b, "--endpoint=tcp://127.0.0.1:10000") }, "--endpoint"},
 		{"endpoint without a path", func(b string) []string { return simArgs(b, "--endpoint=unix://") }, "--endpoint"},
+		{"endpoint too long for a socket", func(b string) []string {
+			return simArgs(b, "--endpoint=unix://"+filepath.Join(b, strings.Repeat("e", 110)))
+		}, "--endpoint"},
+		{"registration socket too long", func(b string) []string {
+			return simArgs(b, "--kubelet-registration", "--kubelet-dir="+filepath.Join(b, strings.Repeat("k", 80)))
+		}, "--kubelet-dir, named after --driver-name: socket path"},
 		{"http endpoint without a port", func(b string) []string { return simArgs(b, "--http-endpoint=localhost") }, "--http-endpoint"},
 		{"relative kubelet dir", func(b string) []string { return simArgs(b, "--kubelet-dir=kubelet") }, "--kubelet-dir"},
 		{"bad alias", func(b string) []string { return simArgs(b, "--context-alias=lun=nosuchkey") }, "--context-alias"},

@@ -78,7 +78,7 @@ func mutating(ops []string) []string {
 	var out []string
 	for _, op := range ops {
 		switch op {
-		case sim.OpDisksList, sim.OpDisksGet, sim.OpDisksPage83, sim.OpDisksRescan, sim.OpDisksPartitions,
+		case sim.OpDisksList, sim.OpDisksGet, sim.OpDisksDeviceIDs, sim.OpDisksSCSIAddress, sim.OpDisksRescan, sim.OpDisksPartitions,
 			sim.OpVolumesOfPartition, sim.OpVolumesGet, sim.OpVolumesDiskNumber, sim.OpFilesStat,
 			sim.OpSecurityRootDACL, sim.OpSecurityLookupAccountName:
 		default:

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/cloud"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/inflight"
@@ -25,6 +26,11 @@ type Options struct {
 	OfflineOnUnstage bool
 	// Backoff paces the wait for a disk to appear after attach.
 	Backoff backend.Backoff
+	// GCEDisks lists the instance's disks from the Compute Engine metadata
+	// server (--cloud=gce; cloud.GCEMetadata.Disks), which the gce-pd
+	// preset needs on NVMe machine types. Nil: the preset finds SCSI
+	// disks only, and refuses on a node with NVMe persistent disks.
+	GCEDisks func(ctx context.Context) ([]cloud.GCEDisk, error)
 }
 
 // PrepareRequest says how to prepare and mount a found disk.
@@ -39,6 +45,11 @@ type PrepareRequest struct {
 	// (ResolveRootAccess) added to the root of the volume once it is
 	// mounted; none for a read-only stage.
 	RootAccess contract.RootAccess
+
+	// chosen is the lookup that found the disk (Stage); without it (the
+	// iSCSI backend's disks) the disk is re-checked by its device path
+	// only (writeGuard).
+	chosen *choice
 }
 
 // Backend is the disk backend.
@@ -80,11 +91,12 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) error {
 		}
 		return b.GrantRootAccess(ctx, staged, access)
 	}
-	d, err := b.Find(ctx, spec.Selector)
+	c, err := b.find(ctx, spec.Selector)
 	if err != nil {
 		return err
 	}
-	return b.PrepareAndMount(ctx, d, PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS, ReadOnly: r.ReadOnly, RootAccess: access})
+	return b.PrepareAndMount(ctx, c.disk, PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS, ReadOnly: r.ReadOnly,
+		RootAccess: access, chosen: &c})
 }
 
 // CheckStagingPath returns the GUID path of the volume mounted at the
@@ -165,6 +177,8 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 // this stage, or recorded in a note before an earlier, interrupted stage
 // made it. A partition whose volume Windows does not recognise (ext4 on a
 // Basic Data partition, a BitLocker-locked or damaged NTFS) is refused.
+// Before the first write (initialise, partition, format) the disk is read
+// again and must still be the disk that was chosen (writeGuard).
 func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareRequest) error {
 	if d.IsCritical() {
 		return fmt.Errorf("disk %d is the boot or system disk: %w", d.Number, host.ErrConflict)
@@ -184,7 +198,8 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 		return err
 	}
 
-	part, ours, err := b.dataPartition(ctx, d, r)
+	g := &writeGuard{b: b, d: d, chosen: r.chosen}
+	part, ours, err := b.dataPartition(ctx, d, r, g)
 	if err != nil {
 		return err
 	}
@@ -200,6 +215,9 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 			"(another operating system's file system, a locked BitLocker volume or a damaged NTFS); "+
 			"the plugin only formats partitions it created and never erases data: %w", part.Number, d.Number, host.ErrConflict)
 	case vol.FileSystem == "":
+		if _, err := g.confirm(ctx); err != nil {
+			return err
+		}
 		log.V(4).Info("Formatting volume", "volumeGUID", vol.GUIDPath, "fsType", r.FS.Type)
 		vol, err = b.h.Volumes.Format(ctx, vol, host.FormatOptions{
 			FileSystem:         fsOrDefault(r.FS.Type),
@@ -357,12 +375,21 @@ func (b *Backend) setReadOnly(ctx context.Context, d host.Disk, readOnly bool) (
 // and creating the partition when needed. ours reports that the partition
 // is the plugin's own for this volume (created now, or noted before an
 // interrupted earlier stage created it), so its volume may be formatted.
-func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareRequest) (host.Partition, bool, error) {
+func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareRequest, g *writeGuard) (host.Partition, bool, error) {
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
 	if d.PartitionStyle == host.PartitionStyleRAW {
 		if r.ReadOnly {
 			return host.Partition{}, false, fmt.Errorf("disk %d is blank, and a read-only volume is never initialised: %w", d.Number, host.ErrConflict)
 		}
+		now, err := g.confirm(ctx)
+		if err != nil {
+			return host.Partition{}, false, err
+		}
+		// A disk listed while offline may report RAW and show its table
+		// once online: then its partitions decide, as for any other.
+		d = now
+	}
+	if d.PartitionStyle == host.PartitionStyleRAW {
 		if err := b.notePartitioning(ctx, r.VolumeID, d); err != nil {
 			return host.Partition{}, false, err
 		}
@@ -390,6 +417,9 @@ func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareReque
 	case 0:
 		if r.ReadOnly {
 			return host.Partition{}, false, fmt.Errorf("disk %d has no data partition, and a read-only volume is never partitioned: %w", d.Number, host.ErrConflict)
+		}
+		if _, err := g.confirm(ctx); err != nil {
+			return host.Partition{}, false, err
 		}
 		if err := b.notePartitioning(ctx, r.VolumeID, d); err != nil {
 			return host.Partition{}, false, err

@@ -9,8 +9,16 @@
 // iSCSI backend reuses PrepareAndMount and Unmount once it has found the
 // disk behind a LUN.
 //
-// Safety rules kept here: the boot or system disk is never selected; a
-// selector matching two disks is refused; a disk with more than one data
+// Finding the disk (find.go, identify.go, platform.go) is the most
+// dangerous thing the plugin does, and its rules are kept here: the boot,
+// system and known temporary disks are never selected; a selector matching
+// two disks, or a disk that might match but whose identity cannot be read
+// for certain (an NVMe namespace with no readable ID, a device path read
+// two ways), is refused naming the candidates; every per-disk IOCTL failure
+// means "no such identifier for this disk"; the cloud presets find the disk
+// by each cloud's published convention (docs/parameters.md, "Presets");
+// before the first write the disk is read again and must still be the one
+// chosen (guard.go). Preparing it: a disk with more than one data
 // partition, or a partition of a type the plugin does not create, is never
 // touched; a volume with a file system is never formatted.
 package disk

@@ -16,9 +16,28 @@ import (
 // Find returns the one disk the selector names. When no disk matches, it
 // rescans and looks again until the disk appears or waiting longer would run
 // past ctx's deadline; then it fails with host.ErrNotFound. Two matching
-// disks, or a match on the boot/system disk, fail with host.ErrConflict.
+// disks, a disk that might match but whose identity cannot be read for
+// certain, or a match on the boot, system or a known temporary disk fail
+// with host.ErrConflict, naming the disks.
 func (b *Backend) Find(ctx context.Context, sel contract.DiskSelector) (host.Disk, error) {
-	var found host.Disk
+	c, err := b.find(ctx, sel)
+	return c.disk, err
+}
+
+// choice is a disk Find chose, with what it was chosen by, so that the
+// stage can check the disk still carries that identity before it writes
+// to it (writeGuard).
+type choice struct {
+	disk  host.Disk
+	sel   contract.DiskSelector
+	scope scope
+}
+
+func (b *Backend) find(ctx context.Context, sel contract.DiskSelector) (choice, error) {
+	if err := checkSelector(sel); err != nil {
+		return choice{}, err
+	}
+	var found choice
 	err := backend.Poll(ctx, b.opts.Backoff, func(ctx context.Context, attempt int) error {
 		if attempt > 0 {
 			if err := b.h.Disks.Rescan(ctx); err != nil {
@@ -29,176 +48,168 @@ func (b *Backend) Find(ctx context.Context, sel contract.DiskSelector) (host.Dis
 		if err != nil {
 			return err
 		}
-		d, err := b.match(ctx, disks, sel)
+		c, err := b.choose(ctx, disks, sel)
 		if err != nil {
 			return err
 		}
-		found = d
+		found = c
 		return nil
 	})
-	if errors.Is(err, backend.ErrRetry) {
-		return host.Disk{}, fmt.Errorf("no disk matches %s: %w", describe(sel), host.ErrNotFound)
+	var nm *noMatch
+	if errors.As(err, &nm) {
+		return choice{}, fmt.Errorf("%s: %w", nm.msg, host.ErrNotFound)
 	}
 	return found, err
 }
 
+// noMatch is a lookup that found nothing yet: it asks backend.Poll for
+// another attempt, and becomes host.ErrNotFound when the wait ends.
+type noMatch struct{ msg string }
+
+func (e *noMatch) Error() string { return e.msg }
+func (e *noMatch) Unwrap() error { return backend.ErrRetry }
+
+func noMatchf(format string, args ...any) error { return &noMatch{msg: fmt.Sprintf(format, args...)} }
+
 // match picks the disk from disks. It returns an error wrapping
 // backend.ErrRetry when nothing matches.
 func (b *Backend) match(ctx context.Context, disks []host.Disk, sel contract.DiskSelector) (host.Disk, error) {
-	log := klog.FromContext(ctx)
-	var matches, critical []host.Disk
+	if err := checkSelector(sel); err != nil {
+		return host.Disk{}, err
+	}
+	c, err := b.choose(ctx, disks, sel)
+	return c.disk, err
+}
+
+// candidate is a disk that is, or may be, the one the selector names.
+type candidate struct {
+	disk host.Disk
+	why  string // for an uncertain match: what cannot be told
+}
+
+// choose applies the selector to every disk and the guards to the result:
+// exactly one disk must match for certain; a disk that may match but whose
+// identity cannot be read for certain, two matches, or a match on a disk
+// that is never chosen (boot, system, temporary) refuse.
+func (b *Backend) choose(ctx context.Context, disks []host.Disk, sel contract.DiskSelector) (choice, error) {
+	sc, err := b.scopeOf(ctx, disks, sel)
+	if err != nil {
+		return choice{}, err
+	}
+	var matches, uncertain, excluded []candidate
 	for _, d := range disks {
-		ok, err := b.matches(ctx, d, sel)
-		if err != nil {
-			// One unreadable disk must not break the lookup of the others.
-			log.V(4).Info("Skipping disk whose identity cannot be read", "diskNumber", d.Number, "err", err)
+		v, why := b.judge(ctx, d, sel, sc)
+		switch v {
+		case no:
+			continue
+		case maybe:
+			uncertain = append(uncertain, candidate{d, why})
 			continue
 		}
-		if !ok {
+		if reason, ok := neverChosen(d); ok {
+			excluded = append(excluded, candidate{d, reason})
 			continue
 		}
-		if d.IsCritical() {
-			critical = append(critical, d)
-			continue
-		}
-		matches = append(matches, d)
+		matches = append(matches, candidate{disk: d})
 	}
 	switch {
-	case len(critical) > 0 && len(matches) == 0:
-		return host.Disk{}, fmt.Errorf("%s matches disk %d, which is the boot or system disk; refusing to use it: %w",
-			describe(sel), critical[0].Number, host.ErrConflict)
-	case len(matches) == 0:
-		return host.Disk{}, fmt.Errorf("no disk matches %s: %w", describe(sel), backend.ErrRetry)
+	case len(uncertain) > 0:
+		return choice{}, fmt.Errorf("%s cannot be told apart for certain: %s; refusing to guess: %w",
+			describe(sel), listCandidates(append(matches, uncertain...)), host.ErrConflict)
 	case len(matches) > 1:
-		nums := make([]string, len(matches))
-		for i, d := range matches {
-			nums[i] = fmt.Sprint(d.Number)
-		}
-		return host.Disk{}, fmt.Errorf("%s matches disks %s; refusing to guess: %w",
-			describe(sel), strings.Join(nums, ", "), host.ErrConflict)
+		return choice{}, fmt.Errorf("%s matches %s; refusing to guess: %w",
+			describe(sel), listCandidates(matches), host.ErrConflict)
+	case len(matches) == 1:
+		return choice{disk: matches[0].disk, sel: sel, scope: sc}, nil
+	case len(excluded) > 0:
+		return choice{}, fmt.Errorf("%s matches %s; refusing to use it: %w",
+			describe(sel), listCandidates(excluded), host.ErrConflict)
 	}
-	return matches[0], nil
+	if err := sc.failClosed(disks, sel); err != nil {
+		return choice{}, err
+	}
+	return choice{}, noMatchf("no disk matches %s%s", describe(sel), sc.notFoundHint())
 }
 
-func (b *Backend) matches(ctx context.Context, d host.Disk, sel contract.DiskSelector) (bool, error) {
-	if sel.Number != nil && d.Number != *sel.Number {
-		return false, nil
+// neverChosen reports the disks no selector may choose: the boot and system
+// disks, and the temporary disks a cloud attaches to the instance itself,
+// whose contents do not survive it (ephemeral).
+func neverChosen(d host.Disk) (string, bool) {
+	if d.IsCritical() {
+		return "the boot or system disk", true
 	}
-	if sel.Serial != "" && !matchString(d.SerialNumber, sel.Serial, sel.SerialMatch) {
-		return false, nil
-	}
-	if sel.Location != "" && !strings.EqualFold(strings.TrimSpace(d.Location), strings.TrimSpace(sel.Location)) {
-		return false, nil
-	}
-	if sel.LUN != nil || sel.Target != nil || sel.Bus != nil {
-		loc, ok := host.ParseLocation(d.Location)
-		if !ok {
-			return false, nil
-		}
-		if !eq(sel.LUN, loc.LUN) || !eq(sel.Target, loc.Target) || !eq(sel.Bus, loc.Bus) {
-			return false, nil
-		}
-	}
-	if sel.Page83 != "" {
-		// The page 83 identifier costs an IOCTL per disk: read it last,
-		// only for disks every cheaper field already matched, and never
-		// for the boot/system disk.
-		if d.IsCritical() {
-			return false, nil
-		}
-		id, err := b.h.Disks.Page83(ctx, d)
-		if errors.Is(err, host.ErrNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if !matchPage83(id, sel.Page83, sel.Page83Match) {
-			return false, nil
-		}
-	}
-	return true, nil
+	return ephemeral(d)
 }
 
-// eq is true when want is unset or equals got.
-func eq(want, got *uint32) bool {
-	if want == nil {
-		return true
-	}
-	return got != nil && *got == *want
-}
-
-// normalizeSerial trims what disks commonly pad serials with (spaces, and a
-// trailing '.' on AWS NVMe serials such as "vol02190fee5da4d75e3_00000001.",
-// csi-proxy PR #116).
-func normalizeSerial(s string) string {
-	return strings.TrimRight(strings.TrimSpace(s), ".")
-}
-
-func matchString(have, want string, mode contract.MatchMode) bool {
-	have, want = normalizeSerial(have), normalizeSerial(want)
-	switch mode {
-	case contract.MatchContains:
-		return want != "" && strings.Contains(strings.ToLower(have), strings.ToLower(want))
-	case contract.MatchLastField:
-		f := strings.Fields(have)
-		return len(f) > 0 && strings.EqualFold(f[len(f)-1], want)
-	default:
-		return strings.EqualFold(have, want)
-	}
-}
-
-// matchPage83 compares page 83 identifiers. Binary identifiers are hex
-// strings; the contract lower-cases hex selectors and drops dashes, so the
-// host's value gets the same treatment when it is hex.
-func matchPage83(have, want string, mode contract.MatchMode) bool {
-	if mode == contract.MatchExact {
-		h := strings.TrimSpace(have)
-		if isHex(strings.ReplaceAll(h, "-", "")) {
-			h = strings.ToLower(strings.ReplaceAll(h, "-", ""))
-		}
-		return h == strings.TrimSpace(want)
-	}
-	return matchString(have, want, mode)
-}
-
-func isHex(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		switch {
-		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
-		default:
-			return false
+// listCandidates names disks for messages: number, serial, location and
+// why a match is uncertain.
+func listCandidates(cs []candidate) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = diskName(c.disk)
+		if c.why != "" {
+			parts[i] += " (" + c.why + ")"
 		}
 	}
-	return true
+	what := "disk "
+	if len(cs) > 1 {
+		what = "disks "
+	}
+	return what + strings.Join(parts, ", ")
+}
+
+// diskName identifies a disk in messages as Get-Disk shows it.
+func diskName(d host.Disk) string {
+	var attrs []string
+	if s := strings.TrimSpace(d.SerialNumber); s != "" {
+		attrs = append(attrs, "serial "+quote(s))
+	}
+	if d.Location != "" {
+		attrs = append(attrs, "location "+quote(d.Location))
+	} else if d.Path != "" {
+		attrs = append(attrs, "path "+quote(d.Path))
+	}
+	if len(attrs) == 0 {
+		return fmt.Sprint(d.Number)
+	}
+	return fmt.Sprintf("%d [%s]", d.Number, strings.Join(attrs, ", "))
 }
 
 // describe renders a selector for messages.
 func describe(sel contract.DiskSelector) string {
+	num := func(p *uint32) string {
+		if p == nil {
+			return ""
+		}
+		return fmt.Sprint(*p)
+	}
+	quoted := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return quote(s)
+	}
 	var parts []string
-	if sel.Serial != "" {
-		parts = append(parts, "serial"+matchOp(sel.SerialMatch)+quote(sel.Serial))
-	}
-	if sel.Page83 != "" {
-		parts = append(parts, "page83"+matchOp(sel.Page83Match)+quote(sel.Page83))
-	}
-	if sel.LUN != nil {
-		parts = append(parts, fmt.Sprintf("lun=%d", *sel.LUN))
-	}
-	if sel.Target != nil {
-		parts = append(parts, fmt.Sprintf("target=%d", *sel.Target))
-	}
-	if sel.Bus != nil {
-		parts = append(parts, fmt.Sprintf("bus=%d", *sel.Bus))
-	}
-	if sel.Location != "" {
-		parts = append(parts, "location="+quote(sel.Location))
-	}
-	if sel.Number != nil {
-		parts = append(parts, fmt.Sprintf("number=%d", *sel.Number))
+	for _, f := range []struct{ name, value string }{
+		{"serial" + matchOp(sel.SerialMatch), quoted(sel.Serial)},
+		{"page83" + matchOp(sel.Page83Match), quoted(sel.Page83)},
+		{"lun=", num(sel.LUN)},
+		{"target=", num(sel.Target)},
+		{"bus=", num(sel.Bus)},
+		{"location=", quoted(sel.Location)},
+		{"nvmeNSID=", num(sel.NVMeNSID)},
+		{"eui=", sel.EUI},
+		{"nguid=", sel.NGUID},
+		{"adapterSerial=", quoted(sel.AdapterSerial)},
+		{"azure-disk LUN=", num(sel.AzureLUN)},
+		{"aws-ebs volume=", sel.EBSVolumeID},
+		{"gce-pd device=", quoted(sel.GCEDeviceName)},
+		{"vsphere diskUUID=", sel.VSphereUUID},
+		{"number=", num(sel.Number)},
+	} {
+		if f.value != "" {
+			parts = append(parts, f.name+f.value)
+		}
 	}
 	if len(parts) == 0 {
 		return "an empty disk selector"
@@ -217,4 +228,15 @@ func matchOp(m contract.MatchMode) string {
 		return "'s last field="
 	}
 	return "="
+}
+
+// logSkip logs a disk whose identifier could not be read: the disk has no
+// such identifier, and the lookup goes on with the others.
+func logSkip(ctx context.Context, d host.Disk, what string, err error) {
+	level := 4
+	if !errors.Is(err, host.ErrNotFound) {
+		level = 2
+	}
+	klog.FromContext(ctx).V(level).Info("A disk's identifier cannot be read; it has none for this lookup",
+		"diskNumber", d.Number, "identifier", what, "err", err)
 }

@@ -75,6 +75,9 @@ func DecodeRecord(e journal.Entry) (Record, error) {
 // names and the numbers of the match modes are a file format: they are
 // what the first releases wrote (the Go field names of DiskSelector,
 // MatchExact 0, MatchContains 1, MatchLastField 2) and must not change.
+// The fields added later (NVMe identifiers, the platform selectors) are
+// left out when empty, so a record of a volume that uses none of them is
+// what the first releases wrote.
 type selectorJSON struct {
 	Serial      string  `json:"Serial"`
 	SerialMatch int     `json:"SerialMatch"`
@@ -85,6 +88,15 @@ type selectorJSON struct {
 	Bus         *uint32 `json:"Bus"`
 	Location    string  `json:"Location"`
 	Number      *uint32 `json:"Number"`
+
+	NVMeNSID      *uint32 `json:"NVMeNSID,omitempty"`
+	EUI           string  `json:"EUI,omitempty"`
+	NGUID         string  `json:"NGUID,omitempty"`
+	AdapterSerial string  `json:"AdapterSerial,omitempty"`
+	AzureLUN      *uint32 `json:"AzureLUN,omitempty"`
+	EBSVolumeID   string  `json:"EBSVolumeID,omitempty"`
+	GCEDeviceName string  `json:"GCEDeviceName,omitempty"`
+	VSphereUUID   string  `json:"VSphereUUID,omitempty"`
 }
 
 // matchModes maps the journal's numbers of the match modes to the
@@ -112,6 +124,8 @@ func encodeSelector(s contract.DiskSelector) selectorJSON {
 		Serial: s.Serial, SerialMatch: encodeMatch(s.SerialMatch),
 		Page83: s.Page83, Page83Match: encodeMatch(s.Page83Match),
 		LUN: s.LUN, Target: s.Target, Bus: s.Bus, Location: s.Location, Number: s.Number,
+		NVMeNSID: s.NVMeNSID, EUI: s.EUI, NGUID: s.NGUID, AdapterSerial: s.AdapterSerial,
+		AzureLUN: s.AzureLUN, EBSVolumeID: s.EBSVolumeID, GCEDeviceName: s.GCEDeviceName, VSphereUUID: s.VSphereUUID,
 	}
 }
 
@@ -127,6 +141,8 @@ func (sj selectorJSON) decode() (contract.DiskSelector, error) {
 	return contract.DiskSelector{
 		Serial: sj.Serial, SerialMatch: serial, Page83: sj.Page83, Page83Match: page83,
 		LUN: sj.LUN, Target: sj.Target, Bus: sj.Bus, Location: sj.Location, Number: sj.Number,
+		NVMeNSID: sj.NVMeNSID, EUI: sj.EUI, NGUID: sj.NGUID, AdapterSerial: sj.AdapterSerial,
+		AzureLUN: sj.AzureLUN, EBSVolumeID: sj.EBSVolumeID, GCEDeviceName: sj.GCEDeviceName, VSphereUUID: sj.VSphereUUID,
 	}, nil
 }
 

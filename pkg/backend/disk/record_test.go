@@ -27,6 +27,13 @@ func TestRecordRoundTrip(t *testing.T) {
 		{Page83: "pd-2", Page83Match: contract.MatchLastField},
 		{Location: "Integrated : Adapter 1 : Port 0 : Target 0 : LUN 1"},
 		{Number: u32(0)},
+		{NVMeNSID: u32(4), AdapterSerial: "SN: 000001"},
+		{EUI: "000c2968595e0d8d"},
+		{NGUID: "e6d8664250d847bd916eaf1b0a1b2c3d"},
+		{AzureLUN: u32(2)},
+		{EBSVolumeID: "vol-0abcdef0123456789"},
+		{GCEDeviceName: "pvc-4a5b6c7d"},
+		{VSphereUUID: "6000c29a98d05e384a43f0ef189aaf5a"},
 	}
 	storages := map[string]bool{}
 	for _, sel := range selectors {
@@ -58,6 +65,16 @@ func TestRecordFormat(t *testing.T) {
 	got, err := disk.DecodeRecord(journal.Entry{VolumeID: "v", Backend: "disk", Attrs: map[string]string{"diskSelector": written}})
 	if err != nil || !reflect.DeepEqual(got, rec) {
 		t.Errorf("DecodeRecord = %+v, %v; want %+v", got, err, rec)
+	}
+}
+
+// A record of the platform selectors: the fields added for NVMe and the
+// presets, each present only when set.
+func TestRecordFormatPlatform(t *testing.T) {
+	const written = `{"Serial":"","SerialMatch":0,"Page83":"","Page83Match":0,"LUN":null,"Target":null,"Bus":null,"Location":"","Number":null,"AzureLUN":2}`
+	rec := disk.Record{Selector: contract.DiskSelector{AzureLUN: u32(2)}}
+	if got := rec.Attrs(); !reflect.DeepEqual(got, map[string]string{"diskSelector": written}) {
+		t.Errorf("Attrs = %v", got)
 	}
 }
 

@@ -90,6 +90,34 @@ var localCases = []Case{
 		_, err := f.Host.Disks.Get(ctx, f.MissingDisk)
 		is(t, "Get of a missing disk", err, host.ErrNotFound)
 	}},
+	// A disk that is gone has no identifiers: the per-disk IOCTLs answer
+	// ErrNotFound, which the disk backend reads as "no such identifier".
+	{Name: "disks/identifiers-missing", Given: Nothing, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		_, err := f.Host.Disks.DeviceIDs(ctx, host.Disk{Number: f.MissingDisk})
+		is(t, "DeviceIDs of a missing disk", err, host.ErrNotFound)
+		_, err = f.Host.Disks.SCSIAddress(ctx, host.Disk{Number: f.MissingDisk})
+		is(t, "SCSIAddress of a missing disk", err, host.ErrNotFound)
+	}},
+	// IOCTL_STORAGE_QUERY_PROPERTY (StorageDeviceIdProperty) and
+	// IOCTL_SCSI_GET_ADDRESS on an attached disk: an answer, or ErrNotFound
+	// for a device that does not support the query (ERROR_INVALID_FUNCTION
+	// on the virtual disks of GitHub's Windows runners, kubernetes-csi/csi-proxy@eeba470
+	// integrationtests/disk_v1_test.go; uncertain for Windows Server 2025's
+	// native NVMe stack). Both answers are Windows'; nothing else is.
+	{Name: "disks/identifiers", Given: OnlineDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		ids, err := f.Host.Disks.DeviceIDs(ctx, f.Disk)
+		if err != nil && !errors.Is(err, host.ErrNotFound) {
+			t.Fatalf("DeviceIDs: %v, want designators or ErrNotFound", err)
+		}
+		for _, d := range ids {
+			if d.CodeSet == host.CodeSetReserved && len(d.Value) > 0 {
+				t.Errorf("designator %v has the reserved code set", d)
+			}
+		}
+		if _, err := f.Host.Disks.SCSIAddress(ctx, f.Disk); err != nil && !errors.Is(err, host.ErrNotFound) {
+			t.Fatalf("SCSIAddress: %v, want an address or ErrNotFound", err)
+		}
+	}},
 	// SetReadOnly on an offline disk: uncertain, both answers accepted
 	// (offlineReadOnly).
 	{Name: "disks/offline-set-read-only", Given: OfflineDisk, Check: func(t *testing.T, ctx context.Context, f Fixture) {

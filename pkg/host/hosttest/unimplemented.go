@@ -40,8 +40,12 @@ func (unimplementedDisks) Get(context.Context, uint32) (host.Disk, error) {
 	return host.Disk{}, notImpl("disks.Get")
 }
 
-func (unimplementedDisks) Page83(context.Context, host.Disk) (string, error) {
-	return "", notImpl("disks.Page83")
+func (unimplementedDisks) DeviceIDs(context.Context, host.Disk) ([]host.Designator, error) {
+	return nil, notImpl("disks.DeviceIDs")
+}
+
+func (unimplementedDisks) SCSIAddress(context.Context, host.Disk) (host.SCSIAddress, error) {
+	return host.SCSIAddress{}, notImpl("disks.SCSIAddress")
 }
 
 func (unimplementedDisks) Rescan(context.Context) error {

@@ -101,8 +101,7 @@ func (s *server) publish(req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeR
 // isVolumeIDSerial reports whether sel selects exactly the disk whose
 // serial is the volume ID.
 func isVolumeIDSerial(sel contract.DiskSelector, id string) bool {
-	return sel.Serial == id && sel.SerialMatch == contract.MatchExact && sel.Page83 == "" && sel.LUN == nil &&
-		sel.Target == nil && sel.Bus == nil && sel.Location == "" && sel.Number == nil
+	return sel == contract.DiskSelector{Serial: id}
 }
 
 // NodeExpandVolume grows the volume's disk, then expands.

@@ -79,6 +79,7 @@ func TestStage(t *testing.T) {
 			copts: contract.Options{VolumeIDDisk: contract.VolumeIDDiskSerial}, wantDisk: true},
 		{name: "disk named otherwise", attach: true, vctx: map[string]string{"diskLUN": "3"}},
 		{name: "disk named by serial and LUN", attach: true, vctx: map[string]string{"diskSerial": "vol-1", "diskLUN": "3"}},
+		{name: "disk named by serial and NVMe namespace", attach: true, vctx: map[string]string{"diskSerial": "vol-1", "diskNVMeNSID": "3"}},
 		{name: "disk without attaching", pctx: map[string]string{}, wantPublish: map[string]string{"diskSerial": "vol-1"}},
 		{name: "iscsi", attach: true, vctx: iscsi},
 		{name: "smb", attach: true, vctx: map[string]string{"source": "//srv/data"}},

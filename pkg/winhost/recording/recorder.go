@@ -223,6 +223,11 @@ func (r *Recorder) StorageDeviceIDDescriptor(ctx context.Context, devicePath str
 	})
 }
 
+// SCSIAddress implements winhost.Win32.
+func (r *Recorder) SCSIAddress(ctx context.Context, devicePath string) ([]byte, error) {
+	return win32(r, "SCSIAddress", []any{devicePath}, func() ([]byte, error) { return r.inner.SCSIAddress(ctx, devicePath) })
+}
+
 // VolumeDiskExtents implements winhost.Win32.
 func (r *Recorder) VolumeDiskExtents(ctx context.Context, volumeName string) ([]byte, error) {
 	return win32(r, "VolumeDiskExtents", []any{volumeName}, func() ([]byte, error) {

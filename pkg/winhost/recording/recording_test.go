@@ -40,6 +40,7 @@ func session(ctx context.Context, e winhost.AdminExecutor) []any {
 	add(e.DeleteInstance(ctx, winhost.NamespaceSMB, `x:MSFT_SmbShare.Name="s"`))
 	add(e.GetFileAttributes(ctx, `C:\missing`))
 	add(e.CreateVirtualDisk(ctx, `C:\t\d.vhdx`, uint64(1<<40)))
+	add(e.SCSIAddress(ctx, `\\?\scsi#disk#1`))
 	add(e.LookupHost(ctx, "san1"))
 	add(e.LookupHost(ctx, "nosuch"))
 	add(e.ReportIScsiPersistentLogins(ctx))
@@ -68,6 +69,7 @@ func script(e *scripted.Executor) {
 	e.ExpectDeleteInstance(winhost.NamespaceSMB, `x:MSFT_SmbShare.Name="s"`, scripted.Reply{Err: context.DeadlineExceeded})
 	e.ExpectWin32("GetFileAttributes", []any{`C:\missing`}, scripted.Reply{Err: &winhost.Win32Error{Call: "GetFileAttributes", Code: 2}})
 	e.ExpectWin32("CreateVirtualDisk", []any{`C:\t\d.vhdx`, uint64(1 << 40)}, scripted.Reply{})
+	e.ExpectWin32("SCSIAddress", []any{`\\?\scsi#disk#1`}, scripted.Reply{Bytes: []byte{8, 0, 0, 0, 1, 0, 2, 0}})
 	e.ExpectWin32("LookupHost", []any{"san1"}, scripted.Reply{Strings: []string{"10.0.0.5", "fd00::5"}})
 	e.ExpectWin32("LookupHost", []any{"nosuch"}, scripted.Reply{Err: &net.DNSError{Err: "no such host", Name: "nosuch", IsNotFound: true}})
 	e.ExpectWin32("ReportIScsiPersistentLogins", nil, scripted.Reply{Count: 1, Bytes: []byte{1, 2, 3, 4}})
@@ -92,7 +94,7 @@ func TestRecordAndReplay(t *testing.T) {
 	if err := rec.WriteResult(map[string]string{"ok": "yes"}); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Err() != nil || rec.Calls() != 19 {
+	if rec.Err() != nil || rec.Calls() != 20 {
 		t.Fatalf("recorder: %d calls, err %v", rec.Calls(), rec.Err())
 	}
 	text := buf.String()
@@ -110,7 +112,7 @@ func TestRecordAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Header.Scenario != "test" || f.Header.Params["run"] != "1" || len(f.Lines) != 19 || f.Result == nil {
+	if f.Header.Scenario != "test" || f.Header.Params["run"] != "1" || len(f.Lines) != 20 || f.Result == nil {
 		t.Fatalf("read back: %+v", f)
 	}
 	e, err := replay.New(t, f)

@@ -351,6 +351,12 @@ func (e *Executor) StorageDeviceIDDescriptor(ctx context.Context, devicePath str
 	return r.Bytes, r.Err
 }
 
+// SCSIAddress implements winhost.Executor.
+func (e *Executor) SCSIAddress(ctx context.Context, devicePath string) ([]byte, error) {
+	r := e.win32(ctx, "SCSIAddress", devicePath)
+	return r.Bytes, r.Err
+}
+
 // VolumeDiskExtents implements winhost.Executor.
 func (e *Executor) VolumeDiskExtents(ctx context.Context, volumeName string) ([]byte, error) {
 	r := e.win32(ctx, "VolumeDiskExtents", volumeName)

@@ -138,6 +138,13 @@ func (e *Executor) StorageDeviceIDDescriptor(ctx context.Context, devicePath str
 	}, "path", devicePath)
 }
 
+// SCSIAddress implements winhost.Win32.
+func (e *Executor) SCSIAddress(ctx context.Context, devicePath string) ([]byte, error) {
+	return win32Call(ctx, e, "SCSIAddress", func() ([]byte, error) {
+		return scsiAddress(devicePath)
+	}, "path", devicePath)
+}
+
 // VolumeDiskExtents implements winhost.Win32.
 func (e *Executor) VolumeDiskExtents(ctx context.Context, volumeName string) ([]byte, error) {
 	return win32Call(ctx, e, "VolumeDiskExtents", func() ([]byte, error) {

@@ -31,6 +31,11 @@ var (
 	ioctlVolumeGetVolumeDiskExtents = ctlCode(ioctlVolumeBase, 0, methodBuffered, fileAnyAccess)
 )
 
+// IOCTL_SCSI_GET_ADDRESS = CTL_CODE(IOCTL_SCSI_BASE (FILE_DEVICE_CONTROLLER,
+// 4), 0x0406, METHOD_BUFFERED, FILE_ANY_ACCESS) (ntddscsi.h), the value
+// TestIOCTLCodes computes.
+const ioctlSCSIGetAddress = 0x41018
+
 // STORAGE_PROPERTY_ID and STORAGE_QUERY_TYPE values (winioctl.h).
 const (
 	storageDeviceIDProperty = 2 // StorageDeviceIdProperty
@@ -66,6 +71,10 @@ const (
 	// maxDescriptorSize.
 	deviceIDBufferSize = 4 << 10
 	maxDescriptorSize  = 64 << 10
+
+	// SCSI_ADDRESS is { ULONG Length; UCHAR PortNumber, PathId, TargetId,
+	// Lun; }: 8 bytes (ntddscsi.h).
+	scsiAddressSize = 8
 
 	// VOLUME_DISK_EXTENTS is { DWORD NumberOfDiskExtents; DISK_EXTENT
 	// Extents[1]; } with DISK_EXTENT { DWORD DiskNumber; LARGE_INTEGER

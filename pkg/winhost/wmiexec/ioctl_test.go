@@ -15,6 +15,9 @@ func TestIOCTLCodes(t *testing.T) {
 	}{
 		{"IOCTL_STORAGE_QUERY_PROPERTY", ioctlStorageQueryProperty, 0x2D1400},
 		{"IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS", ioctlVolumeGetVolumeDiskExtents, 0x560000},
+		// ntddscsi.h: CTL_CODE(IOCTL_SCSI_BASE, 0x0406, METHOD_BUFFERED,
+		// FILE_ANY_ACCESS), IOCTL_SCSI_BASE being FILE_DEVICE_CONTROLLER (4).
+		{"IOCTL_SCSI_GET_ADDRESS", ioctlSCSIGetAddress, 4<<16 | fileAnyAccess<<14 | 0x0406<<2 | methodBuffered},
 		{"IOCTL_STORAGE_GET_DEVICE_NUMBER", ctlCode(fileDeviceMassStorage, 0x0420, methodBuffered, fileAnyAccess), 0x2D1080},
 	}
 	for _, tt := range tests {
@@ -23,6 +26,18 @@ func TestIOCTLCodes(t *testing.T) {
 				t.Errorf("%s = %#x, want %#x", tt.name, tt.got, tt.want)
 			}
 		})
+	}
+}
+
+// SCSI_ADDRESS (ntddscsi.h) is a ULONG and four UCHARs: the 8 bytes the
+// executor reads.
+func TestSCSIAddressLayout(t *testing.T) {
+	var a struct {
+		Length                            uint32
+		PortNumber, PathID, TargetID, Lun uint8
+	}
+	if got := unsafe.Sizeof(a); got != scsiAddressSize {
+		t.Errorf("sizeof(SCSI_ADDRESS) = %d, scsiAddressSize %d", got, scsiAddressSize)
 	}
 }
 

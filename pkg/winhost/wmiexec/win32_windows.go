@@ -88,6 +88,24 @@ func storageDeviceIDDescriptor(devicePath string) ([]byte, error) {
 	}
 }
 
+// scsiAddress sends IOCTL_SCSI_GET_ADDRESS, which "must be directed to a
+// class driver or to a PDO created by the port driver" (its page,
+// learn.microsoft.com/windows-hardware/drivers/ddi/ntddscsi/ni-ntddscsi-ioctl_scsi_get_address):
+// the disk's device path is the disk class driver's.
+func scsiAddress(devicePath string) ([]byte, error) {
+	h, err := openHandle(devicePath, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer closeHandle(h)
+	buf := make([]byte, scsiAddressSize)
+	var n uint32
+	if err := windows.DeviceIoControl(h, ioctlSCSIGetAddress, nil, 0, &buf[0], uint32(len(buf)), &n, nil); err != nil {
+		return nil, win32Error("DeviceIoControl", err)
+	}
+	return buf[:n], nil
+}
+
 func volumeDiskExtents(volumeName string) ([]byte, error) {
 	h, err := openHandle(volumeName, 0, 0)
 	if err != nil {

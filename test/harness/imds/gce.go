@@ -12,7 +12,14 @@ type GCE struct {
 	ProjectNumber string // 123456789012
 	Zone          string // europe-west1-b
 	InstanceName  string
-	Faults        Faults
+	// Disks is the JSON answer of instance/disks/?recursive=true, the
+	// instance's disks ("" answers 404). Shape as
+	// kubernetes-sigs/gcp-compute-persistent-disk-csi-driver@b560165
+	// pkg/mount-manager/safe-mounter-v1_windows.go reads it: a list of
+	// objects with deviceName, index, interface, mode, type and, for NVMe
+	// disks, nvmeNamespaceIdentifier.
+	Disks  string
+	Faults Faults
 }
 
 // Start serves the fake.
@@ -30,6 +37,11 @@ func (g GCE) Start(t testing.TB) *Server {
 			return
 		}
 		suffix, ok := strings.CutPrefix(r.URL.Path, "/computeMetadata/v1/")
+		if ok && suffix == "instance/disks/" && r.URL.Query().Get("recursive") == "true" && g.Disks != "" && r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(g.Disks))
+			return
+		}
 		v, found := values[suffix]
 		if !ok || !found || r.Method != http.MethodGet {
 			http.NotFound(w, r)

@@ -1,0 +1,249 @@
+package disk
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/wincsi/csi-windows-node/pkg/cloud"
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
+)
+
+// scope is what one lookup knows about the node as a whole, for the
+// platform selectors (docs/parameters.md, "Presets"): how Azure attaches
+// data disks on this node, and the metadata server's entry of a GCE device.
+type scope struct {
+	// azureNVMe: the OS disk is an NVMe namespace, so data disks are
+	// namespaces of the accelerator (AzureLUN only).
+	azureNVMe bool
+	// osAdapters are the adapters of the boot and system disks, which on
+	// Azure SCSI sizes also hold the temporary disk (AzureLUN only).
+	osAdapters []uint32
+	// gce is the metadata server's entry of the device (GCEDeviceName,
+	// with GCEDisks set); gceBlind is set without GCEDisks.
+	gce      *cloud.GCEDisk
+	gceBlind bool
+}
+
+// Models of Azure's remote NVMe disks, the OS disk and data disks on NVMe
+// sizes: "MSFT NVMe Accelerator v1.0" (Azure/azure-vm-utils@4113392
+// udev/80-azure-disk.rules; Windows FriendlyName in
+// kubernetes-sigs/azuredisk-csi-driver#2365), "Virtual_Disk NVMe Premium"
+// (azuredisk #3329; the driver's own model filter, pkg/os/disk/disk.go at
+// d983d61).
+var azureRemoteNVMe = []string{"msft nvme accelerator", "virtual_disk nvme premium"}
+
+func isAzureRemoteNVMe(d host.Disk) bool {
+	name := strings.ToLower(d.FriendlyName + " " + d.Model)
+	return d.IsNVMe() && slices.ContainsFunc(azureRemoteNVMe, func(m string) bool { return strings.Contains(name, m) })
+}
+
+// scopeOf reads what the platform selectors need of the node as a whole.
+func (b *Backend) scopeOf(ctx context.Context, disks []host.Disk, sel contract.DiskSelector) (scope, error) {
+	var sc scope
+	if sel.AzureLUN != nil {
+		// The OS disk decides where data disks are: on NVMe sizes every
+		// remote disk is a namespace of the accelerator, the OS disk
+		// namespace 1 (azure-vm-utils 80-azure-disk.rules); on SCSI sizes
+		// data disks are on adapters other than the OS disk's, which
+		// also holds the temporary disk (same rules; azuredisk #2661,
+		// where the first disk at the data disk's LUN was that temporary
+		// disk). The adapter is read from the boot disk, never assumed.
+		var boot []host.Disk
+		for _, d := range disks {
+			if d.IsCritical() {
+				boot = append(boot, d)
+			}
+		}
+		sc.azureNVMe = slices.ContainsFunc(boot, host.Disk.IsNVMe)
+		if !sc.azureNVMe {
+			for _, d := range boot {
+				loc, _ := host.ParseLocation(d.Location)
+				if loc.Adapter == nil {
+					return scope{}, fmt.Errorf("azure-disk: cannot tell which adapter holds the OS disk (boot disk %s names none); "+
+						"a data disk is only found on another adapter: %w", diskName(d), host.ErrConflict)
+				}
+				sc.osAdapters = append(sc.osAdapters, *loc.Adapter)
+			}
+			if len(boot) == 0 {
+				return scope{}, fmt.Errorf("azure-disk: no disk is the boot or system disk, so the OS disk's adapter, which "+
+					"also holds the temporary disk, is unknown: %w", host.ErrConflict)
+			}
+		}
+	}
+	if sel.GCEDeviceName != "" {
+		if b.opts.GCEDisks == nil {
+			sc.gceBlind = true
+			return sc, nil
+		}
+		list, err := b.opts.GCEDisks(ctx)
+		if err != nil {
+			return scope{}, fmt.Errorf("gce-pd: read the instance's disks from the metadata server: %w: %w", err, host.ErrUnreachable)
+		}
+		i := slices.IndexFunc(list, func(g cloud.GCEDisk) bool { return g.DeviceName == sel.GCEDeviceName })
+		if i < 0 {
+			return scope{}, noMatchf("gce-pd: the metadata server lists no disk with device name %q (not attached yet?)", sel.GCEDeviceName)
+		}
+		sc.gce = &list[i]
+		if sc.gce.NVMe() && sc.gce.NVMeNamespaceID == nil {
+			return scope{}, fmt.Errorf("gce-pd: the metadata server lists device %q on NVMe without an nvmeNamespaceIdentifier: %w", sel.GCEDeviceName, host.ErrConflict)
+		}
+	}
+	return sc, nil
+}
+
+// inScope applies the platform selectors' conditions that MSFT_Disk
+// fields decide.
+func (sc scope) inScope(d host.Disk, sel contract.DiskSelector) bool {
+	if sel.AzureLUN != nil {
+		if sc.azureNVMe {
+			if !isAzureRemoteNVMe(d) {
+				return false
+			}
+		} else {
+			loc, ok := d.SCSILocation()
+			if !ok || loc.Adapter == nil || slices.Contains(sc.osAdapters, *loc.Adapter) || *loc.LUN != *sel.AzureLUN {
+				return false
+			}
+		}
+	}
+	if sel.EBSVolumeID != "" && !ebsCandidate(d, sel.EBSVolumeID) {
+		return false
+	}
+	if sel.GCEDeviceName != "" && (sc.gce != nil && sc.gce.NVMe()) != d.IsNVMe() {
+		// A device the metadata server lists on NVMe is a namespace; any
+		// other is a SCSI disk.
+		return false
+	}
+	return true
+}
+
+// platform applies the platform selector's identifiers.
+func (sc scope) platform(ctx context.Context, r *reader, sel contract.DiskSelector) (verdict, string) {
+	var ok bool
+	switch {
+	case sel.AzureLUN != nil && sc.azureNVMe:
+		// A data disk at LUN L is namespace L + 2, storport LUN L + 1
+		// (docs/parameters.md, "azure-disk").
+		return r.storportLUN(ctx).is(*sel.AzureLUN + 1)
+	case sel.EBSVolumeID != "":
+		return ebsVerdict(r.d)
+	case sel.VSphereUUID != "":
+		// vsphere-csi-driver's Windows node compares csi-proxy's page 83
+		// value with diskUUID exactly (kubernetes-sigs/vsphere-csi-driver@bf80902
+		// pkg/csi/service/mounter/mounter_windows.go).
+		id, found := r.page83(ctx)
+		ok = found && matchPage83(id, sel.VSphereUUID, contract.MatchExact)
+	case sel.GCEDeviceName != "" && sc.gce != nil && sc.gce.NVMe():
+		ok = hasGCENamespace(ctx, r, *sc.gce.NVMeNamespaceID)
+	case sel.GCEDeviceName != "":
+		// SCSI machine types: page 83 "Google  <device-name>", last field
+		// compared (gcp-pd safe-mounter-v1_windows.go at b560165).
+		id, found := r.page83(ctx)
+		ok = found && matchString(id, sel.GCEDeviceName, contract.MatchLastField)
+	default:
+		ok = true
+	}
+	if !ok {
+		return no, ""
+	}
+	return yes, ""
+}
+
+// hasGCENamespace reports whether the disk's NGUID starts with the
+// nvmeNamespaceIdentifier the metadata server gives for the device, as
+// gcp-compute-persistent-disk-csi-driver compares them on Windows: the
+// serial without '.' and '_' must be 32 hex digits, whose first 16 are the
+// identifier (kubernetes-sigs/gcp-compute-persistent-disk-csi-driver@b560165
+// pkg/mount-manager/safe-mounter-v1_windows.go; its example serial
+// "10CC_9636_B6E3_CE3B_0000_0000_0000_0000."). A 16-byte EUI64 designator
+// counts the same; an EUI-64-only namespace (16 hex digits) never matches,
+// as in that driver.
+func hasGCENamespace(ctx context.Context, r *reader, id uint64) bool {
+	want := fmt.Sprintf("%016x", id)
+	if h := serialHex(r.d.SerialNumber); len(h) == 32 {
+		return h[:16] == want
+	}
+	for _, d := range r.deviceIDs(ctx) {
+		if d.IsNGUID() && d.Text()[:16] == want {
+			return true
+		}
+	}
+	return false
+}
+
+// ebsIDs returns the EBS volume IDs a disk reports, without their dash:
+// the part of SerialNumber before "_" ("vol01257d42be427a58b_00000001.")
+// and AdapterSerialNumber ("vol0651a78c608e09c6a"), the two places AWS
+// documents for Windows (awsdocs/amazon-ec2-user-guide-windows@1020606
+// doc_source/nvme-ebs-volumes.md: AdapterSerialNumber on Windows Server
+// 2016, SerialNumber on 2012 R2).
+func ebsIDs(d host.Disk) []string {
+	var ids []string
+	serial, _, _ := strings.Cut(normalizeSerial(d.SerialNumber), "_")
+	for _, v := range []string{serial, strings.TrimSpace(d.AdapterSerialNumber)} {
+		if strings.HasPrefix(strings.ToLower(v), "vol") {
+			ids = append(ids, strings.ToLower(v))
+		}
+	}
+	return ids
+}
+
+// ebsCandidate reports whether the disk reports the EBS volume ID, compared
+// exactly. aws-ebs-csi-driver checks that the serial contains the ID
+// (kubernetes-sigs/aws-ebs-csi-driver@429e202
+// pkg/mounter/mount_windows_proxyV2.go, FindDevicePath), under which an old
+// 8-digit ID is found in the serial of a 17-digit one that starts with it.
+func ebsCandidate(d host.Disk, volumeID string) bool {
+	return slices.Contains(ebsIDs(d), strings.ReplaceAll(volumeID, "-", ""))
+}
+
+// ebsVerdict refuses a disk whose two EBS fields name different volumes.
+func ebsVerdict(d host.Disk) (verdict, string) {
+	ids := ebsIDs(d)
+	if len(ids) == 2 && ids[0] != ids[1] {
+		return maybe, fmt.Sprintf("SerialNumber names %s, AdapterSerialNumber %s", ids[0], ids[1])
+	}
+	return yes, ""
+}
+
+// failClosed refuses, when no disk matched, a node on which the platform
+// selector cannot find the disk for certain whatever is attached.
+func (sc scope) failClosed(disks []host.Disk, sel contract.DiskSelector) error {
+	var nvme []candidate
+	for _, d := range disks {
+		if _, temp := ephemeral(d); d.IsNVMe() && !temp && (sel.GCEDeviceName != "" || !d.IsCritical()) {
+			nvme = append(nvme, candidate{disk: d})
+		}
+	}
+	if len(nvme) == 0 {
+		return nil
+	}
+	switch {
+	case sel.GCEDeviceName != "" && sc.gceBlind:
+		return fmt.Errorf("gce-pd: this node has persistent disks on NVMe (%s); on NVMe machine types the disk is found "+
+			"by the nvmeNamespaceIdentifier the metadata server lists for device %q, which the plugin reads only with "+
+			"--cloud=gce (or select the disk with diskNGUID): %w", listCandidates(nvme), sel.GCEDeviceName, host.ErrConflict)
+	case sel.VSphereUUID != "":
+		return fmt.Errorf("vsphere: %s on a virtual NVMe controller, and no source confirms that a vNVMe disk reports "+
+			"diskUUID as its page 83 identifier (vsphere-csi-driver converts the UUID for NVMe only in its WCP controller, "+
+			"getNvmeUUID, and never on Windows); attach the volume through a PVSCSI controller, or select the disk "+
+			"with diskNGUID: %w", listCandidates(nvme), host.ErrConflict)
+	}
+	return nil
+}
+
+// notFoundHint says, for a platform selector, what the lookup looked for.
+func (sc scope) notFoundHint() string {
+	switch {
+	case sc.gce != nil && sc.gce.NVMe():
+		return fmt.Sprintf(" (an NVMe namespace whose NGUID starts with %016x, the metadata server's nvmeNamespaceIdentifier)", *sc.gce.NVMeNamespaceID)
+	case sc.azureNVMe:
+		return " (an MSFT NVMe Accelerator namespace at storport LUN = LUN + 1)"
+	case len(sc.osAdapters) > 0:
+		return fmt.Sprintf(" (a SCSI disk at that LUN on an adapter other than the OS disk's adapter %v)", sc.osAdapters)
+	}
+	return ""
+}
