@@ -168,6 +168,14 @@ type ISCSI interface {
 	// session.
 	SessionDisks(ctx context.Context, s ISCSISession) ([]uint32, error)
 
+	// ReportLUNs asks the target for the LUNs it presents to this
+	// initiator (SCSI REPORT LUNS, sent through one of its sessions) and
+	// returns them in ascending order, whether Windows has surfaced their
+	// disks yet or not. ErrNotFound when the node has no session to the
+	// target; any other error means the answer is unknown (the command is
+	// not available, or the target's answer could not be read).
+	ReportLUNs(ctx context.Context, iqn string) ([]uint32, error)
+
 	// DisksBySession returns the numbers of the disks reached through
 	// every session, by SessionID: SessionDisks of all sessions at a cost
 	// that does not grow with them. A session without disks may be left

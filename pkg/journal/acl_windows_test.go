@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wincsi/csi-windows-node/pkg/winacl"
@@ -34,9 +36,13 @@ func TestOpenProtectsOnWindows(t *testing.T) {
 	if err := j.Put(ctx, Entry{VolumeID: "v", StagingPath: `C:\k\v`, Backend: "disk"}); err != nil {
 		t.Fatal(err)
 	}
-	_, owner, err := sec.read(filepath.Join(dir, fileName("v")))
-	if err != nil {
-		t.Fatal(err)
+	r, err := sec.read(filepath.Join(dir, fileName("v")))
+	if err != nil || r.dataErr != nil {
+		t.Fatal(err, r.dataErr)
+	}
+	owner := r.owner
+	if !r.checked || r.links != 1 || !strings.Contains(string(r.data), `"volumeID": "v"`) {
+		t.Fatalf("read = %+v", r)
 	}
 	token, err := sec.tokenOwner()
 	if err != nil {
@@ -52,5 +58,18 @@ func TestOpenProtectsOnWindows(t *testing.T) {
 	}
 	if _, ok := again.Get(ctx, "v"); !ok || len(again.Refused()) != 0 {
 		t.Fatalf("reopen: entry loaded %t, refused %+v", ok, again.Refused())
+	}
+	// A second name for the entry (a hard link, as one planted to a file
+	// elsewhere would be) makes GetFileInformationByHandle count two, and
+	// the entry is refused.
+	if err := os.Link(filepath.Join(dir, fileName("v")), filepath.Join(t.TempDir(), "elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	linked, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := linked.Get(ctx, "v"); ok || len(linked.Refused()) != 1 || linked.Refused()[0].Reason != "it has 2 names (a hard link to a file elsewhere)" {
+		t.Fatalf("hard-linked entry: loaded %t, refused %+v", ok, linked.Refused())
 	}
 }

@@ -60,7 +60,7 @@ func w32(call string, code uint32) *scripted.Reply {
 
 const allow = winacl.AccessAllowedType
 
-// dacl is the reply of GetFileSecurityW: a self-relative descriptor
+// dacl is the reply of FileSecurity (GetSecurityInfo): a self-relative descriptor
 // holding the entries.
 func dacl(t *testing.T, control uint16, entries ...winacl.ACE) *scripted.Reply {
 	t.Helper()
@@ -132,7 +132,7 @@ func (n node) script(t *testing.T, e *scripted.Executor) {
 		e.ExpectWin32("GetDriveType", []any{`C:\`}, scripted.Reply{Uint32: dt})
 		e.ExpectWin32("GetVolumeFileSystem", []any{`C:\`}, scripted.Reply{String: fs})
 	}
-	e.ExpectWin32("GetFileSecurity", []any{stateDir, winacl.DACLSecurityInformation},
+	e.ExpectWin32("FileSecurity", []any{stateDir, winacl.DACLSecurityInformation},
 		or(n.stateSD, *dacl(t, winacl.ControlDACLProtected, entry(t, allow, 3, winacl.FullControl, winacl.SIDLocalSystem),
 			entry(t, allow, 3, winacl.FullControl, winacl.SIDAdministrators))))
 	e.ExpectQuery(nsStorage, wqlDisks, or(n.disks, scripted.Reply{Instances: []winhost.Instance{bootDisk}}))
@@ -255,7 +255,7 @@ func TestEveryCheckInEachState(t *testing.T) {
 			entry(t, allow, 3, winacl.FullControl, winacl.SIDLocalSystem), entry(t, allow, 3, winacl.ReadExecute, winacl.SIDUsers),
 			entry(t, winacl.AccessDeniedType, 0, winacl.FullControl, winacl.SIDEveryone))},
 			cfg, preflight.CheckStateDir, preflight.Pass, "only by privileged"},
-		{"state dir not made yet", node{stateSD: w32("GetFileSecurityW", winhost.ErrorFileNotFound)}, cfg, preflight.CheckStateDir, preflight.Info, "does not exist yet"},
+		{"state dir not made yet", node{stateSD: w32("GetSecurityInfo", winhost.ErrorFileNotFound)}, cfg, preflight.CheckStateDir, preflight.Info, "does not exist yet"},
 		{"state dir DACL unreadable", node{stateSD: &scripted.Reply{Bytes: []byte{1, 0, 4}}}, cfg, preflight.CheckStateDir, preflight.Warn, "could not read the DACL"},
 
 		{"storage provider fails", node{disks: &scripted.Reply{Err: &winhost.COMError{Op: "ExecQuery", HResult: 0x80041013}}}, cfg, preflight.CheckStorageProvider, preflight.Fail, "could not be listed"},

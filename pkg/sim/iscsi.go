@@ -600,6 +600,27 @@ func (h iscsiHost) SessionDisks(ctx context.Context, sess host.ISCSISession) ([]
 	})
 }
 
+// ReportLUNs answers SCSI REPORT LUNS: every LUN of the target, whether
+// its disk has appeared on the node or not (a LUN that appears only after
+// rescans is listed at once: the target has it).
+func (h iscsiHost) ReportLUNs(ctx context.Context, iqn string) ([]uint32, error) {
+	return call(ctx, h.s, OpISCSIReportLUNs, false, func(st *State) ([]uint32, error) {
+		if !st.hasSession(iqn) {
+			return nil, fmt.Errorf("target %s: no session: %w", iqn, host.ErrNotFound)
+		}
+		t := st.target(iqn)
+		if t == nil {
+			return nil, fmt.Errorf("target %s: %w", iqn, host.ErrNotFound)
+		}
+		out := make([]uint32, 0, len(t.LUNs))
+		for _, l := range t.LUNs {
+			out = append(out, l.LUN)
+		}
+		slices.Sort(out)
+		return out, nil
+	})
+}
+
 // TargetSpec describes an iSCSI target served by the simulated storage.
 type TargetSpec struct {
 	IQN     string

@@ -70,6 +70,7 @@ const (
 	OpISCSIRegister           = "iscsi.Register"
 	OpISCSISetInitiatorSecret = "iscsi.SetInitiatorSecret"
 	OpISCSISessionDisks       = "iscsi.SessionDisks"
+	OpISCSIReportLUNs         = "iscsi.ReportLUNs"
 	OpISCSIResolvePortal      = "iscsi.ResolvePortal"
 	OpISCSIDisksBySession     = "iscsi.DisksBySession"
 	OpISCSIPersistentLogins   = "iscsi.PersistentLogins"
@@ -91,7 +92,7 @@ var AllOps = []string{
 	OpSMBMapping, OpSMBMappings, OpSMBMap, OpSMBUnmap, OpSMBCheck,
 	OpISCSIPortals, OpISCSIAddPortal, OpISCSIRefreshPortal, OpISCSIRemovePortal,
 	OpISCSITargets, OpISCSIConnect, OpISCSISessions, OpISCSIDisconnect, OpISCSIUnregister, OpISCSIRegister,
-	OpISCSISetInitiatorSecret, OpISCSISessionDisks, OpISCSIResolvePortal, OpISCSIDisksBySession,
+	OpISCSISetInitiatorSecret, OpISCSISessionDisks, OpISCSIReportLUNs, OpISCSIResolvePortal, OpISCSIDisksBySession,
 	OpISCSIPersistentLogins, OpISCSIRemovePersistent,
 	OpSecurityRootDACL, OpSecurityAddRootAllowEntries, OpSecurityLookupAccountName,
 }

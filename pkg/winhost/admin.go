@@ -15,7 +15,7 @@ type AdminExecutor interface {
 
 // AdminCalls are the executor calls only preflight and selftest make:
 // the plugin serving volumes never does. (They also use the Win32 calls
-// every host uses: GetFileSecurity, SetFileSecurity and LookupAccountName
+// every host uses: FileSecurity, UpdateFileDACL and LookupAccountName
 // among them.) Like the rest of the executor,
 // each is one Windows call (or one open-call-close of a handle that cannot
 // cross the executor), without logic; errors are *Win32Error or, for

@@ -95,9 +95,9 @@ func TestSystemTokenAndVolume(t *testing.T) {
 	e.ExpectWin32("GetVolumePathName", []any{`C:\var\lib\kubelet`}, scripted.Reply{String: `C:\`})
 	e.ExpectWin32("GetDriveType", []any{`C:\`}, scripted.Reply{Uint32: 3})
 	e.ExpectWin32("GetVolumeFileSystem", []any{`C:\`}, scripted.Reply{String: "NTFS"})
-	e.ExpectWin32("GetFileSecurity", []any{`C:\state`, uint32(4)}, scripted.Reply{Bytes: descriptor(t, 0, 2,
+	e.ExpectWin32("FileSecurity", []any{`C:\state`, uint32(4)}, scripted.Reply{Bytes: descriptor(t, 0, 2,
 		ace(t, host.ACEAccessAllowed, 0x13, 0x1f01ff, "S-1-5-18"), ace(t, host.ACEAccessAllowed, 0x1b, 0xe0010000, "S-1-5-11"))})
-	e.ExpectWin32("GetFileSecurity", []any{`C:\missing`, uint32(4)}, scripted.Reply{Err: w32("GetFileSecurityW", winhost.ErrorFileNotFound)})
+	e.ExpectWin32("FileSecurity", []any{`C:\missing`, uint32(4)}, scripted.Reply{Err: w32("GetSecurityInfo", winhost.ErrorFileNotFound)})
 	s := adminOf(e).System
 	ctx := context.Background()
 	if got, err := s.Token(ctx); err != nil || got != tok {
@@ -261,21 +261,24 @@ func TestLocalSMB(t *testing.T) {
 	e.ExpectWin32("LookupAccountName", []any{"csiwn-st-1"}, scripted.Reply{Bytes: userSID, Uint32: 1})
 	// The share directory's DACL: protected, SYSTEM and Administrators full
 	// control, the user Modify, each inherited below.
-	e.ExpectMatching("SetFileSecurity", func(c scripted.Call) string {
+	// The DACL it had is replaced, whatever it was.
+	e.ExpectWin32("UpdateFileDACL", []any{`C:\st\share`}, scripted.Reply{Bytes: descriptor(t, 0, 2,
+		ace(t, 0, 0, 0x1f01ff, "S-1-1-0"))})
+	e.ExpectMatching("SetSecurityInfo", func(c scripted.Call) string {
 		if c.Args[0] != `C:\st\share` || c.Args[1] != uint32(0x80000004) {
 			return fmt.Sprintf("path or information %v", c.Args[:2])
 		}
-		d, err := winacl.ParseDescriptor(c.Args[2].([]byte))
+		acl, err := winacl.ParseACL(c.Args[2].([]byte))
 		if err != nil {
 			return err.Error()
 		}
 		var got []string
-		for _, a := range d.DACL.ACEs {
+		for _, a := range acl.ACEs {
 			got = append(got, fmt.Sprintf("%s %#x %d", a.SID, a.Mask, a.Flags))
 		}
 		want := []string{"S-1-5-18 0x1f01ff 3", "S-1-5-32-544 0x1f01ff 3", "S-1-5-21-1-2-3-1001 0x1301bf 3"}
-		if !d.Protected() || !reflect.DeepEqual(got, want) {
-			return fmt.Sprintf("DACL %q (protected %v), want %q", got, d.Protected(), want)
+		if !reflect.DeepEqual(got, want) {
+			return fmt.Sprintf("DACL %q, want %q", got, want)
 		}
 		return ""
 	}, ok())

@@ -247,6 +247,8 @@ func prepareNet(t *testing.T, c *hosttest.Case, e *scripted.Executor, f *hosttes
 		e.ExpectQuery(iscNS, wqlPortalOf(ctNoPortal), scripted.Reply{})
 		e.ExpectQuery(iscNS, wqlSessions, scripted.Reply{Instances: []winhost.Instance{
 			iscSessionInst(iscSessionPath, iscSessionID, iscIQN, false)}})
+		e.ExpectQuery(winhost.NamespaceWMI, wqlInitiatorSessions, scripted.Reply{Instances: []winhost.Instance{
+			initSessionInst(initSessionPath, iscIQN)}})
 	case "iscsi/portal-add-remove":
 		expectAddPortal(e)
 		expectPortals(e, true)
@@ -292,6 +294,10 @@ func prepareNet(t *testing.T, c *hosttest.Case, e *scripted.Executor, f *hosttes
 		expectLogin(e, false)
 		e.ExpectAssociators(iscNS, iscSessionPath, "MSFT_iSCSISessionToDisk", "MSFT_Disk",
 			scripted.Reply{Instances: []winhost.Instance{diskInst(diskSpec{Number: 3})}})
+		e.ExpectQuery(winhost.NamespaceWMI, wqlInitiatorSessions, scripted.Reply{Instances: []winhost.Instance{
+			initSessionInst(initSessionPath, iscIQN)}})
+		e.ExpectCall(winhost.NamespaceWMI, winhost.Method{Class: "MSiSCSIInitiator_SessionClass", Path: initSessionPath, Name: "SendScsiReportLuns"},
+			reportReply(0, reportLUNs(peripheral(0))))
 		e.ExpectCall(iscNS, connectCHAP(iscIQN, host.AuthOneWay, ctCHAP, false),
 			iscCOM("ExecMethod MSFT_iSCSITarget.Connect", isdscAlreadyLoggedIn))
 		expectSessions(e, iscSessionInst(iscSessionPath, iscSessionID, iscIQN, false))

@@ -137,7 +137,8 @@ const (
 	sidAdmins    = "S-1-5-32-544"
 )
 
-// shareDACL is the protected DACL of a shared directory for the user's SID.
+// shareDACL is the DACL of a shared directory for the user's SID, set
+// protected.
 func shareDACL(userSID string) ([]byte, error) {
 	acl := winacl.ACL{Revision: 2}
 	for _, e := range []struct {
@@ -150,12 +151,12 @@ func shareDACL(userSID string) ([]byte, error) {
 		}
 		acl.ACEs = append(acl.ACEs, a)
 	}
-	return winacl.Descriptor{Control: winacl.ControlDACLProtected, DACL: &acl}.Bytes()
+	return acl.Bytes()
 }
 
 // CreateShare implements host.LocalSMB: the user's SID
-// (LookupAccountNameW), the directory's DACL (SetFileSecurityW, protected,
-// as for volume roots: security.go), then the static
+// (LookupAccountNameW), the directory's DACL replaced by a protected one
+// (Executor.UpdateFileDACL, as for volume roots: security.go), then the static
 // MSFT_SmbShare.CreateShare with only parameters both Windows Server 2019
 // and 23H2 define (learn.microsoft.com/previous-versions/windows/desktop/
 // smb/createshare-msft-smbshare), Temporary so that a share a killed run
@@ -169,11 +170,14 @@ func (l *LocalSMB) CreateShare(ctx context.Context, name, dir, user string) erro
 	if err != nil {
 		return fmt.Errorf("share %s: look up user %s: %w", name, user, err)
 	}
-	sd, err := shareDACL(sid)
+	acl, err := shareDACL(sid)
 	if err != nil {
 		return fmt.Errorf("share %s: the DACL of %s: %w", name, dir, err)
 	}
-	if err := l.e.SetFileSecurity(ctx, dir, winacl.DACLSecurityInformation|winacl.ProtectedDACLSecurityInformation, sd); err != nil {
+	set := func([]byte) ([]byte, uint32, error) {
+		return acl, winacl.DACLSecurityInformation | winacl.ProtectedDACLSecurityInformation, nil
+	}
+	if err := l.e.UpdateFileDACL(ctx, dir, set); err != nil {
 		return fmt.Errorf("share %s: grant %s access to %s: %w", name, user, dir, mapHostErr(err))
 	}
 	m := Method{Class: classSmbShare, Name: "CreateShare", In: []Param{

@@ -131,10 +131,10 @@ func (s *System) PathVolume(ctx context.Context, path string) (host.PathVolume, 
 	return host.PathVolume{Root: root, DriveType: host.DriveType(dt), FileSystem: fs}, nil
 }
 
-// DirectoryDACL implements host.System: GetFileSecurityW, the descriptor
-// parsed by pkg/winacl as for volume roots (security.go).
+// DirectoryDACL implements host.System: the descriptor read as for volume
+// roots (Executor.FileSecurity), parsed by pkg/winacl (security.go).
 func (s *System) DirectoryDACL(ctx context.Context, path string) (host.DACL, error) {
-	b, err := s.e.GetFileSecurity(ctx, path, winacl.DACLSecurityInformation)
+	b, err := s.e.FileSecurity(ctx, path, winacl.DACLSecurityInformation)
 	if err != nil {
 		return host.DACL{}, fmt.Errorf("read the security descriptor of %s: %w", path, mapHostErr(err))
 	}

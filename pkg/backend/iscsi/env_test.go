@@ -38,6 +38,7 @@ const (
 	iqnOther  = "iqn.2024-01.test.array:other-mutual"
 	iqnDisc   = "iqn.2024-01.test.array:discovery"
 	iqnLate   = "iqn.2024-01.test.array:late"
+	iqnShared = "iqn.2024-01.test.array:shared"
 	iqnNamed  = "iqn.2024-01.test.array:named"
 	iqnMoved  = "iqn.2024-01.test.array:moved"
 	iqnNoID   = "iqn.2024-01.test.array:no-id"
@@ -82,6 +83,7 @@ func targets() []sim.TargetSpec {
 			CHAP: chap(chapUser, chapSecret), MutualSecret: otherMutual},
 		{IQN: iqnDisc, Portals: []host.Portal{portal3}, LUNs: []sim.LUNSpec{{LUN: 0}}, DiscoveryCHAP: chap(discUser, discSecret)},
 		{IQN: iqnLate, Portals: []host.Portal{portal1}, LUNs: []sim.LUNSpec{{LUN: 0}, {LUN: 3, AppearAfterRescans: 2}}},
+		{IQN: iqnShared, Portals: []host.Portal{portal1}, LUNs: []sim.LUNSpec{{LUN: 0}, {LUN: 1}, {LUN: 2}}, CHAP: chap(chapUser, chapSecret)},
 	}
 }
 

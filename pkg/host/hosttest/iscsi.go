@@ -25,6 +25,13 @@ var iscsiCases = []Case{
 		if len(s) != 0 {
 			t.Fatalf("sessions %+v", s)
 		}
+		// REPORT LUNS needs a session to go through. ErrNotFound says
+		// there is none; Windows may also fail the initiator's class when
+		// its service is stopped, which callers read as "unknown" too.
+		luns, err := f.Host.ISCSI.ReportLUNs(ctx, f.MissingTarget)
+		if err == nil || len(luns) != 0 {
+			t.Fatalf("ReportLUNs of a target without a session: %v, %v; want an error", luns, err)
+		}
 	}},
 	// A portal added runs discovery (its targets are listed at once),
 	// is listed, refreshes, and is gone after RemovePortal; adding it
@@ -93,6 +100,11 @@ var iscsiCases = []Case{
 		s := login(t, ctx, f, false)
 		if disks := sessionDisks(t, ctx, f, s); len(disks) == 0 {
 			t.Fatal("SessionDisks: the session reaches no disk")
+		}
+		// The target reports its LUNs (SCSI REPORT LUNS) through the
+		// session: the fixture's target has at least one.
+		if luns, err := f.Host.ISCSI.ReportLUNs(ctx, f.Target); err != nil || len(luns) == 0 {
+			t.Fatalf("ReportLUNs of a logged-in target: %v, %v; want its LUNs", luns, err)
 		}
 		_, err := f.Host.ISCSI.Connect(ctx, host.ConnectRequest{TargetIQN: f.Target, Portal: f.Portal, Auth: host.AuthOneWay, CHAP: f.CHAP})
 		is(t, "Connect again through the same portal", err, host.ErrAlreadyExists)

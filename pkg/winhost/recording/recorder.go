@@ -421,14 +421,38 @@ func (r *Recorder) RemoveIScsiPersistentTarget(ctx context.Context, initiatorIns
 	})
 }
 
-// GetFileSecurity implements winhost.Win32.
-func (r *Recorder) GetFileSecurity(ctx context.Context, path string, info uint32) ([]byte, error) {
-	return win32(r, "GetFileSecurity", []any{path, info}, func() ([]byte, error) { return r.inner.GetFileSecurity(ctx, path, info) })
+// FileSecurity implements winhost.Win32.
+func (r *Recorder) FileSecurity(ctx context.Context, path string, info uint32) ([]byte, error) {
+	return win32(r, "FileSecurity", []any{path, info}, func() ([]byte, error) { return r.inner.FileSecurity(ctx, path, info) })
 }
 
-// SetFileSecurity implements winhost.Win32.
-func (r *Recorder) SetFileSecurity(ctx context.Context, path string, info uint32, sd []byte) error {
-	return win32Do(r, "SetFileSecurity", []any{path, info, sd}, func() error { return r.inner.SetFileSecurity(ctx, path, info, sd) })
+// UpdateFileDACL implements winhost.Win32 as the scripted executor lays
+// it out: a line "UpdateFileDACL" (path) with the descriptor read, or the
+// error of the open or the read; then, when update returned an ACL, a
+// line "SetSecurityInfo" (path, the flags, the ACL) with the write's
+// result. An error of update itself is not the host's and is not
+// recorded.
+func (r *Recorder) UpdateFileDACL(ctx context.Context, path string, update func(sd []byte) ([]byte, uint32, error)) error {
+	start := time.Now()
+	read := false
+	var set []any
+	err := r.inner.UpdateFileDACL(ctx, path, func(sd []byte) ([]byte, uint32, error) {
+		read = true
+		r.record(Line{Kind: "UpdateFileDACL", Args: r.values(path)}, r.value(sd), nil, start)
+		acl, info, err := update(sd)
+		if err == nil && acl != nil {
+			set = []any{path, info, append([]byte(nil), acl...)}
+			start = time.Now()
+		}
+		return acl, info, err
+	})
+	switch {
+	case !read:
+		r.record(Line{Kind: "UpdateFileDACL", Args: r.values(path)}, nil, err, start)
+	case set != nil:
+		r.record(Line{Kind: "SetSecurityInfo", Args: r.values(set...)}, nil, err, start)
+	}
+	return err
 }
 
 // LookupAccountName implements winhost.Win32: the SID and its use are

@@ -46,6 +46,21 @@ func session(ctx context.Context, e winhost.AdminExecutor) []any {
 	add(e.ReportIScsiPersistentLogins(ctx))
 	add(e.RemoveIScsiPersistentTarget(ctx, "ROOT\\ISCSIPRT\\0000_0", 0xffffffff, "iqn.x", winhost.PortalW{Address: "10.0.0.5", Socket: 3260}))
 	add(e.LookupAccountName(ctx, "csiwn-st-1"))
+	add(e.FileSecurity(ctx, `C:\state`, uint32(4)))
+	// UpdateFileDACL: the descriptor read reaches update, the ACL it
+	// returns is written; an open that fails; an update that writes
+	// nothing.
+	var read [][]byte
+	update := func(acl []byte) func([]byte) ([]byte, uint32, error) {
+		return func(sd []byte) ([]byte, uint32, error) {
+			read = append(read, sd)
+			return acl, 0x80000004, nil
+		}
+	}
+	add(e.UpdateFileDACL(ctx, `C:\share`, update([]byte{2, 0, 8, 0, 0, 0, 0, 0})))
+	add(e.UpdateFileDACL(ctx, `C:\gone`, update(nil)))
+	add(e.UpdateFileDACL(ctx, `C:\same`, update(nil)))
+	add(read)
 	return out
 }
 
@@ -76,6 +91,11 @@ func script(e *scripted.Executor) {
 	e.ExpectWin32("RemoveIScsiPersistentTarget", []any{"ROOT\\ISCSIPRT\\0000_0", uint32(0xffffffff), "iqn.x",
 		winhost.PortalW{Address: "10.0.0.5", Socket: 3260}}, scripted.Reply{})
 	e.ExpectWin32("LookupAccountName", []any{"csiwn-st-1"}, scripted.Reply{Bytes: []byte{1, 1, 0, 0, 0, 0, 0, 5, 18, 0, 0, 0}, Uint32: 1})
+	e.ExpectWin32("FileSecurity", []any{`C:\state`, uint32(4)}, scripted.Reply{Bytes: []byte{1, 0, 4, 0x80, 9}})
+	e.ExpectWin32("UpdateFileDACL", []any{`C:\share`}, scripted.Reply{Bytes: []byte{1, 0, 4, 0x80, 7}})
+	e.ExpectWin32("SetSecurityInfo", []any{`C:\share`, uint32(0x80000004), []byte{2, 0, 8, 0, 0, 0, 0, 0}}, scripted.Reply{})
+	e.ExpectWin32("UpdateFileDACL", []any{`C:\gone`}, scripted.Reply{Err: &winhost.Win32Error{Call: "CreateFile", Code: 2}})
+	e.ExpectWin32("UpdateFileDACL", []any{`C:\same`}, scripted.Reply{Bytes: []byte{1, 0, 4, 0x80, 8}})
 }
 
 // A recording replays to the same answers, with the same Go types, and
@@ -94,7 +114,7 @@ func TestRecordAndReplay(t *testing.T) {
 	if err := rec.WriteResult(map[string]string{"ok": "yes"}); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Err() != nil || rec.Calls() != 20 {
+	if rec.Err() != nil || rec.Calls() != 25 {
 		t.Fatalf("recorder: %d calls, err %v", rec.Calls(), rec.Err())
 	}
 	text := buf.String()
@@ -112,7 +132,7 @@ func TestRecordAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Header.Scenario != "test" || f.Header.Params["run"] != "1" || len(f.Lines) != 20 || f.Result == nil {
+	if f.Header.Scenario != "test" || f.Header.Params["run"] != "1" || len(f.Lines) != 25 || f.Result == nil {
 		t.Fatalf("read back: %+v", f)
 	}
 	e, err := replay.New(t, f)
