@@ -60,11 +60,11 @@ func diagnose(args []string, stdout, stderr io.Writer) int {
 	opts := sc.opts
 	hostname, _ := os.Hostname() // only --node-id's default, which diagnose does not use
 	if err := opts.Finish(sc.fs, runtime.GOOS, hostname); err != nil {
-		return sc.usageError("invalid flags:\n%v", err)
+		return sc.invalid(err)
 	}
 	popts, err := plugin.FromConfig(opts, runtime.GOOS)
 	if err != nil {
-		return sc.usageError("invalid flags:\n%v", err)
+		return sc.invalid(err)
 	}
 	defer klog.Flush()
 

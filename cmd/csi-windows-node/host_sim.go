@@ -4,7 +4,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"k8s.io/klog/v2"
 
@@ -69,6 +71,9 @@ func simHost(ctx context.Context, opts *config.Options, setup simSetup) (*node, 
 // lock taken, nothing written, every call that would change it refused).
 func simReadHost(ctx context.Context, opts *config.Options) (*node, error) {
 	s, err := sim.OpenReadOnly(opts.SimDir, klog.FromContext(ctx))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no simulated host in --sim-dir %s yet (the plugin, selftest or preflight --fix with --host=sim makes one): %w", opts.SimDir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open the simulated host read-only: %w", err)
 	}

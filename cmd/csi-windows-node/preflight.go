@@ -65,11 +65,11 @@ func preflightCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	hostname, _ := os.Hostname() // only --node-id's default, which preflight does not use
 	if err := opts.Finish(sc.fs, runtime.GOOS, hostname); err != nil {
-		return fail("invalid flags:\n%v", err)
+		return sc.invalid(err)
 	}
 	popts, err := plugin.FromConfig(opts, runtime.GOOS)
 	if err != nil {
-		return fail("invalid flags:\n%v", err)
+		return sc.invalid(err)
 	}
 	if noDriver && !opts.IsSet("state-dir") {
 		popts.StateDir = ""

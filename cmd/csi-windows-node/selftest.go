@@ -70,11 +70,11 @@ func selftestCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	hostname, _ := os.Hostname()
 	if err := opts.Finish(sc.fs, runtime.GOOS, hostname); err != nil {
-		return fail("invalid flags:\n%v", err)
+		return sc.invalid(err)
 	}
 	popts, err := plugin.FromConfig(opts, runtime.GOOS)
 	if err != nil {
-		return fail("invalid flags:\n%v", err)
+		return sc.invalid(err)
 	}
 	cfg := selftest.Config{
 		Backends: so.Backends, WorkDir: so.WorkDir, Run: selftest.NewRunID(), Plugin: popts,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
 )
@@ -22,6 +23,9 @@ type subcommand struct {
 	logging *config.Logging
 	stdout  io.Writer
 	stderr  io.Writer
+	// plugin names the plugin's and the logging flags, which --help lists
+	// after the subcommand's own.
+	plugin map[string]bool
 }
 
 // newSubcommand makes the flag set; the caller adds its own flags to fs.
@@ -32,7 +36,8 @@ func newSubcommand(name, usage string, stdout, stderr io.Writer) *subcommand {
 	fs.SetOutput(io.Discard) // parse reports errors and --help itself
 	fs.Usage = func() {}
 	s := &subcommand{name: name, usage: usage, fs: fs, logging: config.RegisterLogging(fs), opts: config.Register(fs, runtime.GOOS),
-		stdout: stdout, stderr: stderr}
+		stdout: stdout, stderr: stderr, plugin: map[string]bool{}}
+	fs.VisitAll(func(f *flag.Flag) { s.plugin[f.Name] = true })
 	return s
 }
 
@@ -44,8 +49,7 @@ func (s *subcommand) parse(args []string, check func() error) (int, bool) {
 	if err := s.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(s.stdout, s.usage)
-			s.fs.SetOutput(s.stdout)
-			s.fs.PrintDefaults()
+			config.SubcommandUsage(s.stdout, s.fs, func(name string) bool { return !s.plugin[name] })
 			return exitOK, false
 		}
 		return s.usageError("%v\nRun csi-windows-node %s --help for the flags.", err, s.name), false
@@ -54,12 +58,22 @@ func (s *subcommand) parse(args []string, check func() error) (int, bool) {
 		return s.usageError("unexpected argument %q: every setting is a --flag\nRun csi-windows-node %s --help for the flags.", s.fs.Arg(0), s.name), false
 	}
 	if err := check(); err != nil {
-		return s.usageError("invalid flags:\n%v", err), false
+		return s.invalid(err), false
 	}
 	if err := s.logging.Apply(); err != nil {
-		return s.usageError("invalid flags:\n%v", err), false
+		return s.invalid(err), false
 	}
 	return 0, true
+}
+
+// invalid reports flags that parse but do not go together, or that name
+// something unusable, and returns exitFlagError: one line for one problem,
+// one line each after the first for several (errors.Join).
+func (s *subcommand) invalid(err error) int {
+	if msg := err.Error(); strings.Contains(msg, "\n") {
+		return s.usageError("invalid flags:\n%s", msg)
+	}
+	return s.usageError("invalid flags: %v", err)
 }
 
 // usageError prints one message about the flags and returns exitFlagError.

@@ -311,7 +311,12 @@ func TestPreflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"preflight", "--host=sim", "--sim-dir=" + filepath.Join(dir, "sim"), "--kubelet-dir=" + kubelet}
-	// The simulated host must exist for a read-only look.
+	// The simulated host must exist for a read-only look; the message says
+	// what makes one.
+	if r := run(t, args...); r.code != 1 || !strings.Contains(r.stderr, "no simulated host in --sim-dir") ||
+		!strings.Contains(r.stderr, "preflight --fix") {
+		t.Fatalf("no simulated host yet: exit %d\n%s", r.code, r.stderr)
+	}
 	if r := run(t, "selftest", "--host=sim", "--work-dir="+filepath.Join(dir, "w"), "--sim-dir="+filepath.Join(dir, "sim")); r.code != 0 {
 		t.Fatalf("selftest: exit %d\n%s", r.code, r.stderr)
 	}
