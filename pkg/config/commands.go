@@ -79,7 +79,7 @@ func RegisterSelftest(fs *flag.FlagSet, goos, tempDir string) *SelftestOptions {
 	fs.DurationVar(&o.Timeout, "timeout", 15*time.Minute, "how long the steps may take; what they made is removed after it too")
 	fs.BoolVar(&o.SMBLocal, "smb-local", false, "smb: make a temporary local share and local user (random password) and map the share through the node's own name")
 	fs.StringVar(&o.SMBSource, "smb-source", "", "smb: the share to map, //server/share or \\\\server\\share")
-	fs.StringVar(&o.SMBCredentials, "smb-credentials", "", "smb: file of username=, password= and optionally domain= lines for --smb-source (no file: anonymous)")
+	fs.StringVar(&o.SMBCredentials, "smb-credentials", "", "smb: file of username=, password= and optionally domain= lines for --smb-source (no file: mapped without credentials, as mapWithoutCredentials=true does)")
 	fs.StringVar(&o.ISCSIPortal, "iscsi-portal", "", "iscsi: the target portal, host[:port]")
 	fs.StringVar(&o.ISCSIIQN, "iscsi-iqn", "", "iscsi: the target's IQN")
 	fs.UintVar(&o.ISCSILUN, "iscsi-lun", 0, "iscsi: the LUN to stage; it is formatted NTFS if it is blank")

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
@@ -59,13 +61,24 @@ func (r *runner) smb(ctx context.Context) {
 			})
 		}()
 	}
+	vctx := map[string]string{"backend": "smb", "source": src}
 	var secrets map[string]string
 	if user != "" {
 		secrets = map[string]string{"username": user, "password": pw.Reveal()}
+	} else {
+		// No --smb-credentials: the plugin maps without any, as a volume
+		// asks with mapWithoutCredentials (docs/parameters.md).
+		vctx["mapWithoutCredentials"] = "true"
 	}
-	v := r.newVolume("-smb", "", csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER,
-		map[string]string{"backend": "smb", "source": src}, secrets)
-	r.step(ctx, "stage: global mapping of "+src+", link", func(ctx context.Context) (string, error) { return r.stage(ctx, v) })
+	v := r.newVolume("-smb", "", csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, vctx, secrets)
+	r.step(ctx, "stage: global mapping, link", func(ctx context.Context) (string, error) {
+		detail, err := r.stage(ctx, v)
+		hint := ""
+		if code := status.Code(err); (code == codes.Unauthenticated || code == codes.PermissionDenied) && !r.cfg.SMB.Local {
+			hint = " (selftest: the user and password come from --smb-credentials)"
+		}
+		return src + " mapped, " + detail, about(src, err, hint)
+	})
 	r.sharedSteps(ctx, v)
 	r.step(ctx, "unstage", func(ctx context.Context) (string, error) {
 		if _, err := r.unstage(ctx, v); err != nil {
@@ -101,6 +114,18 @@ func (r *runner) sharedSteps(ctx context.Context, v *volume) {
 	r.step(ctx, "unpublish", func(ctx context.Context) (string, error) { return r.unpublish(ctx, v) })
 }
 
+// about puts what a failed step was about before its error and a hint
+// after it, keeping the error's gRPC code; nil stays nil.
+func about(what string, err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	if s, ok := status.FromError(err); ok {
+		return status.Error(s.Code(), what+": "+s.Message()+hint)
+	}
+	return fmt.Errorf("%s: %w%s", what, err, hint)
+}
+
 // shareRoot returns \\server\share of a share path.
 func shareRoot(src string) string {
 	s := strings.TrimLeft(strings.ReplaceAll(src, "/", `\`), `\`)
@@ -125,8 +150,19 @@ func (r *runner) iscsi(ctx context.Context) {
 		secrets = map[string]string{"node.session.auth.username": t.CHAPUser, "node.session.auth.password": t.CHAPSecret.Reveal()}
 	}
 	v := r.newVolume("-iscsi", "NTFS", csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, vctx, secrets)
-	r.step(ctx, fmt.Sprintf("stage: log in to %s at %s, LUN %d, format NTFS if blank, mount", t.IQN, t.Portal, t.LUN),
-		func(ctx context.Context) (string, error) { return r.stage(ctx, v) })
+	target := fmt.Sprintf("%s at %s, LUN %d", t.IQN, t.Portal, t.LUN)
+	r.step(ctx, "stage: log in, format NTFS if blank, mount", func(ctx context.Context) (string, error) {
+		detail, err := r.stage(ctx, v)
+		hint := ""
+		switch {
+		case status.Code(err) != codes.Unauthenticated:
+		case t.CHAPUser == "":
+			hint = " (selftest: give the target's CHAP user and secret with --iscsi-chap FILE)"
+		default:
+			hint = " (selftest: check the username= and password= lines of --iscsi-chap)"
+		}
+		return target + ", " + detail, about(target, err, hint)
+	})
 	r.sharedSteps(ctx, v)
 	r.step(ctx, "unstage: log out", func(ctx context.Context) (string, error) {
 		if _, err := r.unstage(ctx, v); err != nil {

@@ -226,16 +226,78 @@ func TestShareThatDoesNotAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	failed := failedSteps(rep)
+	if len(failed) != 1 || !strings.HasPrefix(failed[0].Name, "stage") || !strings.Contains(failed[0].Detail, "nosuchserver") {
+		t.Errorf("failed steps %+v, want the stage naming the server", failed)
+	}
+	r.nothingLeft(t)
+}
+
+// Without credentials (no --smb-credentials) the share is mapped as a
+// volume with mapWithoutCredentials is: the plugin asks the server, which
+// here wants a user, rather than refusing the volume for its missing
+// secret; the failed stage names the share and the flag to give.
+func TestShareWithoutCredentials(t *testing.T) {
+	r := newRig(t)
+	if err := r.sim.AddShare(sim.ShareSpec{Server: "files", Share: "data", Users: map[string]string{"alice": "alice-password"}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := r.config(selftest.BackendSMB)
+	cfg.SMB = selftest.SMBTarget{Source: `//files/data`}
+	rep, err := selftest.Run(context.Background(), r.node, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := failedSteps(rep)
+	if len(failed) != 1 || !strings.HasPrefix(failed[0].Detail, "Unauthenticated: //files/data: ") ||
+		!strings.Contains(failed[0].Detail, "mapWithoutCredentials") || !strings.Contains(failed[0].Detail, "--smb-credentials") {
+		t.Errorf("failed steps %+v, want the stage mapping without credentials, naming the share and --smb-credentials", failed)
+	}
+	r.nothingLeft(t)
+
+	cfg.SMB = selftest.SMBTarget{Source: `//files/data`, User: "alice", Password: host.NewSecret("alice-password")}
+	if rep, err := selftest.Run(context.Background(), r.node, cfg); err != nil || !rep.Passed() {
+		t.Errorf("with credentials: %+v, %v", rep, err)
+	}
+	r.nothingLeft(t)
+}
+
+// A target that refuses the login names the target and the flag that
+// gives CHAP, or that the flag's file holds the wrong CHAP.
+func TestTargetRefusesTheLogin(t *testing.T) {
+	r := newRig(t)
+	for _, tt := range []struct {
+		name       string
+		user, pass string
+		want       string
+	}{
+		{"no CHAP", "", "", "give the target's CHAP user and secret with --iscsi-chap FILE"},
+		{"wrong CHAP", "node1", "wrong-secret12", "check the username= and password= lines of --iscsi-chap"},
+	} {
+		cfg := r.config(selftest.BackendISCSI)
+		cfg.ISCSI.CHAPUser, cfg.ISCSI.CHAPSecret = tt.user, host.NewSecret(tt.pass)
+		rep, err := selftest.Run(context.Background(), r.node, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := failedSteps(rep)
+		if len(failed) != 1 || !strings.HasPrefix(failed[0].Detail, "Unauthenticated: "+iqn+" at "+portal+", LUN 0: ") ||
+			!strings.Contains(failed[0].Detail, tt.want) {
+			t.Errorf("%s: failed steps %+v, want the stage naming the target and %q", tt.name, failed, tt.want)
+		}
+		r.nothingLeft(t)
+	}
+}
+
+// failedSteps returns the steps of a report that failed.
+func failedSteps(rep *selftest.Report) []selftest.Step {
 	var failed []selftest.Step
 	for _, s := range rep.Steps {
 		if s.Result == selftest.Fail {
 			failed = append(failed, s)
 		}
 	}
-	if len(failed) != 1 || !strings.HasPrefix(failed[0].Name, "stage") || !strings.Contains(failed[0].Detail, "nosuchserver") {
-		t.Errorf("failed steps %+v, want the stage naming the server", failed)
-	}
-	r.nothingLeft(t)
+	return failed
 }
 
 // A second selftest on the node at once is refused.

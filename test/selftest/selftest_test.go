@@ -205,7 +205,7 @@ func TestBadInput(t *testing.T) {
 			failed = append(failed, s.Step+": "+s.Detail)
 		}
 	}
-	if r.code != 1 || len(failed) != 1 || !strings.HasPrefix(failed[0], "stage: global mapping of //nosuchserver/share") {
+	if r.code != 1 || len(failed) != 1 || !strings.HasPrefix(failed[0], "stage: global mapping, link: Unavailable: //nosuchserver/share: ") {
 		t.Errorf("a share that does not answer: exit %d, failed steps %q", r.code, failed)
 	}
 	if l := left(t, work); len(l) != 0 {
