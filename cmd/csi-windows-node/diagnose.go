@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -58,13 +56,9 @@ func diagnose(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	opts := sc.opts
-	hostname, _ := os.Hostname() // only --node-id's default, which diagnose does not use
-	if err := opts.Finish(sc.fs, runtime.GOOS, hostname); err != nil {
-		return sc.invalid(err)
-	}
-	popts, err := plugin.FromConfig(opts, runtime.GOOS)
-	if err != nil {
-		return sc.invalid(err)
+	popts, code, ok := sc.pluginOptions()
+	if !ok {
+		return code
 	}
 	defer klog.Flush()
 

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"slices"
 
 	"k8s.io/klog/v2"
@@ -63,13 +61,9 @@ func preflightCmd(args []string, stdout, stderr io.Writer) int {
 	if noDriver {
 		opts.DriverName = "preflight.invalid"
 	}
-	hostname, _ := os.Hostname() // only --node-id's default, which preflight does not use
-	if err := opts.Finish(sc.fs, runtime.GOOS, hostname); err != nil {
-		return sc.invalid(err)
-	}
-	popts, err := plugin.FromConfig(opts, runtime.GOOS)
-	if err != nil {
-		return sc.invalid(err)
+	popts, code, ok := sc.pluginOptions()
+	if !ok {
+		return code
 	}
 	if noDriver && !opts.IsSet("state-dir") {
 		popts.StateDir = ""

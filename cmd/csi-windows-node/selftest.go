@@ -18,7 +18,6 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/selftest"
 	"github.com/wincsi/csi-windows-node/pkg/winhost/recording"
 )
@@ -68,13 +67,9 @@ func selftestCmd(args []string, stdout, stderr io.Writer) int {
 	if opts.Host == config.HostSim && opts.SimDir == "" {
 		opts.SimDir = filepath.Join(so.WorkDir, "sim")
 	}
-	hostname, _ := os.Hostname()
-	if err := opts.Finish(sc.fs, runtime.GOOS, hostname); err != nil {
-		return sc.invalid(err)
-	}
-	popts, err := plugin.FromConfig(opts, runtime.GOOS)
-	if err != nil {
-		return sc.invalid(err)
+	popts, code, ok := sc.pluginOptions()
+	if !ok {
+		return code
 	}
 	cfg := selftest.Config{
 		Backends: so.Backends, WorkDir: so.WorkDir, Run: selftest.NewRunID(), Plugin: popts,

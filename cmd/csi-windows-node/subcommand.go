@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
 )
 
 // subcommand is what diagnose, preflight and selftest share: a flag set
@@ -74,6 +76,21 @@ func (s *subcommand) invalid(err error) int {
 		return s.usageError("invalid flags:\n%s", msg)
 	}
 	return s.usageError("invalid flags: %v", err)
+}
+
+// pluginOptions finishes the plugin's flags (the host name is only
+// --node-id's default) and builds the plugin's options from them. When ok
+// is false the subcommand ends with code: the flags were refused.
+func (s *subcommand) pluginOptions() (popts plugin.Options, code int, ok bool) {
+	hostname, _ := os.Hostname()
+	if err := s.opts.Finish(s.fs, runtime.GOOS, hostname); err != nil {
+		return plugin.Options{}, s.invalid(err), false
+	}
+	popts, err := plugin.FromConfig(s.opts, runtime.GOOS)
+	if err != nil {
+		return plugin.Options{}, s.invalid(err), false
+	}
+	return popts, 0, true
 }
 
 // usageError prints one message about the flags and returns exitFlagError.
