@@ -148,7 +148,14 @@ func writePreflight(w io.Writer, out preflightOutput, fixed bool) error {
 	for _, f := range out.Findings {
 		counts[f.Result]++
 	}
+	verdict := "READY"
+	switch out.Result {
+	case preflight.Warn:
+		verdict = "READY, with warnings"
+	case preflight.Fail:
+		verdict = "NOT READY: fix what fails, then run preflight again (docs/troubleshooting.md#preflight)"
+	}
 	p.print(fmt.Sprintf("\n%d pass, %d warn, %d fail, %d info: %s\n", counts[preflight.Pass], counts[preflight.Warn],
-		counts[preflight.Fail], counts[preflight.Info], out.Result))
+		counts[preflight.Fail], counts[preflight.Info], verdict))
 	return p.err
 }

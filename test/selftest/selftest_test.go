@@ -335,6 +335,9 @@ func TestPreflight(t *testing.T) {
 	if r.code != 1 || rep.Result != "fail" || results["iscsi-initiator"] != "fail" || results["kubelet-dir"] != "pass" {
 		t.Fatalf("a fresh node: exit %d, %v", r.code, results)
 	}
+	if r := run(t, args...); r.code != 1 || !strings.Contains(r.stdout, "iscsi-initiator   FAIL") || !strings.Contains(r.stdout, ": NOT READY: ") {
+		t.Fatalf("a fresh node, as a table: exit %d\n%s", r.code, r.stdout)
+	}
 
 	r = run(t, append(args, "--fix")...)
 	if r.code != 0 || !strings.Contains(r.stdout, "MSiSCSI: start type manual -> automatic") || !strings.Contains(r.stdout, "MSiSCSI: stopped -> running") {
@@ -345,7 +348,7 @@ func TestPreflight(t *testing.T) {
 		t.Fatalf("a second --fix: exit %d\n%s", r.code, r.stdout)
 	}
 	r = run(t, args...)
-	if r.code != 0 || !strings.Contains(r.stdout, "iscsi-initiator   PASS") {
+	if r.code != 0 || !strings.Contains(r.stdout, "iscsi-initiator   PASS") || !strings.Contains(r.stdout, ": READY\n") {
 		t.Fatalf("after the fix: exit %d\n%s", r.code, r.stdout)
 	}
 	for _, bad := range [][]string{{"--backends=nfs"}, {"-o", "xml"}, {"--timeout=0s"}, {"extra"}} {
