@@ -311,19 +311,25 @@ func TestEveryCheckInEachState(t *testing.T) {
 
 // On a fresh node MSiSCSI is manual and stopped: preflight fails; --fix
 // sets it to start automatically and starts it, changing nothing else;
-// preflight then passes. A second --fix has nothing to do.
+// preflight then passes. One scripted node throughout: the checks, the
+// fix's calls (and no other change), the checks again. A second --fix has
+// nothing to do.
 func TestFixStartsMSiSCSI(t *testing.T) {
 	ctx := context.Background()
-	if f := finding(t, run(t, node{msiscsi: svc(host.ServiceStopped, host.StartManual)}, cfg), preflight.CheckISCSIInitiator); f.Result != preflight.Fail {
-		t.Fatalf("before the fix: %s %q, want fail", f.Result, f.Detail)
-	}
-
 	e := scripted.New(t)
+	node{msiscsi: svc(host.ServiceStopped, host.StartManual)}.script(t, e)
 	e.ExpectWin32("QueryService", []any{"MSiSCSI"}, *svc(host.ServiceStopped, host.StartManual))
 	e.ExpectWin32("ChangeServiceStartType", []any{"MSiSCSI", host.StartAuto}, scripted.Reply{})
 	e.ExpectWin32("StartService", []any{"MSiSCSI"}, scripted.Reply{})
 	e.ExpectWin32("QueryService", []any{"MSiSCSI"}, *svc(host.ServiceRunning, host.StartAuto))
-	changes, err := preflight.Fix(ctx, winhost.NewAdmin(e).System)
+	node{}.script(t, e) // MSiSCSI now running, automatic
+	sys := winhost.NewAdmin(e).System
+
+	before := preflight.Run(ctx, cfg, winhost.New(e), sys)
+	if f := finding(t, before, preflight.CheckISCSIInitiator); f.Result != preflight.Fail || before.Worst() != preflight.Fail {
+		t.Fatalf("before the fix: %s %q (worst %s), want fail", f.Result, f.Detail, before.Worst())
+	}
+	changes, err := preflight.Fix(ctx, sys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,9 +337,14 @@ func TestFixStartsMSiSCSI(t *testing.T) {
 	if !reflect.DeepEqual(changes, want) {
 		t.Errorf("Fix() = %q, want %q", changes, want)
 	}
-
-	if f := finding(t, run(t, node{}, cfg), preflight.CheckISCSIInitiator); f.Result != preflight.Pass {
-		t.Fatalf("after the fix: %s %q, want pass", f.Result, f.Detail)
+	after := preflight.Run(ctx, cfg, winhost.New(e), sys)
+	if f := finding(t, after, preflight.CheckISCSIInitiator); f.Result != preflight.Pass || after.Worst() == preflight.Fail {
+		t.Fatalf("after the fix: %s %q (worst %s), want pass", f.Result, f.Detail, after.Worst())
+	}
+	for _, f := range before.Findings {
+		if f.Check != preflight.CheckISCSIInitiator && finding(t, after, f.Check).Result != f.Result {
+			t.Errorf("--fix changed %s: %s before, %s after", f.Check, f.Result, finding(t, after, f.Check).Result)
+		}
 	}
 
 	e = scripted.New(t)
