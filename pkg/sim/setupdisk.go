@@ -266,9 +266,9 @@ func (p *setupParser) scsiAddress(n *yaml.Node, at string, d *SetupDisk) {
 
 // claimDisks reports disks declared twice, and a mix of table and other
 // entries. Outside a table a disk is its serial, page 83 identifier and
-// LUN; in a table only its number is unique: identifiers repeat on real
-// nodes, and it is the plugin that must refuse such a match, not the
-// simulated host.
+// LUN; in a table only its number and device path are unique: identifiers
+// repeat on real nodes, and it is the plugin that must refuse such a
+// match, not the simulated host.
 func (p *setupParser) claimDisks(disks []SetupDisk, claim func(what, value, at string)) {
 	table := len(disks) > 0 && disks[0].Number != nil
 	for i, d := range disks {
@@ -278,7 +278,15 @@ func (p *setupParser) claimDisks(disks []SetupDisk, claim func(what, value, at s
 			return
 		}
 		if table {
-			claim("disk number", strconv.FormatUint(uint64(*d.Number), 10), fmt.Sprintf("disks[%d] (disk %d)", i, *d.Number))
+			at := fmt.Sprintf("disks[%d] (disk %d)", i, *d.Number)
+			claim("disk number", strconv.FormatUint(uint64(*d.Number), 10), at)
+			// The device path holds the device instance ID, which
+			// "uniquely identifies a device in the system"
+			// (learn.microsoft.com/windows-hardware/drivers/install/device-instance-ids):
+			// unlike serials and identifiers, no two disks share one.
+			if d.Identity != nil && d.Identity.Path != "" {
+				claim("device path", strings.ToLower(d.Identity.Path), at)
+			}
 			continue
 		}
 		at := fmt.Sprintf("disks[%d] (serial %s)", i, d.Serial)

@@ -199,7 +199,7 @@ func TestAzure(t *testing.T) {
 		// disks with nothing to tell them by; the driver took one at random,
 		// the OS disk included.
 		{name: "NVMe: the #3329 table", table: "azure-nvme.yaml", args: azure,
-			edit: []string{"#6&ca10229&0&000000#", "#6&ca10229#", "#6&ca10229&0&000001#", "#6&ca10229#", "#6&ca10229&0&000003#", "#6&ca10229#",
+			edit: []string{"#6&ca10229&0&000000#", "#6&ca10229&a#", "#6&ca10229&0&000001#", "#6&ca10229&b#", "#6&ca10229&0&000003#", "#6&ca10229&c#",
 				"scsiAddress: {port: 1, path: 0, target: 0, lun: 0}", "scsiAddress: unsupported",
 				"scsiAddress: {port: 1, path: 0, target: 0, lun: 1}", "scsiAddress: unsupported",
 				"scsiAddress: {port: 1, path: 0, target: 0, lun: 3}", "scsiAddress: unsupported"},
