@@ -34,6 +34,8 @@ type BusType uint16
 const (
 	BusTypeUnknown     BusType = 0
 	BusTypeSCSI        BusType = 1
+	BusTypeATAPI       BusType = 2
+	BusTypeATA         BusType = 3
 	BusTypeFibre       BusType = 6
 	BusTypeUSB         BusType = 7
 	BusTypeRAID        BusType = 8
@@ -44,6 +46,17 @@ const (
 	BusTypeStorageSpcs BusType = 16
 	BusTypeNVMe        BusType = 17
 )
+
+// String names the bus type as the MSFT_Disk page does
+// (learn.microsoft.com/windows-hardware/drivers/storage/msft-disk).
+func (b BusType) String() string {
+	names := []string{"Unknown", "SCSI", "ATAPI", "ATA", "1394", "SSA", "Fibre Channel", "USB", "RAID", "iSCSI",
+		"SAS", "SATA", "SD", "MMC", "Virtual", "File Backed Virtual", "Storage Spaces", "NVMe"}
+	if int(b) < len(names) {
+		return names[b]
+	}
+	return "BusType(" + itoa(uint64(b)) + ")"
+}
 
 // OfflineReason is MSFT_Disk.OfflineReason.
 type OfflineReason uint16
@@ -117,8 +130,13 @@ type Disk struct {
 	UniqueIDFormat UniqueIDFormat
 	Location       string // e.g. "PCI Slot 3 : Adapter 0 : Port 0 : Target 1 : LUN 0"
 	FriendlyName   string
+	// Manufacturer is MSFT_Disk.Manufacturer, the vendor identifier ("Msft"
+	// for a Hyper-V or Azure virtual disk, "VMware" for a vSphere one).
+	Manufacturer string
 	// Model is MSFT_Disk.Model, the product identifier; Windows sometimes
-	// prefixes "NVMe " to it in FriendlyName.
+	// prefixes "NVMe " to it in FriendlyName. FriendlyName is commonly
+	// Manufacturer and Model ("VMware Virtual disk": ansible/ansible PR
+	// #51595's Get-Disk | Select *).
 	Model string
 	// AdapterSerialNumber is MSFT_Disk.AdapterSerialNumber: the serial of
 	// the adapter (for NVMe, the controller) the disk is reached through,

@@ -92,9 +92,9 @@ func errOffline(d *DiskState) error {
 
 func (d *DiskState) toHost() host.Disk {
 	prod := "virtual_disk"
-	name := "Msft Virtual Disk"
+	mfr, model := "Msft", "Virtual Disk"
 	if d.BusType == host.BusTypeISCSI {
-		prod, name = "sim_iscsi_lun", "SIM iSCSI LUN"
+		prod, mfr, model = "sim_iscsi_lun", "SIM", "iSCSI LUN"
 	}
 	out := host.Disk{
 		Ref:            d.ref(),
@@ -103,7 +103,9 @@ func (d *DiskState) toHost() host.Disk {
 		SerialNumber:   d.Serial,
 		UniqueID:       d.Page83,
 		Location:       d.Location,
-		FriendlyName:   name,
+		FriendlyName:   mfr + " " + model,
+		Manufacturer:   mfr,
+		Model:          model,
 		Size:           d.Size,
 		BusType:        d.BusType,
 		PartitionStyle: d.PartitionStyle,
@@ -117,7 +119,8 @@ func (d *DiskState) toHost() host.Disk {
 		out.OfflineReason = d.OfflineReason
 	}
 	if id := d.Identity; id != nil {
-		out.FriendlyName, out.Model, out.UniqueID, out.UniqueIDFormat = id.FriendlyName, id.Model, id.UniqueID, id.UniqueIDFormat
+		out.FriendlyName, out.Manufacturer, out.Model = id.FriendlyName, id.Manufacturer, id.Model
+		out.UniqueID, out.UniqueIDFormat = id.UniqueID, id.UniqueIDFormat
 		out.AdapterSerialNumber = id.AdapterSerialNumber
 		if id.Path != "" {
 			out.Path = id.Path

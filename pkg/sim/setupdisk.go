@@ -165,6 +165,7 @@ func (p *setupParser) disk(n *yaml.Node, at string) SetupDisk {
 			d.Number = &num
 		},
 		"friendlyName":        str(func(d *SetupDisk) *string { return &d.identity().FriendlyName }),
+		"manufacturer":        str(func(d *SetupDisk) *string { return &d.identity().Manufacturer }),
 		"model":               str(func(d *SetupDisk) *string { return &d.identity().Model }),
 		"uniqueId":            str(func(d *SetupDisk) *string { return &d.identity().UniqueID }),
 		"path":                str(func(d *SetupDisk) *string { return &d.identity().Path }),
@@ -369,7 +370,8 @@ func identityDiff(have, want DiskState) string {
 		return []string{
 			fmt.Sprintf("serial %q", h.SerialNumber), fmt.Sprintf("location %q", h.Location),
 			fmt.Sprintf("bus type %d", h.BusType), fmt.Sprintf("boot %t", h.IsBoot), fmt.Sprintf("system %t", h.IsSystem),
-			fmt.Sprintf("friendly name %q", h.FriendlyName), fmt.Sprintf("model %q", h.Model), fmt.Sprintf("path %q", h.Path),
+			fmt.Sprintf("friendly name %q", h.FriendlyName), fmt.Sprintf("manufacturer %q", h.Manufacturer),
+			fmt.Sprintf("model %q", h.Model), fmt.Sprintf("path %q", h.Path),
 			fmt.Sprintf("unique ID %q (format %d)", h.UniqueID, h.UniqueIDFormat),
 			fmt.Sprintf("adapter serial %q", h.AdapterSerialNumber),
 			fmt.Sprintf("page 83 %v (answered %t)", ids, idErr == nil), fmt.Sprintf("SCSI address %v (answered %t)", addr, addrErr == nil),

@@ -42,7 +42,7 @@ func NewDisks(e Executor) *Disks { return &Disks{s: storage{e}} }
 // (kubernetes-sigs/azuredisk-csi-driver#2661, Get-Disk | select *).
 var diskProps = []string{
 	"ObjectId", "Number", "Path", "SerialNumber", "UniqueId", "UniqueIdFormat", "Location", "FriendlyName",
-	"Model", "AdapterSerialNumber", "Size", "BusType", "PartitionStyle", "IsBoot", "IsSystem", "IsReadOnly",
+	"Manufacturer", "Model", "AdapterSerialNumber", "Size", "BusType", "PartitionStyle", "IsBoot", "IsSystem", "IsReadOnly",
 	"IsOffline", "OfflineReason", "HealthStatus",
 }
 
@@ -85,6 +85,7 @@ func parseDisk(in Instance) (host.Disk, error) {
 		// host-mounted VHD (dataplat/dbaclone PR #78).
 		Location:            p.String("Location"),
 		FriendlyName:        p.String("FriendlyName"),
+		Manufacturer:        p.String("Manufacturer"),
 		Model:               p.String("Model"),
 		AdapterSerialNumber: p.String("AdapterSerialNumber"),
 		Size:                p.RequiredUint64("Size"),

@@ -161,6 +161,30 @@ func TestAzure(t *testing.T) {
     busType: SAS
     partitionStyle: RAW
 `, publish: map[string]string{"LUN": "1"}, wantCode: codes.FailedPrecondition, wantIn: []string{"disks 3 [", ", 4 ["}},
+		// Found by review: each of these was staged as the data disk at
+		// LUN 0, the iSCSI LUN formatted.
+		{name: "SCSI: never an iSCSI LUN at the LUN", table: "azure-scsi.yaml", args: azure, extra: `
+  - number: 4
+    friendlyName: LIO-ORG iscsi-target-01
+    location: "Integrated : Adapter 3 : Port 0 : Target 0 : LUN 0"
+    busType: iSCSI
+    partitionStyle: RAW
+`, publish: map[string]string{"LUN": "0"}, wantCode: codes.NotFound},
+		// Azure Disk Encryption's key volume (azuredisk-csi-driver#2034).
+		{name: "SCSI: never the BitLocker key volume at target 1", table: "azure-scsi.yaml", args: azure, extra: `
+  - number: 4
+    friendlyName: Msft Virtual Disk
+    location: "Integrated : Adapter 2 : Port 0 : Target 1 : LUN 0"
+    busType: SAS
+    partitionStyle: MBR
+`, publish: map[string]string{"LUN": "0"}, wantCode: codes.NotFound},
+		// A Generation 1 VM: the OS disk on IDE, the temporary disk on a
+		// channel of its own (inferred: how Windows shows it is not known;
+		// here another adapter at LUN 0).
+		{name: "SCSI: a Generation 1 layout is refused", table: "azure-scsi.yaml", args: azure,
+			edit: []string{"busType: SAS                                # inferred: as disk 3", "busType: ATA",
+				"Integrated : Bus 0 : Device 63667 : Function 30746 : Adapter 0 : Port 0 : Target 0 : LUN 1", "Integrated : Adapter 2 : Port 0 : Target 0 : LUN 0"},
+			publish: map[string]string{"LUN": "0"}, wantCode: codes.FailedPrecondition, wantIn: []string{"disk 0 [", "Generation 1"}},
 		{name: "SCSI: without the preset, diskLUN matches both disks at LUN 1", table: "azure-scsi.yaml",
 			vctx: map[string]string{"diskLUN": "1"}, wantCode: codes.FailedPrecondition, wantIn: []string{"disks 1 [", ", 3 ["}},
 

@@ -19,7 +19,8 @@ type scope struct {
 	// namespaces of the accelerator (AzureLUN only).
 	azureNVMe bool
 	// osAdapters are the adapters of the boot and system disks, which on
-	// Azure SCSI sizes also hold the temporary disk (AzureLUN only).
+	// Azure SCSI sizes (Generation 2 VMs) also hold the temporary disk
+	// (AzureLUN only).
 	osAdapters []uint32
 	// gce is the metadata server's entry of the device (GCEDeviceName,
 	// with GCEDisks set); gceBlind is set without GCEDisks.
@@ -60,12 +61,11 @@ func (b *Backend) scopeOf(ctx context.Context, disks []host.Disk, sel contract.D
 		sc.azureNVMe = slices.ContainsFunc(boot, host.Disk.IsNVMe)
 		if !sc.azureNVMe {
 			for _, d := range boot {
-				loc, _ := host.ParseLocation(d.Location)
-				if loc.Adapter == nil {
-					return scope{}, fmt.Errorf("azure-disk: cannot tell which adapter holds the OS disk (boot disk %s names none); "+
-						"a data disk is only found on another adapter: %w", diskName(d), host.ErrConflict)
+				adapter, err := azureOSAdapter(d)
+				if err != nil {
+					return scope{}, err
 				}
-				sc.osAdapters = append(sc.osAdapters, *loc.Adapter)
+				sc.osAdapters = append(sc.osAdapters, adapter)
 			}
 			if len(boot) == 0 {
 				return scope{}, fmt.Errorf("azure-disk: no disk is the boot or system disk, so the OS disk's adapter, which "+
@@ -94,30 +94,116 @@ func (b *Backend) scopeOf(ctx context.Context, disks []host.Disk, sel contract.D
 	return sc, nil
 }
 
+// azureOSAdapter returns the adapter of a boot or system disk on an Azure
+// SCSI size, refusing a layout the preset does not know. What it knows is a
+// Generation 2 VM: the OS disk on a synthetic SCSI controller at LUN 0, the
+// temporary disk on the same controller at LUN 1, data disks on other
+// controllers (Azure/azure-vm-utils@4113392 udev/80-azure-disk.rules: the
+// OS disk and the "resource" disk on controller f8b3781a-…, data disks on
+// f8b3781b-…, -c-, -d-; azuredisk-csi-driver#2661, whose Get-Disk shows that
+// layout). On a Generation 1 VM the OS disk is on the IDE controller and the
+// temporary disk on a channel of its own (the same rules' device IDs
+// 00000000-0000-… and 00000000-0001-…); what Windows reports for that
+// channel's adapter has not been seen, so such a node is refused rather
+// than have a temporary disk taken for a data disk (docs/windows.md, "What
+// the disk lookup assumes").
+func azureOSAdapter(d host.Disk) (uint32, error) {
+	loc, lunOK := host.ParseLocation(d.Location)
+	switch {
+	case loc.Adapter == nil:
+		return 0, fmt.Errorf("azure-disk: cannot tell which adapter holds the OS disk (boot disk %s names none); "+
+			"a data disk is only found on another adapter: %w", diskName(d), host.ErrConflict)
+	case d.BusType == host.BusTypeATA || d.BusType == host.BusTypeATAPI || !lunOK:
+		why := "bus type " + d.BusType.String()
+		if !lunOK {
+			why = "its location names no LUN"
+		}
+		return 0, fmt.Errorf("azure-disk: the OS disk %s is an IDE disk (%s), as on a Generation 1 VM, whose "+
+			"temporary disk sits on an IDE channel of its own; where Windows reports that disk is not verified, so the "+
+			"preset finds data disks on Generation 2 VMs only (select the disk with diskLUN and diskTarget, or a "+
+			"page 83 identifier): %w", diskName(d), why, host.ErrConflict)
+	case !onSCSIBus(d):
+		return 0, fmt.Errorf("azure-disk: the OS disk %s is on bus type %s, not the SAS or SCSI of an Azure SCSI size: %w",
+			diskName(d), d.BusType, host.ErrConflict)
+	}
+	return *loc.Adapter, nil
+}
+
+// onSCSIBus reports a disk on a SCSI bus as virtual machines present them:
+// SAS, as Get-Disk shows Hyper-V's synthetic SCSI disks on Azure
+// (kubernetes-sigs/azuredisk-csi-driver#2661) and VMware's PVSCSI and LSI
+// Logic SAS disks, or SCSI, which Win32_DiskDrive.InterfaceType reports for
+// the same Azure disks (#2661's Get-CimInstance output) and which is
+// accepted because no source shows which of the two every driver and
+// Windows version gives.
+func onSCSIBus(d host.Disk) bool {
+	return d.BusType == host.BusTypeSAS || d.BusType == host.BusTypeSCSI
+}
+
+// isAzureVirtualDisk reports an Azure (Hyper-V) virtual disk by its SCSI
+// vendor and product, "Msft" and "Virtual Disk", as the only SCSI disks
+// azure-vm-utils considers (80-azure-disk.rules: ID_VENDOR=="Msft",
+// ID_MODEL=="Virtual_Disk", the udev rendering of the INQUIRY product):
+// Windows reports them as Manufacturer and Model, and as FriendlyName
+// "Msft Virtual Disk" (#2661).
+func isAzureVirtualDisk(d host.Disk) bool {
+	fold := func(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+	return fold(d.FriendlyName) == "msft virtual disk" || fold(d.Manufacturer) == "msft" && fold(d.Model) == "virtual disk"
+}
+
 // inScope applies the platform selectors' conditions that MSFT_Disk
-// fields decide.
+// fields decide. A cloud preset finds only disks on the buses that cloud
+// attaches its disks with: never an iSCSI LUN, a file-backed VHD, a USB or
+// Fibre Channel disk that happens to share an address or an identifier.
 func (sc scope) inScope(d host.Disk, sel contract.DiskSelector) bool {
 	if sel.AzureLUN != nil {
 		if sc.azureNVMe {
 			if !isAzureRemoteNVMe(d) {
 				return false
 			}
-		} else {
-			loc, ok := d.SCSILocation()
-			if !ok || loc.Adapter == nil || slices.Contains(sc.osAdapters, *loc.Adapter) || *loc.LUN != *sel.AzureLUN {
-				return false
-			}
+		} else if !sc.azureSCSIData(d, *sel.AzureLUN) {
+			return false
 		}
 	}
-	if sel.EBSVolumeID != "" && !ebsCandidate(d, sel.EBSVolumeID) {
+	// aws-ebs: EBS volumes are NVMe namespaces on Nitro instances; on Xen
+	// instances AWS's PV driver presents them as SCSI disks (path
+	// "PROD_PVDISK", awsdocs/amazon-ec2-user-guide-windows@1020606
+	// doc_source/ec2-windows-volumes.md; its bus type is not documented).
+	if sel.EBSVolumeID != "" && (!d.IsNVMe() && d.BusType != host.BusTypeSCSI || !ebsCandidate(d, sel.EBSVolumeID)) {
 		return false
 	}
-	if sel.GCEDeviceName != "" && (sc.gce != nil && sc.gce.NVMe()) != d.IsNVMe() {
+	if sel.GCEDeviceName != "" {
 		// A device the metadata server lists on NVMe is a namespace; any
-		// other is a SCSI disk.
+		// other is a SCSI disk (virtio-scsi; SAS accepted too, the
+		// Windows bus type not being documented).
+		if sc.gce != nil && sc.gce.NVMe() {
+			if !d.IsNVMe() {
+				return false
+			}
+		} else if d.IsNVMe() || !onSCSIBus(d) {
+			return false
+		}
+	}
+	// vsphere: PVSCSI and LSI Logic SAS report SAS
+	// (vmware/ansible-vsphere-gos-validation
+	// windows/utils/win_get_boot_disk_ctrl_type.yml), LSI Logic parallel
+	// SCSI; a vNVMe disk is never matched (matchesFields).
+	if sel.VSphereUUID != "" && !onSCSIBus(d) {
 		return false
 	}
 	return true
+}
+
+// azureSCSIData reports whether d is the Azure data disk at lun on a SCSI
+// size: an Azure virtual disk on a synthetic SCSI bus, at target 0 and that
+// LUN, on an adapter that does not hold the OS disk. Target 0: Azure
+// attaches data disks there (#2661: "Target 0 : LUN 1"); a disk at another
+// target is something else, such as the BitLocker key volume Azure Disk
+// Encryption attaches (kubernetes-sigs/azuredisk-csi-driver#2034).
+func (sc scope) azureSCSIData(d host.Disk, lun uint32) bool {
+	loc, ok := d.SCSILocation()
+	return ok && isAzureVirtualDisk(d) && onSCSIBus(d) && loc.Adapter != nil && !slices.Contains(sc.osAdapters, *loc.Adapter) &&
+		loc.Target != nil && *loc.Target == 0 && *loc.LUN == lun
 }
 
 // platform applies the platform selector's identifiers.
@@ -243,7 +329,7 @@ func (sc scope) notFoundHint() string {
 	case sc.azureNVMe:
 		return " (an MSFT NVMe Accelerator namespace at storport LUN = LUN + 1)"
 	case len(sc.osAdapters) > 0:
-		return fmt.Sprintf(" (a SCSI disk at that LUN on an adapter other than the OS disk's adapter %v)", sc.osAdapters)
+		return fmt.Sprintf(" (a Msft Virtual Disk on SAS or SCSI at target 0 and that LUN, on an adapter other than the OS disk's adapter %v)", sc.osAdapters)
 	}
 	return ""
 }

@@ -370,6 +370,11 @@ func TestFindNamespace(t *testing.T) {
 	})
 }
 
+// with returns a table made by table and then edited.
+func with(table func() *fakeDisks, edit func(f *fakeDisks)) func() *fakeDisks {
+	return func() *fakeDisks { f := table(); edit(f); return f }
+}
+
 func TestFindAzure(t *testing.T) {
 	scsi := func() *fakeDisks {
 		temp := scsiDisk(1, 0, 1) // the temporary disk, on the OS disk's adapter
@@ -400,12 +405,71 @@ func TestFindAzure(t *testing.T) {
 			return f
 		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict, in: []string{"disks 3 [", ", 5 ["}},
 		// A Gen1 VM: the OS disk on IDE, no LUN in its location
-		// (ansible-collections/community.windows#622).
-		{name: "SCSI: an IDE OS disk still names its adapter", fake: func() *fakeDisks {
+		// (ansible-collections/community.windows#622); its temporary
+		// disk is on a channel of its own, reported where no source shows.
+		{name: "SCSI: an IDE OS disk (Generation 1)", fake: func() *fakeDisks {
 			f := scsi()
 			f.disks[0].Location = "PCI Slot 1 : Adapter 0 : Channel 1 : Device 0"
 			return f
+		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict,
+			in: []string{"disk 0 [", "its location names no LUN", "Generation 1", "diskLUN"}},
+		{name: "SCSI: an ATA OS disk (Generation 1)", fake: func() *fakeDisks {
+			f := scsi()
+			f.disks[0].BusType = host.BusTypeATA
+			return f
+		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict, in: []string{"disk 0 [", "bus type ATA", "Generation 1"}},
+		{name: "SCSI: an ATAPI OS disk", fake: func() *fakeDisks {
+			f := scsi()
+			f.disks[0].BusType = host.BusTypeATAPI
+			return f
+		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict, in: []string{"bus type ATAPI"}},
+		{name: "SCSI: an OS disk on another bus", fake: func() *fakeDisks {
+			f := scsi()
+			f.disks[0].BusType = host.BusTypeISCSI
+			return f
+		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict, in: []string{"disk 0 [", "bus type iSCSI, not the SAS or SCSI"}},
+		{name: "SCSI: an OS disk on SCSI", fake: func() *fakeDisks {
+			f := scsi()
+			f.disks[0].BusType = host.BusTypeSCSI
+			return f
 		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, want: 3},
+		// What an Azure data disk is: Msft Virtual Disk, SAS or SCSI,
+		// target 0, an adapter that is not the OS disk's
+		// (Azure/azure-vm-utils@4113392 udev/80-azure-disk.rules).
+		{name: "SCSI: a data disk on SCSI", fake: with(scsi, func(f *fakeDisks) { f.disks[2].BusType = host.BusTypeSCSI }),
+			sel: contract.DiskSelector{AzureLUN: u32(1)}, want: 3},
+		{name: "SCSI: vendor and product without the friendly name", fake: with(scsi, func(f *fakeDisks) {
+			f.disks[2].FriendlyName, f.disks[2].Manufacturer, f.disks[2].Model = "", "MSFT ", " virtual disk"
+		}), sel: contract.DiskSelector{AzureLUN: u32(1)}, want: 3},
+		{name: "SCSI: another vendor", fake: with(scsi, func(f *fakeDisks) {
+			f.disks[2].FriendlyName, f.disks[2].Manufacturer, f.disks[2].Model = "LIO-ORG disk", "Msft", "disk"
+		}),
+			sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrNotFound},
+		{name: "SCSI: another product", fake: with(scsi, func(f *fakeDisks) {
+			f.disks[2].FriendlyName, f.disks[2].Manufacturer, f.disks[2].Model = "", "LIO-ORG", "Virtual Disk"
+		}),
+			sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrNotFound},
+		// Reproduced by review: an iSCSI LUN 0 of the node, staged and
+		// formatted as the Azure data disk at LUN 0.
+		{name: "SCSI: never an iSCSI LUN", fake: with(scsi, func(f *fakeDisks) {
+			lun := scsiDisk(5, 3, 0)
+			lun.BusType = host.BusTypeISCSI
+			f.disks = append(f.disks, lun)
+		}), sel: contract.DiskSelector{AzureLUN: u32(0)}, err: host.ErrNotFound},
+		{name: "SCSI: never a file-backed or USB disk", fake: with(scsi, func(f *fakeDisks) {
+			vhd, usb := scsiDisk(5, 3, 0), scsiDisk(6, 4, 0)
+			vhd.BusType, usb.BusType = host.BusTypeFileBacked, host.BusTypeUSB
+			f.disks = append(f.disks, vhd, usb)
+		}), sel: contract.DiskSelector{AzureLUN: u32(0)}, err: host.ErrNotFound},
+		// Azure Disk Encryption's key volume (kubernetes-sigs/azuredisk-csi-driver#2034).
+		{name: "SCSI: not at target 0", fake: with(scsi, func(f *fakeDisks) {
+			bek := scsiDisk(5, 2, 0)
+			bek.Location = "Integrated : Adapter 2 : Port 0 : Target 1 : LUN 0"
+			f.disks = append(f.disks, bek)
+		}), sel: contract.DiskSelector{AzureLUN: u32(0)}, err: host.ErrNotFound, in: []string{"at target 0 and that LUN"}},
+		{name: "SCSI: a location without a target", fake: with(scsi, func(f *fakeDisks) {
+			f.disks[2].Location = "Integrated : Adapter 1 : Port 0 : LUN 1"
+		}), sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrNotFound},
 		{name: "SCSI: a boot disk without an adapter", fake: func() *fakeDisks {
 			f := scsi()
 			f.disks[0].Location = ""
@@ -469,6 +533,19 @@ func TestFindAWS(t *testing.T) {
 			in: []string{"SerialNumber names vol0d577fdabd6001831, AdapterSerialNumber vol0fffffffffffffff1"}},
 		{name: "the boot volume", fake: table, sel: contract.DiskSelector{EBSVolumeID: "vol-02190fee5da4d75e3"}, err: host.ErrConflict,
 			in: []string{"boot or system"}},
+		// AWS's PV driver on Xen instances: a SCSI disk.
+		{name: "a SCSI disk", fake: with(table, func(f *fakeDisks) { f.disks[3].BusType = host.BusTypeSCSI }),
+			sel: contract.DiskSelector{EBSVolumeID: "vol-01257d42be427a58b"}, want: 3},
+		{name: "never an iSCSI, file-backed or USB disk", fake: with(table, func(f *fakeDisks) {
+			f.disks[3].BusType = host.BusTypeISCSI
+			f.disks[2].BusType = host.BusTypeFileBacked
+			f.disks[4].BusType = host.BusTypeUSB
+		}), sel: contract.DiskSelector{EBSVolumeID: "vol-01257d42be427a58b"}, err: host.ErrNotFound},
+		{name: "never a file-backed disk", fake: with(table, func(f *fakeDisks) { f.disks[2].BusType = host.BusTypeFileBacked }),
+			sel: contract.DiskSelector{EBSVolumeID: "vol-0651a78c608e09c6a"}, err: host.ErrNotFound},
+		{name: "an NVMe path on another bus type", fake: with(table, func(f *fakeDisks) {
+			f.disks[2].BusType, f.disks[2].Path = host.BusTypeSAS, `\\?\scsi#disk&ven_nvme&prod_amazon_elastic_b#5&1&0&000002#{x}`
+		}), sel: contract.DiskSelector{EBSVolumeID: "vol-0651a78c608e09c6a"}, want: 2},
 		{name: "not vol- and 8 hex digits", fake: table, sel: contract.DiskSelector{EBSVolumeID: "vol-0651a78"}, err: host.ErrInvalid,
 			in: []string{`"vol-0651a78" is not an EBS volume ID`}},
 		{name: "upper case", fake: table, sel: contract.DiskSelector{EBSVolumeID: "vol-0651A78C608E09C6A"}, err: host.ErrInvalid},
@@ -522,6 +599,10 @@ func TestFindGCE(t *testing.T) {
 		{name: "SCSI: a device the metadata server lists on SCSI", fake: scsiTable, opts: Options{GCEDisks: list(cloud.GCEDisk{DeviceName: "pvc-9f8e7d6c", Interface: "SCSI"})},
 			sel: contract.DiskSelector{GCEDeviceName: "pvc-9f8e7d6c"}, want: 1},
 		{name: "SCSI: not attached, no NVMe disk", fake: scsiTable, sel: contract.DiskSelector{GCEDeviceName: "pvc-x"}, err: host.ErrNotFound},
+		{name: "SCSI: on SCSI", fake: with(scsiTable, func(f *fakeDisks) { f.disks[1].BusType = host.BusTypeSCSI }),
+			sel: contract.DiskSelector{GCEDeviceName: "pvc-9f8e7d6c"}, want: 1},
+		{name: "SCSI: never an iSCSI disk", fake: with(scsiTable, func(f *fakeDisks) { f.disks[1].BusType = host.BusTypeISCSI }),
+			sel: contract.DiskSelector{GCEDeviceName: "pvc-9f8e7d6c"}, err: host.ErrNotFound},
 		{name: "SCSI: a local NVMe SSD is no reason to refuse", fake: func() *fakeDisks {
 			f := scsiTable()
 			f.disks = append(f.disks, host.Disk{Number: 3, BusType: host.BusTypeNVMe, FriendlyName: "NVMe nvme_card"})
@@ -553,6 +634,10 @@ func TestFindVSphere(t *testing.T) {
 			f.disks[0].BusType = host.BusTypeNVMe
 			return f
 		}, sel: contract.DiskSelector{VSphereUUID: "6000c29a98d05e384a43f0ef189aaf5b"}, err: host.ErrNotFound},
+		{name: "on SCSI (LSI Logic)", fake: with(table, func(f *fakeDisks) { f.disks[1].BusType = host.BusTypeSCSI }),
+			sel: contract.DiskSelector{VSphereUUID: uuid}, want: 1},
+		{name: "never a file-backed disk", fake: with(table, func(f *fakeDisks) { f.disks[1].BusType = host.BusTypeFileBacked }),
+			sel: contract.DiskSelector{VSphereUUID: uuid}, err: host.ErrNotFound},
 		// Outside the preset, diskPage83 finds the NVMe disk as asked.
 		{name: "plain diskPage83 on NVMe", fake: vnvme, sel: contract.DiskSelector{Page83: uuid}, want: 1},
 	})
