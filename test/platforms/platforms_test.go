@@ -239,6 +239,20 @@ func TestAzure(t *testing.T) {
     busType: SAS
     partitionStyle: MBR
 `, publish: map[string]string{"LUN": "1"}, want: 1},
+		// Found by review: staged as LUN 1. Azure documents one
+		// accelerator controller (azure-vm-utils doc/disk-identification.md).
+		{name: "NVMe: a second accelerator controller", table: "azure-nvme.yaml", args: azure, extra: `
+  - number: 4
+    friendlyName: Virtual_Disk NVMe Premium
+    serialNumber: "0A0B_0C0D_0E0F_1011_1213_1415_1617_1819."
+    path: '\\?\scsi#disk&ven_nvme&prod_msft_nvme_accele#6&7d8e9f10&0&000002#{53f56307-b6bf-11d0-94f2-00a0c91efb8b}'
+    location: "Integrated : Bus 12606209 : Device 0 : Function 0 : Adapter 0"
+    busType: NVMe
+    adapterSerialNumber: "SN: 000002"
+    partitionStyle: RAW
+    scsiAddress: {port: 3, path: 0, target: 0, lun: 2}
+`, publish: map[string]string{"LUN": "1"}, wantCode: codes.FailedPrecondition,
+			wantIn: []string{"on 2 controllers", "disks 0 [", "disk 4 ["}},
 		{name: "NVMe: the temporary NVMe disk by its serial", table: "azure-nvme.yaml",
 			vctx: map[string]string{"diskSerial": "68e8d42a7ed4e5f90001_00000001"}, wantCode: codes.FailedPrecondition,
 			wantIn: []string{"disk 3 [", "temporary"}},

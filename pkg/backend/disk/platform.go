@@ -16,7 +16,8 @@ import (
 // data disks on this node, and the metadata server's entry of a GCE device.
 type scope struct {
 	// azureNVMe: the OS disk is an NVMe namespace, so data disks are
-	// namespaces of the accelerator (AzureLUN only).
+	// namespaces of the accelerator (AzureLUN only), on the OS
+	// namespace's controller.
 	azureNVMe bool
 	// osAdapters are the adapters of the boot and system disks, which on
 	// Azure SCSI sizes (Generation 2 VMs) also hold the temporary disk
@@ -41,6 +42,65 @@ func isAzureRemoteNVMe(d host.Disk) bool {
 	return d.IsNVMe() && slices.ContainsFunc(azureRemoteNVMe, func(m string) bool { return strings.Contains(name, m) })
 }
 
+// controllerOf names the NVMe controller a namespace is reached through by
+// what MSFT_Disk shows of it: the controller's serial (AdapterSerialNumber,
+// shared by its namespaces) and its PCI location (Location, "Integrated :
+// Bus 12606208 : Device 0 : Function 0 : Adapter 0", azuredisk-csi-driver
+// PR #3632). Two namespaces that differ in either are on different
+// controllers. "" when MSFT_Disk shows neither.
+func controllerOf(d host.Disk) string {
+	serial, loc := strings.TrimSpace(d.AdapterSerialNumber), strings.TrimSpace(d.Location)
+	if serial == "" && loc == "" {
+		return ""
+	}
+	return fmt.Sprintf("adapter serial %q, location %q", serial, loc)
+}
+
+// azureAccelerator checks that on an Azure NVMe size every accelerator
+// namespace, the OS disk's included, is on one controller, as data disks
+// are namespaces of the OS disk's controller: "All disks
+// are currently found on one controller, future implementations may
+// leverage multiple controllers" (Azure/azure-vm-utils@4113392
+// doc/disk-identification.md). Which namespace of a second controller
+// would be which LUN is not documented, so accelerator namespaces on more
+// than one controller, an OS disk that is not an accelerator namespace, or
+// a namespace whose controller cannot be told are refused.
+func azureAccelerator(disks, boot []host.Disk) error {
+	for _, d := range boot {
+		if !isAzureRemoteNVMe(d) {
+			return fmt.Errorf("azure-disk: the OS disk %s is an NVMe disk but no Azure accelerator namespace "+
+				"(MSFT NVMe Accelerator, Virtual_Disk NVMe Premium): %w", diskName(d), host.ErrConflict)
+		}
+	}
+	byController := map[string][]candidate{}
+	var order []string
+	for _, d := range disks {
+		if !isAzureRemoteNVMe(d) {
+			continue
+		}
+		c := controllerOf(d)
+		if c == "" {
+			return fmt.Errorf("azure-disk: MSFT_Disk shows neither the controller serial nor the location of "+
+				"accelerator namespace %s, so its controller cannot be told from the OS disk's; refusing to guess: %w",
+				diskName(d), host.ErrConflict)
+		}
+		if _, seen := byController[c]; !seen {
+			order = append(order, c)
+		}
+		byController[c] = append(byController[c], candidate{disk: d})
+	}
+	if len(order) > 1 {
+		parts := make([]string, len(order))
+		for i, c := range order {
+			parts[i] = c + ": " + listCandidates(byController[c])
+		}
+		return fmt.Errorf("azure-disk: accelerator namespaces are on %d controllers (%s); Azure documents one, and "+
+			"which namespace of another would be which LUN is not known; refusing to guess: %w",
+			len(order), strings.Join(parts, "; "), host.ErrConflict)
+	}
+	return nil
+}
+
 // scopeOf reads what the platform selectors need of the node as a whole.
 func (b *Backend) scopeOf(ctx context.Context, disks []host.Disk, sel contract.DiskSelector) (scope, error) {
 	var sc scope
@@ -59,7 +119,11 @@ func (b *Backend) scopeOf(ctx context.Context, disks []host.Disk, sel contract.D
 			}
 		}
 		sc.azureNVMe = slices.ContainsFunc(boot, host.Disk.IsNVMe)
-		if !sc.azureNVMe {
+		if sc.azureNVMe {
+			if err := azureAccelerator(disks, boot); err != nil {
+				return scope{}, err
+			}
+		} else {
 			for _, d := range boot {
 				adapter, err := azureOSAdapter(d)
 				if err != nil {
@@ -158,6 +222,8 @@ func isAzureVirtualDisk(d host.Disk) bool {
 func (sc scope) inScope(d host.Disk, sel contract.DiskSelector) bool {
 	if sel.AzureLUN != nil {
 		if sc.azureNVMe {
+			// One controller holds every accelerator namespace
+			// (azureAccelerator), the OS namespace's.
 			if !isAzureRemoteNVMe(d) {
 				return false
 			}

@@ -504,6 +504,29 @@ func TestFindAzure(t *testing.T) {
 			return f
 		}, sel: contract.DiskSelector{AzureLUN: u32(254)}, want: 2},
 		{name: "NVMe: beyond a storport LUN", fake: nvme, sel: contract.DiskSelector{AzureLUN: u32(255)}, err: host.ErrNotFound},
+		// Found by review: a namespace of a second accelerator controller
+		// was staged as LUN 1 (Azure/azure-vm-utils@4113392
+		// doc/disk-identification.md: "future implementations may leverage
+		// multiple controllers").
+		{name: "NVMe: a second accelerator controller", fake: with(nvme, func(f *fakeDisks) {
+			second := nvmeDisk(6, "02")
+			second.FriendlyName, second.AdapterSerialNumber = "Virtual_Disk NVMe Premium", "SN: 000002"
+			f.disks = append(f.disks, second)
+			f.addrs[6] = host.SCSIAddress{Port: 3, LUN: 2}
+		}), sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict,
+			in: []string{"on 2 controllers", `adapter serial "SN: 000001"`, "disks 0 [", `adapter serial "SN: 000002"`, "disk 6 [", "refusing to guess"}},
+		{name: "NVMe: a second controller at another location", fake: with(nvme, func(f *fakeDisks) {
+			f.disks[2].Location = "Integrated : Bus 12606209 : Device 0 : Function 0 : Adapter 0"
+		}), sel: contract.DiskSelector{AzureLUN: u32(2)}, err: host.ErrConflict, in: []string{"on 2 controllers", "disk 2 ["}},
+		{name: "NVMe: a namespace whose controller cannot be told", fake: with(nvme, func(f *fakeDisks) {
+			f.disks[1].AdapterSerialNumber, f.disks[1].Location = " ", ""
+		}), sel: contract.DiskSelector{AzureLUN: u32(2)}, err: host.ErrConflict, in: []string{"namespace 1 [", "controller cannot be told"}},
+		{name: "NVMe: an OS disk that is no accelerator namespace", fake: with(nvme, func(f *fakeDisks) {
+			f.disks[0].FriendlyName = "Some NVMe Disk"
+		}), sel: contract.DiskSelector{AzureLUN: u32(2)}, err: host.ErrConflict, in: []string{"disk 0 [", "no Azure accelerator namespace"}},
+		{name: "NVMe: the OS disk's controller, the other fields aside", fake: with(nvme, func(f *fakeDisks) {
+			f.disks[2].AdapterSerialNumber = " SN: 000001 "
+		}), sel: contract.DiskSelector{AzureLUN: u32(2)}, want: 2},
 	})
 }
 
