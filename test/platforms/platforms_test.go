@@ -256,6 +256,13 @@ func TestAzure(t *testing.T) {
 		{name: "NVMe: the temporary NVMe disk by its serial", table: "azure-nvme.yaml",
 			vctx: map[string]string{"diskSerial": "68e8d42a7ed4e5f90001_00000001"}, wantCode: codes.FailedPrecondition,
 			wantIn: []string{"disk 3 [", "temporary"}},
+		// Found by review: the adapter serial alone staged disk 1, the
+		// only data namespace of the OS namespace's controller (disk 2
+		// moved to another here).
+		{name: "NVMe: the adapter serial alone", table: "azure-nvme.yaml",
+			edit:     []string{"adapterSerialNumber: \"SN: 000001\"\n    size: 1099511627776                         # #3329: 1 TB\n    partitionStyle: RAW", "adapterSerialNumber: \"SN: 000009\"\n    size: 1099511627776                         # #3329: 1 TB\n    partitionStyle: RAW"},
+			vctx:     map[string]string{"diskAdapterSerial": "SN: 000001"},
+			wantCode: codes.FailedPrecondition, wantIn: []string{"disks 0 [", ", 1 ["}},
 		{name: "NVMe: namespace 4 of the accelerator", table: "azure-nvme.yaml",
 			vctx: map[string]string{"diskNVMeNSID": "4", "diskAdapterSerial": "SN: 000001"}, want: 2},
 	} {

@@ -361,6 +361,19 @@ func TestFindNamespace(t *testing.T) {
 			f.disks = append(f.disks, other)
 			f.addrs[4] = host.SCSIAddress{Port: 2, LUN: 3}
 		}), sel: contract.DiskSelector{NVMeNSID: u32(4), AdapterSerial: "SN: 000002"}, want: 4},
+		// Found by review: the adapter serial alone took the data
+		// namespace of the OS disk's controller.
+		{name: "an adapter serial alone, the OS namespace beside", fake: func() *fakeDisks {
+			boot := nvmeDisk(0, "00")
+			boot.IsBoot = true
+			return newFake(boot, nvmeDisk(1, "01"))
+		}, sel: contract.DiskSelector{AdapterSerial: "SN: 000001"}, err: host.ErrConflict,
+			in: []string{"reaches disks 0 [", ", 1 [", "diskNVMeNSID"}},
+		{name: "an adapter serial alone, two data namespaces", fake: base, sel: contract.DiskSelector{AdapterSerial: "sn: 000001"},
+			err: host.ErrConflict, in: []string{"disks 0 [", ", 1 [", ", 2 ["}, notIn: []string{", 3 ["}},
+		{name: "an adapter serial alone, one namespace", fake: with(func(f *fakeDisks) {
+			f.disks[2].AdapterSerialNumber = "SN: 000002"
+		}), sel: contract.DiskSelector{AdapterSerial: "SN: 000002"}, want: 2},
 		{name: "two controllers, one namespace ID", fake: with(func(f *fakeDisks) {
 			other := nvmeDisk(4, "03")
 			other.AdapterSerialNumber = "SN: 000002"
