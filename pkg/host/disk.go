@@ -113,6 +113,23 @@ const (
 	UniqueIDSCSINameString UniqueIDFormat = 8
 )
 
+// String names the format as the MSFT_Disk page does.
+func (f UniqueIDFormat) String() string {
+	switch f {
+	case UniqueIDVendorSpecific:
+		return "Vendor Specific"
+	case UniqueIDVendorID:
+		return "Vendor Id"
+	case UniqueIDEUI64:
+		return "EUI64"
+	case UniqueIDFCPHName:
+		return "FCPH Name"
+	case UniqueIDSCSINameString:
+		return "SCSI Name String"
+	}
+	return "UniqueIdFormat(" + itoa(uint64(f)) + ")"
+}
+
 // Disk is one MSFT_Disk as the host reports it.
 type Disk struct {
 	// Ref is the implementation's handle for the disk (the WMI object

@@ -382,9 +382,19 @@ func TestVSphere(t *testing.T) {
 		{name: "vNVMe with the UUID as page 83", table: "vsphere-pvscsi.yaml", args: vsphere, publish: uuid,
 			edit:     []string{"    busType: SAS\n    size: 10737418240", "    busType: NVMe\n    size: 10737418240"},
 			wantCode: codes.FailedPrecondition, wantIn: []string{"disk 1 ["}},
+		// Without an identifier Windows makes UniqueId of the device
+		// instance (ansible/ansible PR #51595: "SCSI\DISK&VEN_VMWARE&…",
+		// format Vendor Specific).
 		{name: "EnableUUID off: no page 83", table: "vsphere-pvscsi.yaml", args: vsphere, publish: uuid,
-			edit:     []string{"    page83: [{type: FCPH Name, codeSet: binary, value: 6000c29a98d05e384a43f0ef189aaf5a}]", "    deviceIdUnsupported: true"},
+			edit: []string{"    page83: [{type: FCPH Name, codeSet: binary, value: 6000c29a98d05e384a43f0ef189aaf5a}]", "    deviceIdUnsupported: true",
+				"uniqueId: 6000C29A98D05E384A43F0EF189AAF5A   # inferred: the NAA in upper case\n    uniqueIdFormat: FCPH Name",
+				"uniqueId: 'SCSI\\DISK&VEN_VMWARE&PROD_VIRTUAL_DISK\\4&1656F219&0&000100:NODE1'\n    uniqueIdFormat: Vendor Specific"},
 			wantCode: codes.NotFound},
+		// The same with the NAA still shown as UniqueId: the disk may be
+		// the one.
+		{name: "no page 83 but the UUID as UniqueId", table: "vsphere-pvscsi.yaml", args: vsphere, publish: uuid,
+			edit:     []string{"    page83: [{type: FCPH Name, codeSet: binary, value: 6000c29a98d05e384a43f0ef189aaf5a}]", "    deviceIdUnsupported: true"},
+			wantCode: codes.FailedPrecondition, wantIn: []string{"disk 1 [", "UniqueId"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) { run(t, tt) })
 	}
@@ -408,6 +418,20 @@ func TestHyperV(t *testing.T) {
     page83: [{type: Vendor Id, codeSet: binary, value: 4d534654202020205d069acaddc11b41bb89b51fd6e51461}]
 `, vctx: map[string]string{"diskPage83": "4d534654202020205d069acaddc11b41bb89b51fd6e51461"},
 			wantCode: codes.FailedPrecondition, wantIn: []string{"disks 2 [", ", 3 ["}},
+		// Found by review: a copy of the guest's VHDX whose device does not
+		// answer the device-ID query; MSFT_Disk still shows its UniqueId.
+		{name: "a copy that does not answer the device-ID query", table: "hyperv-vhdx.yaml", extra: `
+  - number: 3
+    friendlyName: Msft Virtual Disk
+    serialNumber: ""
+    uniqueId: 60022480F48D294F40F18727DF9A6349
+    uniqueIdFormat: FCPH Name
+    location: "Integrated : Adapter 1 : Port 0 : Target 0 : LUN 3"
+    busType: SAS
+    partitionStyle: RAW
+    deviceIdUnsupported: true
+`, vctx: map[string]string{"diskPage83": "60022480-F48D-294F-40F1-8727DF9A6349"},
+			wantCode: codes.FailedPrecondition, wantIn: []string{"disks 1 [", ", 3 [", "UniqueId"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) { run(t, tt) })
 	}

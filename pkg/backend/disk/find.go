@@ -255,13 +255,13 @@ func matchOp(m contract.MatchMode) string {
 	return "="
 }
 
-// logSkip logs a disk whose identifier could not be read: the disk has no
-// such identifier, and the lookup goes on with the others.
+// logSkip logs a disk whose identifier could not be read. The lookup goes
+// on with the others; the disk itself is judged by unreadIDs.
 func logSkip(ctx context.Context, d host.Disk, what string, err error) {
 	level := 4
 	if !errors.Is(err, host.ErrNotFound) {
 		level = 2
 	}
-	klog.FromContext(ctx).V(level).Info("A disk's identifier cannot be read; it has none for this lookup",
+	klog.FromContext(ctx).V(level).Info("A disk's identifier cannot be read",
 		"diskNumber", d.Number, "identifier", what, "err", err)
 }

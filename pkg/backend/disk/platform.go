@@ -274,7 +274,6 @@ func (sc scope) azureSCSIData(d host.Disk, lun uint32) bool {
 
 // platform applies the platform selector's identifiers.
 func (sc scope) platform(ctx context.Context, r *reader, sel contract.DiskSelector) (verdict, string) {
-	var ok bool
 	switch {
 	case sel.AzureLUN != nil && sc.azureNVMe:
 		// A data disk at LUN L is namespace L + 2, storport LUN L + 1
@@ -286,20 +285,13 @@ func (sc scope) platform(ctx context.Context, r *reader, sel contract.DiskSelect
 		// vsphere-csi-driver's Windows node compares csi-proxy's page 83
 		// value with diskUUID exactly (kubernetes-sigs/vsphere-csi-driver@bf80902
 		// pkg/csi/service/mounter/mounter_windows.go).
-		id, found := r.page83(ctx)
-		ok = found && matchPage83(id, sel.VSphereUUID, contract.MatchExact)
+		return r.page83Is(ctx, func(id string) bool { return matchPage83(id, sel.VSphereUUID, contract.MatchExact) })
 	case sel.GCEDeviceName != "" && sc.gce != nil && sc.gce.NVMe():
-		ok = hasGCENamespace(ctx, r, *sc.gce.NVMeNamespaceID)
+		return hasGCENamespace(ctx, r, *sc.gce.NVMeNamespaceID)
 	case sel.GCEDeviceName != "":
 		// SCSI machine types: page 83 "Google  <device-name>", last field
 		// compared (gcp-pd safe-mounter-v1_windows.go at b560165).
-		id, found := r.page83(ctx)
-		ok = found && matchString(id, sel.GCEDeviceName, contract.MatchLastField)
-	default:
-		ok = true
-	}
-	if !ok {
-		return no, ""
+		return r.page83Is(ctx, func(id string) bool { return matchString(id, sel.GCEDeviceName, contract.MatchLastField) })
 	}
 	return yes, ""
 }
@@ -313,17 +305,20 @@ func (sc scope) platform(ctx context.Context, r *reader, sel contract.DiskSelect
 // "10CC_9636_B6E3_CE3B_0000_0000_0000_0000."). A 16-byte EUI64 designator
 // counts the same; an EUI-64-only namespace (16 hex digits) never matches,
 // as in that driver.
-func hasGCENamespace(ctx context.Context, r *reader, id uint64) bool {
+func hasGCENamespace(ctx context.Context, r *reader, id uint64) (verdict, string) {
 	want := fmt.Sprintf("%016x", id)
 	if h := serialHex(r.d.SerialNumber); len(h) == 32 {
-		return h[:16] == want
+		if h[:16] == want {
+			return yes, ""
+		}
+		return no, ""
 	}
 	for _, d := range r.deviceIDs(ctx) {
 		if d.IsNGUID() && d.Text()[:16] == want {
-			return true
+			return yes, ""
 		}
 	}
-	return false
+	return r.unreadIDs(func(u string) bool { h := hexOf(u); return len(h) == 32 && h[:16] == want })
 }
 
 // ebsIDs returns the EBS volume IDs a disk reports, without their dash:

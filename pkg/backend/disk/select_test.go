@@ -237,8 +237,9 @@ func TestFindPage83(t *testing.T) {
 	table := func() *fakeDisks {
 		f := newFake(osDisk(), scsiDisk(1, 1, 1), scsiDisk(2, 1, 2), scsiDisk(3, 1, 3), scsiDisk(4, 1, 4))
 		f.ids[0] = []host.Designator{naa}
-		// Disk 1 cannot be read, and is listed before the target.
-		f.idsErr[1] = fmt.Errorf("access denied: %w", host.ErrAccessDenied)
+		// Disk 1 does not answer the query, and is listed before the
+		// target.
+		f.idsErr[1] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
 		f.ids[2] = []host.Designator{{Type: host.DesignatorVendorID, CodeSet: host.CodeSetASCII, Value: []byte("Google  persistent-disk-7")}}
 		f.ids[3] = []host.Designator{naa}
 		f.ids[4] = []host.Designator{eui}
@@ -259,6 +260,27 @@ func TestFindPage83(t *testing.T) {
 		{name: "ASCII, contains", fake: table, sel: contract.DiskSelector{Page83: "disk-7", Page83Match: contract.MatchContains}, want: 2},
 		{name: "the boot disk's identifier is never read", fake: table, sel: contract.DiskSelector{Page83: "60022480f48d294f40f18727df9a6349", Number: u32(0)},
 			err: host.ErrNotFound, reads: noReadsOf(0)},
+		// Found by review: a clone that does not answer the query, with
+		// the identifier as UniqueId, beside the disk that answers.
+		{name: "unanswered, with the identifier as UniqueId", fake: with(table, func(f *fakeDisks) {
+			f.disks[1].UniqueID, f.disks[1].UniqueIDFormat = "60022480F48D294F40F18727DF9A6349", host.UniqueIDFCPHName
+		}), sel: contract.DiskSelector{Page83: "60022480f48d294f40f18727df9a6349"}, err: host.ErrConflict,
+			in: []string{"disks 3 [", ", 1 [", `UniqueId "60022480F48D294F40F18727DF9A6349" (FCPH Name) is the identifier looked for`}},
+		{name: "unanswered, with another UniqueId", fake: with(table, func(f *fakeDisks) {
+			f.disks[1].UniqueID, f.disks[1].UniqueIDFormat = "60022480F48D294F40F18727DF9A6340", host.UniqueIDFCPHName
+		}), sel: contract.DiskSelector{Page83: "60022480f48d294f40f18727df9a6349"}, want: 3},
+		{name: "unanswered, with the identifier's last field as UniqueId", fake: with(table, func(f *fakeDisks) {
+			f.disks[1].UniqueID, f.disks[1].UniqueIDFormat = "Google  persistent-disk-7", host.UniqueIDVendorID
+		}), sel: contract.DiskSelector{Page83: "persistent-disk-7", Page83Match: contract.MatchLastField}, err: host.ErrConflict,
+			in: []string{"disks 2 [", ", 1 [", "(Vendor Id)"}},
+		{name: "unanswered, with a blank UniqueId", fake: with(table, func(f *fakeDisks) { f.disks[1].UniqueID = " " }),
+			sel: contract.DiskSelector{Page83: " ", Page83Match: contract.MatchContains}, err: host.ErrNotFound},
+		// A failure other than "not answered" may pass: the disk may be
+		// the one.
+		{name: "unreadable this time", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[1] = fmt.Errorf("access denied: %w", host.ErrAccessDenied)
+		}), sel: contract.DiskSelector{Page83: "60022480f48d294f40f18727df9a6349"}, err: host.ErrConflict,
+			in: []string{"disks 3 [", ", 1 [", "its device-ID page cannot be read: access denied"}},
 		{name: "only cheaper matches are read", fake: table, sel: contract.DiskSelector{Page83: "000c2968595e0d8d", Number: u32(4)}, want: 4,
 			reads: func(t *testing.T, f *fakeDisks) {
 				if f.idReads[1]+f.idReads[2]+f.idReads[3] != 0 || f.idReads[4] != 1 {
@@ -300,6 +322,22 @@ func TestFindNVMeIdentifiers(t *testing.T) {
 		{name: "a port's EUI-64 is not the disk's", fake: table, sel: contract.DiskSelector{EUI: "c1c2c3c4c5c6c7c8"}, err: host.ErrNotFound},
 		{name: "EUI-64 in the serial", fake: table, sel: contract.DiskSelector{EUI: "0000000000000005"}, want: 5},
 		{name: "the boot disk's NGUID", fake: table, sel: contract.DiskSelector{NGUID: nguid}, err: host.ErrConflict, in: []string{"disk 0 ["}},
+		{name: "unanswered, with the NGUID as UniqueId of another format", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[3].UniqueID, f.disks[3].UniqueIDFormat = "DE0A1747-BE29-4DA6-B31F-4AF811223344", host.UniqueIDVendorSpecific
+		}), sel: contract.DiskSelector{NGUID: "de0a1747be294da6b31f4af811223344"}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 3 [", "(Vendor Specific) is the identifier looked for"}},
+		{name: "unanswered, with another UniqueId", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+		}), sel: contract.DiskSelector{NGUID: "de0a1747be294da6b31f4af811223344"}, want: 1},
+		{name: "unanswered, with a UniqueId that is no hex", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[3].UniqueID = "SCSI\\DISK&VEN_NVME\\5&1"
+		}), sel: contract.DiskSelector{EUI: "a1a2a3a4a5a6a7a8"}, want: 4},
+		{name: "an EUI-64 unreadable this time", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("busy: %w", host.ErrBusy)
+		}), sel: contract.DiskSelector{EUI: "a1a2a3a4a5a6a7a8"}, err: host.ErrConflict,
+			in: []string{"disks 4 [", ", 3 [", "its device-ID page cannot be read: busy"}},
 	})
 }
 
@@ -351,10 +389,17 @@ func TestFindNamespace(t *testing.T) {
 		}), sel: contract.DiskSelector{NVMeNSID: u32(11)}, want: 2},
 		{name: "no namespace ID at all", fake: with(func(f *fakeDisks) {
 			delete(f.addrs, 2)
-			f.addrErr[2] = fmt.Errorf("device gone: %w", host.ErrNotReady)
+			f.addrErr[2] = fmt.Errorf("no address: %w", host.ErrNotFound)
 			f.disks[2].Path = `\\?\nvme#disk&ven_msft#1&2#{x}`
 		}), sel: contract.DiskSelector{NVMeNSID: u32(2)}, err: host.ErrConflict,
 			in: []string{"disks 1 [", ", 2 [", "no namespace ID"}},
+		// The IOCTL failing this time, rather than not answering: what it
+		// would say is unknown, whatever the path says.
+		{name: "the IOCTL fails this time", fake: with(func(f *fakeDisks) {
+			delete(f.addrs, 2)
+			f.addrErr[2] = fmt.Errorf("device gone: %w", host.ErrNotReady)
+		}), sel: contract.DiskSelector{NVMeNSID: u32(2)}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 2 [", "IOCTL_SCSI_GET_ADDRESS cannot be read: device gone"}},
 		{name: "scoped to a controller", fake: with(func(f *fakeDisks) {
 			other := nvmeDisk(4, "03")
 			other.AdapterSerialNumber = "SN: 000002"
@@ -619,6 +664,15 @@ func TestFindGCE(t *testing.T) {
 		{name: "NVMe: by a 16-byte designator", fake: nvmeTable,
 			opts: Options{GCEDisks: list(cloud.GCEDisk{DeviceName: "d", Interface: "nvme", NVMeNamespaceID: func() *uint64 { v := uint64(0x10CC9636B6E3CE3D); return &v }()})},
 			sel:  contract.DiskSelector{GCEDeviceName: "d"}, want: 3},
+		{name: "NVMe: unanswered, with the identifier in UniqueId", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[3].UniqueID = "10CC9636B6E3CE3B0000000000000001"
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 3"}},
+		{name: "NVMe: unanswered, an EUI-64 UniqueId", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[3].UniqueID = "10CC9636B6E3CE3B"
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, want: 1},
 		{name: "NVMe: a device the metadata server does not list", fake: nvmeTable, opts: Options{GCEDisks: list(pd)},
 			sel: contract.DiskSelector{GCEDeviceName: "pvc-x"}, err: host.ErrNotFound, in: []string{`lists no disk with device name "pvc-x"`}},
 		{name: "NVMe: listed without a namespace identifier", fake: nvmeTable, opts: Options{GCEDisks: list(cloud.GCEDisk{DeviceName: "d", Interface: "NVME"})},
@@ -639,6 +693,10 @@ func TestFindGCE(t *testing.T) {
 			sel: contract.DiskSelector{GCEDeviceName: "pvc-9f8e7d6c"}, want: 1},
 		{name: "SCSI: never an iSCSI disk", fake: with(scsiTable, func(f *fakeDisks) { f.disks[1].BusType = host.BusTypeISCSI }),
 			sel: contract.DiskSelector{GCEDeviceName: "pvc-9f8e7d6c"}, err: host.ErrNotFound},
+		{name: "SCSI: unanswered, the device name in UniqueId", fake: with(scsiTable, func(f *fakeDisks) {
+			f.idsErr[2] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[2].UniqueID, f.disks[2].UniqueIDFormat = "Google  pvc-9f8e7d6c", host.UniqueIDVendorID
+		}), sel: contract.DiskSelector{GCEDeviceName: "pvc-9f8e7d6c"}, err: host.ErrConflict, in: []string{"disks 1 [", ", 2 ["}},
 		{name: "SCSI: a local NVMe SSD is no reason to refuse", fake: func() *fakeDisks {
 			f := scsiTable()
 			f.disks = append(f.disks, host.Disk{Number: 3, BusType: host.BusTypeNVMe, FriendlyName: "NVMe nvme_card"})
@@ -674,6 +732,9 @@ func TestFindVSphere(t *testing.T) {
 			sel: contract.DiskSelector{VSphereUUID: uuid}, want: 1},
 		{name: "never a file-backed disk", fake: with(table, func(f *fakeDisks) { f.disks[1].BusType = host.BusTypeFileBacked }),
 			sel: contract.DiskSelector{VSphereUUID: uuid}, err: host.ErrNotFound},
+		{name: "another disk unreadable this time", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[2] = fmt.Errorf("busy: %w", host.ErrBusy)
+		}), sel: contract.DiskSelector{VSphereUUID: uuid}, err: host.ErrConflict, in: []string{"disks 1 [", ", 2 [", "busy"}},
 		// Outside the preset, diskPage83 finds the NVMe disk as asked.
 		{name: "plain diskPage83 on NVMe", fake: vnvme, sel: contract.DiskSelector{Page83: uuid}, want: 1},
 	})
@@ -744,7 +805,10 @@ func TestFindLogsUnreadableIdentifiers(t *testing.T) {
 	f.idsErr[2] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
 	var buf bytes.Buffer
 	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf), textlogger.Verbosity(2))))
-	if _, err := backendOn(f, Options{}).Find(ctx, contract.DiskSelector{Page83: "60"}); !errors.Is(err, host.ErrNotFound) {
+	// The failure leaves disk 1 a possible match; the disk that does not
+	// answer is none.
+	if _, err := backendOn(f, Options{}).Find(ctx, contract.DiskSelector{Page83: "60"}); !errors.Is(err, host.ErrConflict) ||
+		strings.Contains(err.Error(), ", 2") {
 		t.Fatal(err)
 	}
 	out := buf.String()
