@@ -90,8 +90,9 @@ func TestWriteGuard(t *testing.T) {
 	}
 }
 
-// The re-read disk is judged as at the lookup: its device path names the
-// namespace when the IOCTL stops answering; a contradiction is refused.
+// The re-read disk is judged as at the lookup: when the IOCTL stops
+// answering, its device path alone does not tell the namespace (it reads
+// two ways), and a contradiction is refused.
 func TestWriteGuardUncertain(t *testing.T) {
 	d := nvmeDisk(2, "03")
 	f := newFake(d)
@@ -103,8 +104,8 @@ func TestWriteGuardUncertain(t *testing.T) {
 	}
 	delete(f.addrs, 2)
 	g := &writeGuard{b: b, d: d, chosen: &c}
-	if _, err := g.confirm(context.Background()); err != nil {
-		t.Fatalf("the path still names it: %v", err)
+	if _, err := g.confirm(context.Background()); !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), "does not tell namespace 4") {
+		t.Fatalf("confirm = %v, want the path's doubt", err)
 	}
 	g = &writeGuard{b: b, d: d, chosen: &c}
 	f.addrs[2] = host.SCSIAddress{LUN: 9}

@@ -180,9 +180,7 @@ func identifiers(ctx context.Context, r *reader, sel contract.DiskSelector) (ver
 		}
 	}
 	if sel.NVMeNSID != nil {
-		// Under stornvme a namespace is storport LUN NSID − 1 (the
-		// SCSIAddress doc comment in pkg/host).
-		if nv, nwhy := r.storportLUN(ctx).is(*sel.NVMeNSID - 1); nv != yes {
+		if nv, nwhy := r.storportLUN(ctx).namespace(*sel.NVMeNSID); nv != yes {
 			return nv, nwhy
 		}
 	}
@@ -237,7 +235,7 @@ func serialHex(s string) string {
 // lunReading is what a disk's storport LUN may be.
 type lunReading struct {
 	values []uint8 // one value: certain; two: the path reads both ways
-	source string
+	source string  // sourceIOCTL or sourcePath
 	// conflict says how the sources contradict each other.
 	conflict string
 }
@@ -256,11 +254,43 @@ func (r *reader) storportLUN(ctx context.Context) lunReading {
 	case a != nil && pathOK && !slices.Contains(path, a.LUN):
 		return lunReading{conflict: fmt.Sprintf("IOCTL_SCSI_GET_ADDRESS reports LUN %d, its device path %s", a.LUN, readings(path))}
 	case a != nil:
-		return lunReading{values: []uint8{a.LUN}, source: "IOCTL_SCSI_GET_ADDRESS"}
+		return lunReading{values: []uint8{a.LUN}, source: sourceIOCTL}
 	case pathOK:
-		return lunReading{values: path, source: "device path"}
+		return lunReading{values: path, source: sourcePath}
 	}
 	return lunReading{}
+}
+
+// Where a storport LUN was read.
+const (
+	sourceIOCTL = "IOCTL_SCSI_GET_ADDRESS"
+	sourcePath  = "device path"
+)
+
+// namespace says whether the disk is NVMe namespace nsid. Under stornvme a
+// namespace is storport LUN NSID − 1 (the SCSIAddress doc comment in
+// pkg/host), which IOCTL_SCSI_GET_ADDRESS reports. The device path alone
+// does not settle it: azuredisk-csi-driver reads the number in the path as
+// the NSID itself (PR #3632: "…&0&000001#…" is "NSID=1, so LUN=0";
+// kubernetes-sigs/azuredisk-csi-driver@d983d61 pkg/os/disk/disk.go,
+// getNVMeLunFromPath, and its test "valid path with NSID 10 (LUN 9)"),
+// where this plugin reads it as the storport LUN, NSID − 1; and
+// Azure/azure-vm-utils@4113392 doc/disk-identification.md warns that the
+// LUN arithmetic "may be different for Windows VMs". A disk the path rules
+// out under both readings is not the namespace; one it names under either
+// may be (the azure-disk preset is unaffected: both readings put Azure LUN
+// L at the path's L + 1).
+func (l lunReading) namespace(nsid uint32) (verdict, string) {
+	v, why := l.is(nsid - 1)
+	if l.source != sourcePath || v == maybe {
+		return v, why
+	}
+	if alt, _ := l.is(nsid); v == no && alt == no {
+		return no, ""
+	}
+	return maybe, fmt.Sprintf("IOCTL_SCSI_GET_ADDRESS does not answer, and its device path alone does not tell namespace %d: "+
+		"the path %s, namespace LUN + 1 as storport numbers namespaces (LUN = NSID - 1), the LUN itself as "+
+		"azuredisk-csi-driver PR #3632 reads the path", nsid, readings(l.values))
 }
 
 // is says whether the disk is at storport LUN want.

@@ -361,11 +361,30 @@ func TestFindNamespace(t *testing.T) {
 			}},
 		{name: "namespace 2", fake: base, sel: contract.DiskSelector{NVMeNSID: u32(2)}, want: 1},
 		{name: "namespace 3 is not attached", fake: base, sel: contract.DiskSelector{NVMeNSID: u32(3)}, err: host.ErrNotFound},
-		{name: "namespace 1 is the boot disk's, by its path", fake: base, sel: contract.DiskSelector{NVMeNSID: u32(1)}, err: host.ErrConflict,
-			in: []string{"disk 0 [", "boot or system"}, reads: noReadsOf(0)},
-		{name: "by the path where the IOCTL does not answer", fake: with(func(f *fakeDisks) {
+		// The boot namespace is never read, and its path alone does not
+		// tell it: nothing else is namespace 1.
+		{name: "namespace 1 is the boot disk's", fake: base, sel: contract.DiskSelector{NVMeNSID: u32(1)}, err: host.ErrNotFound, reads: noReadsOf(0)},
+		// The device path alone, read as the storport LUN (NSID - 1) and
+		// as the NSID (azuredisk-csi-driver PR #3632): where the two
+		// readings disagree, the disk may be the namespace and is refused;
+		// where both rule it out, it is not the namespace.
+		{name: "the path where the IOCTL does not answer: storport's reading", fake: with(func(f *fakeDisks) {
 			delete(f.addrs, 2)
-		}), sel: contract.DiskSelector{NVMeNSID: u32(4)}, want: 2},
+		}), sel: contract.DiskSelector{NVMeNSID: u32(4)}, err: host.ErrConflict,
+			in: []string{"disk 2 [", "its device path alone does not tell namespace 4", "the path reads as LUN 3", "PR #3632"}},
+		{name: "the path where the IOCTL does not answer: PR #3632's reading", fake: with(func(f *fakeDisks) {
+			delete(f.addrs, 2)
+		}), sel: contract.DiskSelector{NVMeNSID: u32(3)}, err: host.ErrConflict,
+			in: []string{"disk 2 [", "does not tell namespace 3", "the path reads as LUN 3"}},
+		{name: "the path where the IOCTL does not answer: neither reading", fake: with(func(f *fakeDisks) {
+			delete(f.addrs, 2)
+		}), sel: contract.DiskSelector{NVMeNSID: u32(6)}, err: host.ErrNotFound},
+		{name: "the path where the IOCTL does not answer, beside a namespace the IOCTL names", fake: with(func(f *fakeDisks) {
+			delete(f.addrs, 2) // path LUN 3: namespace 4, or 3
+			f.addrs[1] = host.SCSIAddress{Port: 1, LUN: 2}
+			f.disks[1].Path = fmt.Sprintf(nvmePath, "02")
+		}), sel: contract.DiskSelector{NVMeNSID: u32(3)}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 2 [", "does not tell namespace 3"}},
 		{name: "the IOCTL and the path disagree", fake: with(func(f *fakeDisks) {
 			f.addrs[2] = host.SCSIAddress{LUN: 5}
 		}), sel: contract.DiskSelector{NVMeNSID: u32(6)}, err: host.ErrConflict,
@@ -382,7 +401,13 @@ func TestFindNamespace(t *testing.T) {
 		{name: "a path only hex can read", fake: with(func(f *fakeDisks) {
 			delete(f.addrs, 2)
 			f.disks[2].Path = fmt.Sprintf(nvmePath, "0a")
-		}), sel: contract.DiskSelector{NVMeNSID: u32(11)}, want: 2},
+		}), sel: contract.DiskSelector{NVMeNSID: u32(11)}, err: host.ErrConflict,
+			in: []string{"disk 2 [", "the path reads as LUN 10,"}},
+		{name: "a path read two ways, by PR #3632's reading", fake: with(func(f *fakeDisks) {
+			delete(f.addrs, 2)
+			f.disks[2].Path = fmt.Sprintf(nvmePath, "10")
+		}), sel: contract.DiskSelector{NVMeNSID: u32(10)}, err: host.ErrConflict,
+			in: []string{"disk 2 [", "the path reads as LUN 16 (hex) or 10 (decimal)"}},
 		{name: "the IOCTL settles a path read two ways", fake: with(func(f *fakeDisks) {
 			f.disks[2].Path = fmt.Sprintf(nvmePath, "10")
 			f.addrs[2] = host.SCSIAddress{LUN: 10}
