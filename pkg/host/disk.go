@@ -159,15 +159,27 @@ type Disk struct {
 	// the adapter (for NVMe, the controller) the disk is reached through,
 	// shared by every namespace of one controller. Blank on Hyper-V SCSI.
 	AdapterSerialNumber string
-	Size                uint64
-	BusType             BusType
-	PartitionStyle      PartitionStyle
-	IsBoot              bool
-	IsSystem            bool
-	IsReadOnly          bool
-	IsOffline           bool
-	OfflineReason       OfflineReason
-	HealthStatus        HealthStatus
+	// GUID is MSFT_Disk.Guid, "the GUID of the disk, if it's GPT
+	// formatted" (the disk GUID of its GPT header; blank on a RAW or MBR
+	// disk, and possibly while it is offline), as Windows renders it
+	// ("{…}"); SameGUID compares two.
+	GUID           string
+	Size           uint64
+	BusType        BusType
+	PartitionStyle PartitionStyle
+	IsBoot         bool
+	IsSystem       bool
+	IsReadOnly     bool
+	IsOffline      bool
+	OfflineReason  OfflineReason
+	HealthStatus   HealthStatus
+}
+
+// SameGUID reports whether two disk GUIDs as MSFT_Disk renders them are
+// the same GUID: braces and case aside.
+func SameGUID(a, b string) bool {
+	trim := func(s string) string { return strings.Trim(strings.TrimSpace(s), "{}") }
+	return strings.EqualFold(trim(a), trim(b))
 }
 
 // IsCritical reports whether the disk holds the running system. Such a

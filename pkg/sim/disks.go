@@ -115,6 +115,9 @@ func (d *DiskState) toHost() host.Disk {
 		IsOffline:      d.Offline,
 		HealthStatus:   d.Health,
 	}
+	if d.PartitionStyle == host.PartitionStyleGPT && d.GUID != "" {
+		out.GUID = "{" + strings.ToUpper(d.GUID) + "}" // as Get-Disk shows it
+	}
 	if d.Offline {
 		out.OfflineReason = d.OfflineReason
 	}
@@ -238,6 +241,9 @@ func (st *State) addDisk(d DiskState) uint32 {
 	}
 	d.Number = n
 	d.ID = "disk-" + strconv.FormatUint(st.NextDiskID, 10)
+	if d.PartitionStyle == host.PartitionStyleGPT && d.GUID == "" {
+		d.GUID = newGUID()
+	}
 	st.NextDiskID++
 	st.Disks = append(st.Disks, d)
 	sortDisks(st)
@@ -500,8 +506,10 @@ func (h disks) Initialize(ctx context.Context, disk host.Disk, style host.Partit
 		}
 		d.PartitionStyle = style
 		d.Partitions = nil
+		d.GUID = ""
 		if style == host.PartitionStyleGPT {
 			d.Partitions = []PartitionState{{Offset: msrOffset, Size: msrSize, GptType: host.GptTypeMSR}}
+			d.GUID = newGUID()
 		}
 		return struct{}{}, nil
 	})
@@ -784,6 +792,7 @@ func (st *State) reattach(serial string, spec DiskSpec, auto bool) (uint32, bool
 		d.Serial = old.Serial
 		d.PartitionStyle = old.PartitionStyle
 		d.Partitions = old.Partitions
+		d.GUID = old.GUID
 		if auto {
 			d.Offline, d.OfflineReason = true, host.OfflineReasonPolicy
 		}
@@ -808,6 +817,9 @@ func (s *Sim) layout(d *DiskState, spec DiskSpec) error {
 	switch style {
 	case host.PartitionStyleGPT:
 		d.Partitions = []PartitionState{{Offset: msrOffset, Size: msrSize, GptType: host.GptTypeMSR}}
+		if d.GUID == "" {
+			d.GUID = newGUID()
+		}
 	case host.PartitionStyleMBR:
 	default:
 		return fmt.Errorf("disk spec: partitions need partition style GPT or MBR: %w", host.ErrInvalid)

@@ -331,6 +331,9 @@ func (d SetupDisk) state(table bool, lun uint32) DiskState {
 	if d.PartitionStyle != nil {
 		s.PartitionStyle = *d.PartitionStyle
 	}
+	if s.PartitionStyle == host.PartitionStyleGPT {
+		s.GUID = newGUID()
+	}
 	if d.IsOffline != nil {
 		s.Offline = *d.IsOffline
 	}

@@ -24,7 +24,7 @@ const ns = winhost.NamespaceStorage
 // The exact WQL each query must send (built by pkg/winhost/wql).
 const (
 	wqlDisks = "SELECT ObjectId, Number, Path, SerialNumber, UniqueId, UniqueIdFormat, Location, FriendlyName, Manufacturer, Model, " +
-		"AdapterSerialNumber, Size, BusType, PartitionStyle, IsBoot, IsSystem, IsReadOnly, IsOffline, OfflineReason, " +
+		"AdapterSerialNumber, Guid, Size, BusType, PartitionStyle, IsBoot, IsSystem, IsReadOnly, IsOffline, OfflineReason, " +
 		"HealthStatus FROM MSFT_Disk"
 	wqlPartitions = "SELECT ObjectId, DiskNumber, PartitionNumber, Offset, Size, GptType, MbrType, AccessPaths, " +
 		"IsReadOnly, IsOffline FROM MSFT_Partition"
@@ -83,6 +83,7 @@ type diskSpec struct {
 	ReadOnly      bool
 	Offline       bool
 	OfflineReason host.OfflineReason
+	GUID          any // MSFT_Disk.Guid: a string, or nil (NULL) as on RAW and MBR disks
 
 	// Identity overrides; zero keeps a Hyper-V SCSI disk's as
 	// kubernetes-sigs/azuredisk-csi-driver#2661 shows them (FriendlyName
@@ -143,6 +144,7 @@ func diskInst(s diskSpec) winhost.Instance {
 			"Manufacturer":        s.Manufacturer,
 			"Model":               s.Model,
 			"AdapterSerialNumber": s.AdapterSerial,
+			"Guid":                s.GUID,
 			"Size":                strconv.FormatUint(size, 10),
 			"BusType":             int64(s.Bus),
 			"PartitionStyle":      int64(s.Style),
@@ -164,7 +166,8 @@ func diskOf(s diskSpec) host.Disk {
 		size = 10 << 30
 	}
 	loc, _ := s.Location.(string)
-	d := host.Disk{
+	guid, _ := s.GUID.(string)
+	d := host.Disk{GUID: guid,
 		Ref: diskRef(s.Number), Number: s.Number, Path: s.DevPath, SerialNumber: s.Serial,
 		UniqueID: s.UniqueID, UniqueIDFormat: s.UniqueIDFormat, Location: loc,
 		FriendlyName: s.Friendly, Manufacturer: s.Manufacturer, Model: s.Model, AdapterSerialNumber: s.AdapterSerial,
