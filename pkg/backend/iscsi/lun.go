@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/klog/v2"
@@ -18,7 +19,8 @@ const mpioHint = "install the Multipath-IO feature and let MSDSM claim iSCSI dis
 	"(Enable-MSDSMAutomaticClaim -BusType iSCSI, then reboot)"
 
 // findLUN returns the disk behind the target's sessions whose Location
-// names the LUN. When there is none yet it rescans and looks again until
+// names the LUN, with the identifiers of the sessions it is reached
+// through. When there is none yet it rescans and looks again until
 // the disk appears or waiting longer would run past ctx's deadline; then it
 // fails with host.ErrNotFound. Several distinct disks for the LUN (one per
 // path, MPIO not claiming them) fail with host.ErrConflict.
@@ -27,15 +29,16 @@ const mpioHint = "install the Multipath-IO feature and let MSDSM claim iSCSI dis
 // does for a single-path iSCSI disk; democratic-csi reads the LUN from
 // Win32_DiskDrive.SCSILogicalUnit instead (democratic-csi/democratic-csi@8a4a28a
 // src/utils/windows.js).
-func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Disk, error) {
+func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Disk, []string, error) {
 	var found host.Disk
+	var via []string
 	err := backend.Poll(ctx, b.opts.Backoff, func(ctx context.Context, attempt int) error {
 		if attempt > 0 {
 			if err := b.h.Disks.Rescan(ctx); err != nil {
 				return err
 			}
 		}
-		nums, err := b.targetDisks(ctx, iqn)
+		nums, err := b.sessionDisks(ctx, iqn)
 		if err != nil {
 			return err
 		}
@@ -48,7 +51,7 @@ func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Dis
 		}
 		var matches []host.Disk
 		for _, d := range disks {
-			if !nums[d.Number] {
+			if len(nums[d.Number]) == 0 {
 				continue
 			}
 			if loc, ok := host.ParseLocation(d.Location); ok && *loc.LUN == lun {
@@ -59,7 +62,7 @@ func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Dis
 		case 0:
 			return fmt.Errorf("no disk of target %s is LUN %d yet: %w", iqn, lun, backend.ErrRetry)
 		case 1:
-			found = matches[0]
+			found, via = matches[0], nums[matches[0].Number]
 			return nil
 		}
 		numbers := make([]string, len(matches))
@@ -70,22 +73,70 @@ func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Dis
 			lun, iqn, strings.Join(numbers, ", "), mpioHint, host.ErrConflict)
 	})
 	if errors.Is(err, backend.ErrRetry) {
-		return host.Disk{}, fmt.Errorf("LUN %d of target %s: no disk appeared after login (%s): %w", lun, iqn, err.Error(), host.ErrNotFound)
+		return host.Disk{}, nil, fmt.Errorf("LUN %d of target %s: no disk appeared after login (%s): %w", lun, iqn, err.Error(), host.ErrNotFound)
 	}
 	if err == nil {
 		klog.FromContext(ctx).V(4).Info("Found the LUN's disk", "diskNumber", found.Number)
 	}
-	return found, err
+	return found, via, err
+}
+
+// stillTheLUN is the stage's own check of the LUN's disk read again before
+// the disk backend first writes to it (disk.PrepareRequest.Confirm): it is
+// still reached through one of the sessions it was found through (via),
+// and its Location still names the LUN. A session that dropped and came
+// back is a new session (a new SessionIdentifier), and the disk number a
+// LUN had may then be another disk's: nothing is written to it; the retry
+// finds the LUN again.
+func (b *Backend) stillTheLUN(iqn string, lun uint32, via []string) func(context.Context, host.Disk) error {
+	return func(ctx context.Context, now host.Disk) error {
+		nums, err := b.sessionDisks(ctx, iqn)
+		if err != nil {
+			return fmt.Errorf("read the sessions of target %s again before the first write: %w", iqn, err)
+		}
+		reached := nums[now.Number]
+		if !slices.ContainsFunc(reached, func(id string) bool { return slices.Contains(via, id) }) {
+			return fmt.Errorf("disk %d was found as LUN %d of target %s through session %s, and is now reached through %s: "+
+				"the session it came from is gone, and the number may be another disk's; refusing to write to it: %w",
+				now.Number, lun, iqn, strings.Join(via, ", "), sessionList(reached), host.ErrConflict)
+		}
+		if loc, ok := host.ParseLocation(now.Location); !ok || loc.LUN == nil || *loc.LUN != lun {
+			return fmt.Errorf("disk %d was found as LUN %d of target %s and is now at location %q; refusing to write to it: %w",
+				now.Number, lun, iqn, now.Location, host.ErrConflict)
+		}
+		return nil
+	}
+}
+
+func sessionList(ids []string) string {
+	if len(ids) == 0 {
+		return "no session of the target"
+	}
+	return "session " + strings.Join(ids, ", ")
 }
 
 // targetDisks returns the numbers of the disks reached through the
 // target's sessions.
 func (b *Backend) targetDisks(ctx context.Context, iqn string) (map[uint32]bool, error) {
+	byDisk, err := b.sessionDisks(ctx, iqn)
+	if err != nil {
+		return nil, err
+	}
+	nums := make(map[uint32]bool, len(byDisk))
+	for n := range byDisk {
+		nums[n] = true
+	}
+	return nums, nil
+}
+
+// sessionDisks returns the disks reached through the target's sessions,
+// each with the identifiers of the sessions that reach it.
+func (b *Backend) sessionDisks(ctx context.Context, iqn string) (map[uint32][]string, error) {
 	sessions, err := b.h.ISCSI.Sessions(ctx, iqn)
 	if err != nil {
 		return nil, err
 	}
-	nums := map[uint32]bool{}
+	nums := map[uint32][]string{}
 	for _, s := range sessions {
 		ns, err := b.h.ISCSI.SessionDisks(ctx, s)
 		if errors.Is(err, host.ErrNotFound) {
@@ -95,7 +146,7 @@ func (b *Backend) targetDisks(ctx context.Context, iqn string) (map[uint32]bool,
 			return nil, err
 		}
 		for _, n := range ns {
-			nums[n] = true
+			nums[n] = append(nums[n], s.SessionID)
 		}
 	}
 	return nums, nil
