@@ -358,6 +358,24 @@ func TestGCE(t *testing.T) {
 			edit: []string{`"10CC_9636_B6E3_CE3B_0000_0000_0000_0000."`, `"10CC_9636_B6E3_CE3B."`,
 				"value: 10cc9636b6e3ce3b0000000000000000", "value: 10cc9636b6e3ce3b"},
 			wantCode: codes.NotFound},
+		// Windows Server 2025's native NVMe stack may not answer the
+		// device-ID query: the NGUID-form serial still names the
+		// namespace; a namespace that shows no NGUID at all may be the
+		// device, and the stage refuses naming it (the device name in the
+		// namespace's Identify data, which Linux reads, is not read on
+		// Windows).
+		{name: "NVMe: native NVMe, the serial names the namespace", table: "gcp-nvme.yaml", args: gce, metadata: string(metadata),
+			volumeID: "projects/p/zones/z/disks/pvc-4a5b6c7d",
+			edit: []string{"page83: [{type: EUI64, codeSet: binary, value: 10cc9636b6e3ce3b0000000000000000}]", "deviceIdUnsupported: true"},
+			want: 1},
+		{name: "NVMe: native NVMe, a namespace without a readable NGUID", table: "gcp-nvme.yaml", args: gce, metadata: string(metadata),
+			volumeID: "projects/p/zones/z/disks/pvc-4a5b6c7d", extra: `
+  - number: 3
+    friendlyName: nvme_card-pd
+    serialNumber: "10CC_9636_B6E3_CE3B."
+    busType: NVMe
+    deviceIdUnsupported: true
+`, wantCode: codes.FailedPrecondition, wantIn: []string{"disks 1 [", ", 3 [", "its NGUID cannot be read"}},
 		{name: "NVMe: the local SSD is never a volume", table: "gcp-nvme.yaml",
 			vctx: map[string]string{"diskSerial": "nvme_card_00000001"}, wantCode: codes.FailedPrecondition, wantIn: []string{"disk 2 [", "local SSD"}},
 	} {

@@ -303,8 +303,15 @@ func (sc scope) platform(ctx context.Context, r *reader, sel contract.DiskSelect
 // identifier (kubernetes-sigs/gcp-compute-persistent-disk-csi-driver@b560165
 // pkg/mount-manager/safe-mounter-v1_windows.go; its example serial
 // "10CC_9636_B6E3_CE3B_0000_0000_0000_0000."). A 16-byte EUI64 designator
-// counts the same; an EUI-64-only namespace (16 hex digits) never matches,
-// as in that driver.
+// counts the same; a namespace that shows an EUI-64 only (16 hex digits)
+// and answers the device-ID query without an NGUID never matches, as in
+// that driver. A namespace whose NGUID cannot be read at all (its serial is
+// no NGUID, it does not answer the device-ID query, as Windows Server
+// 2025's native NVMe stack may not, and its UniqueId is no NGUID) may be
+// the device: which identifier Windows writes into the serial when a
+// namespace has both is not documented, and the device name Linux reads
+// from the namespace itself (the JSON at byte 384 of Identify Namespace,
+// gcp-pd deploy/kubernetes/udev/google_nvme_id) is not read on Windows.
 func hasGCENamespace(ctx context.Context, r *reader, id uint64) (verdict, string) {
 	want := fmt.Sprintf("%016x", id)
 	if h := serialHex(r.d.SerialNumber); len(h) == 32 {
@@ -318,7 +325,14 @@ func hasGCENamespace(ctx context.Context, r *reader, id uint64) (verdict, string
 			return yes, ""
 		}
 	}
-	return r.unreadIDs(func(u string) bool { h := hexOf(u); return len(h) == 32 && h[:16] == want })
+	if v, why := r.unreadIDs(func(u string) bool { h := hexOf(u); return len(h) == 32 && h[:16] == want }); v != no {
+		return v, why
+	}
+	if r.idsErr != nil && len(hexOf(r.d.UniqueID)) != 32 {
+		return maybe, fmt.Sprintf("its NGUID cannot be read: its serial number %q is none, it does not answer the device-ID query, "+
+			"and its UniqueId %q is none", strings.TrimSpace(r.d.SerialNumber), r.d.UniqueID)
+	}
+	return no, ""
 }
 
 // ebsIDs returns the EBS volume IDs a disk reports, without their dash:

@@ -694,9 +694,31 @@ func TestFindGCE(t *testing.T) {
 			f.disks[3].UniqueID = "10CC9636B6E3CE3B0000000000000001"
 		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, err: host.ErrConflict,
 			in: []string{"disks 1 [", ", 3"}},
+		// Found by review: a namespace whose NGUID cannot be read was
+		// taken for no match. Windows writes the NGUID or the EUI-64 into
+		// the serial (which one when a namespace has both is not
+		// documented), and the UniqueId may be either too: such a
+		// namespace may be the device, and the lookup refuses naming it.
 		{name: "NVMe: unanswered, an EUI-64 UniqueId", fake: with(nvmeTable, func(f *fakeDisks) {
 			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
 			f.disks[3].UniqueID = "10CC9636B6E3CE3B"
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 3 (its NGUID cannot be read", `UniqueId "10CC9636B6E3CE3B" is none`}},
+		{name: "NVMe: unanswered, an EUI-64 serial", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[3].SerialNumber = "10CC_9636_B6E3_CE3B."
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, err: host.ErrConflict,
+			in: []string{"disks 1 [", `3 [serial "10CC_9636_B6E3_CE3B."] (its NGUID cannot be read`}},
+		{name: "NVMe: unanswered, nothing else", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 3 (its NGUID cannot be read"}},
+		{name: "NVMe: answered with an EUI-64 only", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.ids[3] = []host.Designator{{Type: host.DesignatorEUI64, CodeSet: host.CodeSetBinary, Value: bin("10cc9636b6e3ce3b")}}
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, want: 1},
+		{name: "NVMe: unanswered, the NGUID-form serial decides", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.idsErr[1] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.idsErr[2] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
 		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, want: 1},
 		{name: "NVMe: a device the metadata server does not list", fake: nvmeTable, opts: Options{GCEDisks: list(pd)},
 			sel: contract.DiskSelector{GCEDeviceName: "pvc-x"}, err: host.ErrNotFound, in: []string{`lists no disk with device name "pvc-x"`}},
