@@ -25,8 +25,8 @@ import (
 func TestUpgradeFromTheOldPresetSelectors(t *testing.T) {
 	for _, tt := range []struct {
 		name, table, preset, volumeID string
-		legacy, upgraded          string // the journal's diskSelector before and after the restage
-		disk                      uint32
+		legacy, upgraded              string // the journal's diskSelector before and after the restage
+		disk                          uint32
 	}{
 		{name: "aws-ebs: a serial that contains the volume ID", table: "aws-nitro.yaml", preset: "aws-ebs",
 			volumeID: "vol-0abcdef0123456789", disk: 2,

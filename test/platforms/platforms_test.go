@@ -366,8 +366,8 @@ func TestGCE(t *testing.T) {
 		// Windows).
 		{name: "NVMe: native NVMe, the serial names the namespace", table: "gcp-nvme.yaml", args: gce, metadata: string(metadata),
 			volumeID: "projects/p/zones/z/disks/pvc-4a5b6c7d",
-			edit: []string{"page83: [{type: EUI64, codeSet: binary, value: 10cc9636b6e3ce3b0000000000000000}]", "deviceIdUnsupported: true"},
-			want: 1},
+			edit:     []string{"page83: [{type: EUI64, codeSet: binary, value: 10cc9636b6e3ce3b0000000000000000}]", "deviceIdUnsupported: true"},
+			want:     1},
 		{name: "NVMe: native NVMe, a namespace without a readable NGUID", table: "gcp-nvme.yaml", args: gce, metadata: string(metadata),
 			volumeID: "projects/p/zones/z/disks/pvc-4a5b6c7d", extra: `
   - number: 3
