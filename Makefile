@@ -70,8 +70,13 @@ image: ## build and push the Windows image with docker buildx (needs a registry;
 		--build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg BUILD_DATE=$(BUILDDATE) \
 		-t $(IMAGE):$(VERSION) --push .
 
+# go install -v names each package as it compiles it: the first install
+# (about half a minute, most of it compiling gocsi and gRPC) shows its
+# progress instead of sitting silent.
 $(CSC):
-	cd test/tools && GOBIN=$(BIN) go install github.com/dell/gocsi/csc
+	@echo "Installing csc into .bin/csc (test/tools pins its version); the first install compiles gocsi and gRPC, about half a minute."
+	cd test/tools && GOBIN=$(BIN) go install -v github.com/dell/gocsi/csc
+	@echo "csc is ready: .bin/csc"
 
 csc: $(CSC) ## install csc, the CSI command-line client, into .bin/
 

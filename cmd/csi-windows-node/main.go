@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -75,14 +76,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer klog.Flush()
 	logger := klog.Background().WithValues("driver", opts.DriverName)
-	ctx, stop := signal.NotifyContext(klog.NewContext(context.Background(), logger), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	defer cancel()
+	var running atomic.Pointer[plugin.Plugin]
+	defer watchSignals(ctx, cancel, &running)()
 
 	if err := nodeIdentity(ctx, opts); err != nil {
 		logger.Error(err, "Could not settle the node's identity")
 		return exitFailed
 	}
 	st.plugin.NodeID, st.plugin.Topology = opts.NodeID, opts.Topology
+	st.running = &running
 	if err := serve(ctx, opts, st); err != nil {
 		logger.Error(err, "Plugin failed")
 		return exitFailed
@@ -96,6 +100,54 @@ type startup struct {
 	plugin plugin.Options
 	socket string   // the path of --endpoint
 	setup  simSetup // --sim-config, read
+	// running is set to the plugin once it is wired, for a second signal
+	// to halt it.
+	running *atomic.Pointer[plugin.Plugin]
+}
+
+// exitInterrupted is the exit status after a second SIGINT or SIGTERM: the
+// plugin ended without waiting for the RPCs in flight.
+const exitInterrupted = exitFailed
+
+// watchSignals turns SIGINT and SIGTERM into the shutdown: the first
+// cancels ctx (Serve then waits for the RPCs in flight, at most
+// --shutdown-grace, and logs which); a second ends the process at once,
+// once the plugin set in running (if any yet) has sealed its journal
+// (plugin.Halt), and says so. The returned function stops watching.
+func watchSignals(ctx context.Context, cancel context.CancelFunc, running *atomic.Pointer[plugin.Plugin]) (stop func()) {
+	logger := klog.FromContext(ctx)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case sig := <-sigs:
+			var rpcs []string
+			var err error
+			if p := running.Load(); p != nil {
+				rpcs, err = p.Halt(context.WithoutCancel(ctx))
+			}
+			if err != nil {
+				logger.Error(err, "Second signal: the journal's writes in progress did not finish; exiting anyway")
+			}
+			logger.Info("Second signal: exiting now, without waiting for the RPCs in flight (the journal is flushed; "+
+				"kubelet retries the RPCs, and a stage cut short is finished by its retry, its unstage or the orphan sweep)",
+				"signal", sig.String(), "rpcs", rpcs)
+			klog.Flush()
+			os.Exit(exitInterrupted)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }
 
 // prepare checks every flag that can be checked without touching the host
@@ -165,6 +217,9 @@ func serve(ctx context.Context, opts *config.Options, st startup) (err error) {
 	p, err := plugin.New(st.plugin, h)
 	if err != nil {
 		return err
+	}
+	if st.running != nil {
+		st.running.Store(p)
 	}
 	if ls.CSI, err = claim.Listen(); err != nil {
 		return err

@@ -51,7 +51,10 @@ func writeTable(w io.Writer, rep *inventory.Report) error {
 		var asked []string
 		for _, g := range d.RootAccess {
 			state := "on root"
-			if !g.OnRoot {
+			switch {
+			case g.Reason != "":
+				state = g.Reason
+			case !g.OnRoot:
 				state = "MISSING"
 			}
 			asked = append(asked, g.Entry+" ("+state+")")
@@ -85,9 +88,9 @@ func writeTable(w io.Writer, rep *inventory.Report) error {
 		acl := or(sd.ACL, "- (no Windows ACL: the directory's mode protects it)")
 		p.row(sd.Path, acl, or(sd.TokenOwner, "-"), strconv.Itoa(len(sd.Refused)))
 		if len(sd.Refused) > 0 {
-			p.section("REFUSED JOURNAL FILES (owned by neither SYSTEM nor Administrators; never acted on)", len(sd.Refused), "PATH", "OWNER")
+			p.section("REFUSED JOURNAL FILES (not written by the plugin; never acted on)", len(sd.Refused), "PATH", "OWNER", "REASON")
 			for _, r := range sd.Refused {
-				p.row(r.Path, r.Owner)
+				p.row(r.Path, or(r.Owner, "-"), r.Reason)
 			}
 		}
 	}

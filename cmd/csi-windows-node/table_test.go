@@ -56,15 +56,21 @@ func TestTableRootAccessAndStateDirectory(t *testing.T) {
 		Volumes: []inventory.Volume{
 			{VolumeID: "vol-a", Backend: "disk", State: inventory.StateDegraded, Disk: &inventory.DiskBacking{
 				RootACL:    "(A;OICI;0x1f01ff;;;S-1-5-32-544)",
-				RootAccess: []inventory.RootGrant{{Entry: "ContainerUser:modify", SID: "S-1-5-93-2-2"}},
+				RootAccess: []inventory.RootGrant{{Entry: "ContainerUser:modify", SID: "S-1-5-93-2-2", Applied: true}},
 			}},
 			{VolumeID: "vol-b", Backend: "iscsi", State: inventory.StateHealthy, ISCSI: &inventory.ISCSIBacking{Disk: &inventory.DiskBacking{
-				RootACL: "(A;OICI;0x1301bf;;;S-1-5-93-2-2)", RootAccess: []inventory.RootGrant{{Entry: "ContainerUser:modify", SID: "S-1-5-93-2-2", OnRoot: true}},
+				RootACL: "(A;OICI;0x1301bf;;;S-1-5-93-2-2)", RootAccess: []inventory.RootGrant{{Entry: "ContainerUser:modify", SID: "S-1-5-93-2-2", Applied: true, OnRoot: true}},
 			}}},
+			// Staged read-only: the grant is left off on purpose.
+			{VolumeID: "vol-d", Backend: "disk", State: inventory.StateHealthy, Disk: &inventory.DiskBacking{
+				RootACL:    "(A;OICI;0x1f01ff;;;S-1-5-32-544)",
+				RootAccess: []inventory.RootGrant{{Entry: "ContainerUser:modify", SID: "S-1-5-93-2-2", Reason: inventory.ReasonReadOnlyStage}},
+			}},
 			{VolumeID: "vol-c", Backend: "smb", State: inventory.StateHealthy, SMB: &inventory.SMBBacking{}},
 		},
 		StateDir: &inventory.StateDir{Path: `C:\state`, ACL: "O:S-1-5-32-544D:P(A;OICI;0x1f01ff;;;S-1-5-18)(A;OICI;0x1f01ff;;;S-1-5-32-544)",
-			TokenOwner: "S-1-5-32-544", Refused: []inventory.RefusedFile{{Path: `C:\state\x.json`, Owner: "S-1-5-21-1-2-3-1001"}}},
+			TokenOwner: "S-1-5-32-544", Refused: []inventory.RefusedFile{{Path: `C:\state\x.json`, Owner: "S-1-5-21-1-2-3-1001", Reason: "owned by neither SYSTEM, Administrators nor the plugin"},
+				{Path: `C:\state\y.json`, Reason: "its DACL denies the plugin even its owner"}}},
 	}
 	var b strings.Builder
 	if err := writeTable(&b, rep); err != nil {
@@ -72,12 +78,15 @@ func TestTableRootAccessAndStateDirectory(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"ROOT ACCESS (2)\nVOLUME ID  VOLUMEROOTACCESS                ROOT ACL\n" +
-			"vol-a      ContainerUser:modify (MISSING)  (A;OICI;0x1f01ff;;;S-1-5-32-544)\n" +
-			"vol-b      ContainerUser:modify (on root)  (A;OICI;0x1301bf;;;S-1-5-93-2-2)\n",
+		"ROOT ACCESS (3)\nVOLUME ID  VOLUMEROOTACCESS                                     ROOT ACL\n" +
+			"vol-a      ContainerUser:modify (MISSING)                       (A;OICI;0x1f01ff;;;S-1-5-32-544)\n" +
+			"vol-b      ContainerUser:modify (on root)                       (A;OICI;0x1301bf;;;S-1-5-93-2-2)\n" +
+			"vol-d      ContainerUser:modify (read-only stage: not applied)  (A;OICI;0x1f01ff;;;S-1-5-32-544)\n",
 		"STATE DIRECTORY (1)\n",
-		`C:\state  O:S-1-5-32-544D:P(A;OICI;0x1f01ff;;;S-1-5-18)(A;OICI;0x1f01ff;;;S-1-5-32-544)  S-1-5-32-544    1`,
-		`C:\state\x.json  S-1-5-21-1-2-3-1001`,
+		`C:\state  O:S-1-5-32-544D:P(A;OICI;0x1f01ff;;;S-1-5-18)(A;OICI;0x1f01ff;;;S-1-5-32-544)  S-1-5-32-544    2`,
+		"REFUSED JOURNAL FILES (not written by the plugin; never acted on) (2)\nPATH             OWNER                REASON\n" +
+			`C:\state\x.json  S-1-5-21-1-2-3-1001  owned by neither SYSTEM, Administrators nor the plugin` + "\n" +
+			`C:\state\y.json  -                    its DACL denies the plugin even its owner` + "\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -31,6 +32,22 @@ type StageRequest struct {
 	// be staged without writing to it (no initialise, partition, format or
 	// grow; the disk stays read-only).
 	ReadOnly bool
+	// Recorded are the attributes the volume's journal entry held before
+	// this stage (an earlier stage's, nil when the journal had none):
+	// what an earlier stage learnt, such as the SIDs it resolved account
+	// names to (RootAccessSIDs).
+	Recorded map[string]string
+	// Learned, when not nil, receives attributes the stage learns that
+	// the volume's journal entry keeps (PutRootAccessSIDs); the node adds
+	// them to the entry once the stage has succeeded.
+	Learned map[string]string
+}
+
+// StagedReadOnly reports whether the entry's volume was staged for one of
+// the *_READER_ONLY access modes (Entry.AccessMode holds the CSI name of
+// the mode), as StageRequest.ReadOnly was then.
+func StagedReadOnly(e journal.Entry) bool {
+	return strings.HasSuffix(e.AccessMode, "_READER_ONLY")
 }
 
 // UnstageRequest asks a backend to undo a stage. Entry is the journal's

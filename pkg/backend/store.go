@@ -27,7 +27,9 @@ import (
 // values are the backend's own, and never a secret.
 type Store interface {
 	// ByResource returns the entries whose ResourceKey is key (see
-	// Record.Resource), intents included, ordered by volume ID.
+	// Record.Resource), intents included, ordered by volume ID. Those of
+	// journal files the journal refused have Entry.Refused set: never act
+	// on one, only count its volume as a user (shared.Transition.Others).
 	ByResource(ctx context.Context, key string) ([]journal.Entry, error)
 	// ByBackend returns the entries of one backend ("disk", "smb",
 	// "iscsi"), intents included, ordered by volume ID.

@@ -205,7 +205,9 @@ func parseGrant(key, entry string) (RootGrant, *Error) {
 		return RootGrant{}, bad("no principal before the ':'")
 	case len(principal) > 2 && strings.EqualFold(principal[:2], "S-") && isDigits(principal[2:3]):
 		sid, err := winacl.CanonicalSID(principal)
-		if err != nil {
+		// A SID without subauthorities names an authority (S-1-5 is the
+		// NT authority), never an account.
+		if err != nil || strings.Count(sid, "-") < 3 {
 			return RootGrant{}, bad("%s is not a valid SID (S-1-<authority>-<subauthority>..., for example S-1-5-93-2-2)", show(principal))
 		}
 		g.Principal, g.SID = sid, sid

@@ -18,7 +18,9 @@ func TestParseFS(t *testing.T) {
 	iscsi := func(kv ...string) map[string]string {
 		return m(append([]string{"targetPortal", "h", "iqn", "iqn.2001-04.com.example", "lun", "0"}, kv...)...)
 	}
-	smb := func(kv ...string) map[string]string { return m(append([]string{"source", `\\s\x`}, kv...)...) }
+	smb := func(kv ...string) map[string]string {
+		return m(append([]string{"source", `\\s\x`, "mapWithoutCredentials", "true"}, kv...)...)
+	}
 	runParseCases(t, []parseCase{
 		{name: "default NTFS", req: Request{VolumeContext: disk()}, check: fsIs(FileSystem{Type: FSNTFS})},
 		{name: "capability ntfs", req: Request{VolumeContext: disk(), FsType: "ntfs"}, check: fsIs(FileSystem{Type: FSNTFS, Explicit: true})},

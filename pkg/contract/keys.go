@@ -37,6 +37,7 @@ const (
 	keySource         = "source"
 	keySubDir         = "subDir"
 	keyRequirePrivacy = "requirePrivacy"
+	keyNoCredentials  = "mapWithoutCredentials"
 	keyUsername       = "username"
 	keyPassword       = "password"
 	keyDomain         = "domain"
@@ -130,6 +131,7 @@ var keyTable = []KeyDoc{
 	{Name: keySource, Source: SourceContext, Backends: onlySMB},
 	{Name: keySubDir, Source: SourceContext, Backends: onlySMB},
 	{Name: keyRequirePrivacy, Source: SourceContext, Backends: onlySMB},
+	{Name: keyNoCredentials, Source: SourceContext, Backends: onlySMB},
 	{Name: keyUsername, Source: SourceSecret, Backends: onlySMB},
 	{Name: keyPassword, Source: SourceSecret, Backends: onlySMB},
 	{Name: keyDomain, Source: SourceSecret, Backends: onlySMB},

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -77,7 +78,13 @@ func parse(r Request, o Options) (Volume, *Error) {
 	}
 
 	vol := Volume{Kind: kind}
+	if e := checkTypos(p, sec); e != nil {
+		return Volume{}, e
+	}
 	if vol.Ignored, e = checkKeys(p, kind, how, o); e != nil {
+		return Volume{}, e
+	}
+	if e := checkSecretKinds(p, sec, kind, how); e != nil {
 		return Volume{}, e
 	}
 	if vol.FS, e = parseFS(p, r.FsType, kind); e != nil {
@@ -162,17 +169,79 @@ func chooseKind(p params, o Options) (Kind, kindChoice, *Error) {
 	return KindDisk, kindInferred, nil
 }
 
+// checkTypos refuses an unknown key that is probably a typo of a contract
+// key (typo.go): in volume_context, where a user writes it, and in the
+// node-stage secret. publish_context is the controller's, which the user
+// cannot change: its unknown keys are a vendor's.
+func checkTypos(p, sec params) *Error {
+	known := make(map[string]KeyDoc, len(contextKeys)+len(secretKeys))
+	for f, k := range contextKeys {
+		known[f] = k
+	}
+	for f, k := range secretKeys {
+		known[f] = k
+	}
+	for _, f := range sortedFolded(p) {
+		e := p[f]
+		if _, ok := known[f]; ok || e.published || strings.HasPrefix(f, csiPrefix) || presetKeys[f] != "" {
+			continue
+		}
+		if names := didYouMean(e.key, known); names != nil {
+			return errorf(e.key, "is not a key of the contract; %s (if it is your controller's own key, read it as a contract key with --context-alias)", suggestion(names))
+		}
+	}
+	for _, f := range sortedFolded(sec) {
+		if _, ok := secretKeys[f]; ok {
+			continue
+		}
+		if names := didYouMean(sec[f].key, secretKeys); names != nil {
+			return errorf(sec[f].key, "is not a node-stage secret key of the contract; %s", suggestion(names))
+		}
+	}
+	return nil
+}
+
+// checkSecretKinds refuses a volume whose backend was not chosen with the
+// backend key when its node-stage secret carries keys of another backend:
+// SMB credentials on a volume without source, CHAP secrets on a volume
+// without iqn. The user meant another backend than the one inferred.
+func checkSecretKinds(p, sec params, kind Kind, how kindChoice) *Error {
+	if how == kindExplicit {
+		return nil
+	}
+	var foreign []string
+	var backends []Kind
+	for _, f := range sortedFolded(sec) {
+		if k, ok := secretKeys[f]; ok && !appliesTo(k.Backends, kind) {
+			foreign = append(foreign, sec[f].key)
+			if !slices.Contains(backends, k.Backends[0]) {
+				backends = append(backends, k.Backends...)
+			}
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	return errorf(foreign[0], "the node-stage secret carries %s, keys of %s, %s",
+		strings.Join(foreign, ", "), backendsText(backends), kindReason(p, kind, how))
+}
+
+// sortedFolded returns the folded keys of p, sorted.
+func sortedFolded(p params) []string {
+	out := make([]string, 0, len(p))
+	for f := range p {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // checkKeys rejects keys of other backends and secret keys placed in the
 // contexts, and returns the unknown keys (sorted, as written). The keys an
 // enabled preset reads itself are known on disk volumes.
 func checkKeys(p params, kind Kind, how kindChoice, o Options) ([]string, *Error) {
-	folded := make([]string, 0, len(p))
-	for f := range p {
-		folded = append(folded, f)
-	}
-	sort.Strings(folded)
 	var ignored []string
-	for _, f := range folded {
+	for _, f := range sortedFolded(p) {
 		e := p[f]
 		if k, ok := contextKeys[f]; ok {
 			if !appliesTo(k.Backends, kind) {
@@ -194,8 +263,16 @@ func checkKeys(p params, kind Kind, how kindChoice, o Options) ([]string, *Error
 		if pr, ok := presetKeys[f]; ok && kind == KindDisk && o.hasPreset(pr) {
 			continue
 		}
-		if k, ok := secretKeys[f]; ok && appliesTo(k.Backends, kind) {
-			return nil, errorf(e.key, "is read from the node-stage secret, not from volume_context or publish_context")
+		if k, ok := secretKeys[f]; ok {
+			if appliesTo(k.Backends, kind) {
+				return nil, errorf(e.key, "is read from the node-stage secret, not from volume_context or publish_context")
+			}
+			if how != kindExplicit && !e.published {
+				// A credential of another backend says the user meant
+				// that backend; an inferred kind would silently be wrong.
+				return nil, errorf(e.key, "is a node-stage secret key of %s (and belongs in the secret, not in volume_context), %s",
+					backendsText(k.Backends), kindReason(p, kind, how))
+			}
 		}
 		ignored = append(ignored, e.key)
 	}

@@ -85,9 +85,14 @@ func TestParseGeneral(t *testing.T) {
 			wantKey: "Password",
 		},
 		{
-			name: "secret key of another backend in volume_context is ignored",
-			req:  Request{VolumeContext: m("diskSerial", "s", "password", "x")},
+			name: "secret key of another backend in volume_context is ignored when backend is set",
+			req:  Request{VolumeContext: m("backend", "disk", "diskSerial", "s", "password", "x")},
 			want: &Volume{Kind: KindDisk, FS: ntfs, Disk: &DiskSpec{Selector: DiskSelector{Serial: "s"}}, Ignored: []string{"password"}},
+		},
+		{
+			name:    "secret key of another backend in volume_context refuses an inferred backend",
+			req:     Request{VolumeContext: m("diskSerial", "s", "password", "x")},
+			wantKey: "password",
 		},
 	})
 }
@@ -101,7 +106,7 @@ func TestParseBackend(t *testing.T) {
 		},
 		{
 			name:  "explicit smb",
-			req:   Request{VolumeContext: m("Backend", "smb", "source", `\\s\x`)},
+			req:   Request{VolumeContext: m("Backend", "smb", "source", `\\s\x`), Secrets: m("username", "u", "password", "p")},
 			check: wantKind(KindSMB),
 		},
 		{
@@ -116,7 +121,7 @@ func TestParseBackend(t *testing.T) {
 		},
 		{
 			name:  "inferred smb from source",
-			req:   Request{VolumeContext: m("source", `//s/x`)},
+			req:   Request{VolumeContext: m("source", `//s/x`), Secrets: m("username", "u", "password", "p")},
 			check: wantKind(KindSMB),
 		},
 		{
@@ -131,7 +136,7 @@ func TestParseBackend(t *testing.T) {
 		},
 		{
 			name:  "node default backend",
-			req:   Request{VolumeContext: m("source", `\\s\x`)},
+			req:   Request{VolumeContext: m("source", `\\s\x`), Secrets: m("username", "u", "password", "p")},
 			opts:  Options{DefaultKind: KindSMB},
 			check: wantKind(KindSMB),
 		},
@@ -243,7 +248,7 @@ func TestParseAliases(t *testing.T) {
 		},
 		{
 			name:  "alias of backend",
-			req:   Request{VolumeContext: m("node_attach_driver", "smb", "source", `\\s\x`)},
+			req:   Request{VolumeContext: m("node_attach_driver", "smb", "source", `\\s\x`), Secrets: m("username", "u", "password", "p")},
 			opts:  Options{Aliases: map[string]string{"node_attach_driver": "backend"}},
 			check: wantKind(KindSMB),
 		},

@@ -30,7 +30,11 @@ func parseSMB(p params, sec params, o Options) (*SMBSpec, *Error) {
 	if spec.RequirePrivacy, e = p.boolOr(keyRequirePrivacy, o.RequirePrivacy); e != nil {
 		return nil, e
 	}
-	if spec.Credential, e = parseSMBCredential(sec, o.DefaultDomain); e != nil {
+	noCred, e := p.boolOr(keyNoCredentials, false)
+	if e != nil {
+		return nil, e
+	}
+	if spec.Credential, e = parseSMBCredential(sec, o.DefaultDomain, noCred); e != nil {
 		return nil, e
 	}
 	return spec, nil
@@ -112,19 +116,36 @@ func parseSubDir(e entry, p params) (string, *Error) {
 	return s, nil
 }
 
-// parseSMBCredential reads username, password and domain. Both user and
-// password absent means anonymous access. Values are never quoted in
-// errors.
-func parseSMBCredential(sec params, defaultDomain string) (host.Credential, *Error) {
+// parseSMBCredential reads username, password and domain. A volume maps
+// its share with them; only with mapWithoutCredentials (noCred) may both
+// be absent, and then they must be. Values are never quoted in errors.
+func parseSMBCredential(sec params, defaultDomain string, noCred bool) (host.Credential, *Error) {
 	user, hasUser := sec.get(keyUsername)
 	pass, hasPass := sec.get(keyPassword)
 	dom, hasDom := sec.get(keyDomain)
 	switch {
-	case !hasUser && !hasPass:
-		if hasDom {
-			return host.Credential{}, errorf(dom.key, "is set but username and password are not (anonymous access takes no domain)")
+	case noCred:
+		for _, e := range []struct {
+			has bool
+			key string
+		}{{hasUser, user.key}, {hasPass, pass.key}, {hasDom, dom.key}} {
+			if e.has {
+				return host.Credential{}, errorf(e.key, "is set in the node-stage secret, but %s is true: the share is mapped without credentials; remove one of them", keyNoCredentials)
+			}
 		}
 		return host.Credential{}, nil
+	case !hasUser && !hasPass:
+		// Without the keys a mapping would be tried without credentials
+		// and fail (or connect as guest) far from the cause: a Secret
+		// not given to the volume, or given under other key names.
+		key, what := keyUsername, "the node-stage secret has neither username nor password"
+		if hasDom {
+			key, what = dom.key, "the node-stage secret has domain but neither username nor password"
+		}
+		return host.Credential{}, errorf(key, "%s: an smb volume maps its share with them (the StorageClass's "+
+			"csi.storage.k8s.io/node-stage-secret-name and -namespace, or a static PV's nodeStageSecretRef); "+
+			"to map the share without credentials (guest or anonymous access, or the node's computer account), set %s to true",
+			what, keyNoCredentials)
 	case !hasPass:
 		return host.Credential{}, errorf(keyPassword, "is required with %s", user.key)
 	case !hasUser:

@@ -85,32 +85,34 @@ func TestParseSMB(t *testing.T) {
 	cred := func(user, pass string) host.Credential {
 		return host.Credential{User: user, Password: host.NewSecret(pass)}
 	}
+	alice := m("username", "alice", "password", "pw")
+	aliceCred := cred("alice", "pw")
 	runParseCases(t, []parseCase{
 		{
-			name: "anonymous share root",
-			req:  Request{VolumeContext: m("source", `//srv/share`)},
+			name: "share root without credentials",
+			req:  Request{VolumeContext: m("source", `//srv/share`, "mapWithoutCredentials", "true")},
 			opts: Options{RequirePrivacy: true},
 			want: smb(SMBSpec{Server: "srv", Share: "share", RequirePrivacy: true}),
 		},
 		{
 			name: "source dir and subDir",
-			req:  Request{VolumeContext: m("source", `\\srv\share\base`, "subDir", "a/b\\c/")},
-			want: smb(SMBSpec{Server: "srv", Share: "share", Dir: `base\a\b\c`}),
+			req:  Request{VolumeContext: m("source", `\\srv\share\base`, "subDir", "a/b\\c/"), Secrets: alice},
+			want: smb(SMBSpec{Server: "srv", Share: "share", Dir: `base\a\b\c`, Credential: aliceCred}),
 		},
 		{
 			name: "subDir only",
-			req:  Request{VolumeContext: m("source", `\\srv\share`, "subdir", "vol1")},
-			want: smb(SMBSpec{Server: "srv", Share: "share", Dir: "vol1"}),
+			req:  Request{VolumeContext: m("source", `\\srv\share`, "subdir", "vol1"), Secrets: alice},
+			want: smb(SMBSpec{Server: "srv", Share: "share", Dir: "vol1", Credential: aliceCred}),
 		},
 		{
 			name: "subDir templates",
-			req:  Request{VolumeContext: withPVC("source", `\\srv\share`, "subDir", "${pvc.metadata.namespace}/${pvc.metadata.name}-${pv.metadata.name}")},
-			want: smb(SMBSpec{Server: "srv", Share: "share", Dir: `team\data-pvc-123`}),
+			req:  Request{VolumeContext: withPVC("source", `\\srv\share`, "subDir", "${pvc.metadata.namespace}/${pvc.metadata.name}-${pv.metadata.name}"), Secrets: alice},
+			want: smb(SMBSpec{Server: "srv", Share: "share", Dir: `team\data-pvc-123`, Credential: aliceCred}),
 		},
 		{
 			name: "subDir template values from publish_context",
-			req:  Request{VolumeContext: m("source", `\\srv\share`, "subDir", "${pv.metadata.name}"), PublishContext: m("csi.storage.k8s.io/pv/name", "pv9")},
-			want: smb(SMBSpec{Server: "srv", Share: "share", Dir: "pv9"}),
+			req:  Request{VolumeContext: m("source", `\\srv\share`, "subDir", "${pv.metadata.name}"), PublishContext: m("csi.storage.k8s.io/pv/name", "pv9"), Secrets: alice},
+			want: smb(SMBSpec{Server: "srv", Share: "share", Dir: "pv9", Credential: aliceCred}),
 		},
 		{name: "subDir template value missing", req: Request{VolumeContext: m("source", `\\srv\share`, "subDir", "${pvc.metadata.name}")}, wantKey: "subDir"},
 		{name: "subDir unknown template", req: Request{VolumeContext: withPVC("source", `\\srv\share`, "subDir", "${pod.name}")}, wantKey: "subDir"},
@@ -128,9 +130,9 @@ func TestParseSMB(t *testing.T) {
 		{name: "missing source", req: Request{VolumeContext: m("backend", "smb")}, wantKey: "source"},
 		{name: "bad source", req: Request{VolumeContext: m("Source", `C:\x`)}, wantKey: "Source"},
 
-		{name: "requirePrivacy default false", req: Request{VolumeContext: m("source", `\\s\x`)}, opts: Options{RequirePrivacy: false}, want: smb(SMBSpec{Server: "s", Share: "x"})},
-		{name: "requirePrivacy false overrides", req: Request{VolumeContext: m("source", `\\s\x`, "requirePrivacy", "FALSE")}, opts: Options{RequirePrivacy: true}, want: smb(SMBSpec{Server: "s", Share: "x"})},
-		{name: "requirePrivacy 1", req: Request{VolumeContext: m("source", `\\s\x`, "requirePrivacy", "1")}, want: smb(SMBSpec{Server: "s", Share: "x", RequirePrivacy: true})},
+		{name: "requirePrivacy default false", req: Request{VolumeContext: m("source", `\\s\x`, "mapWithoutCredentials", "true")}, opts: Options{RequirePrivacy: false}, want: smb(SMBSpec{Server: "s", Share: "x"})},
+		{name: "requirePrivacy false overrides", req: Request{VolumeContext: m("source", `\\s\x`, "requirePrivacy", "FALSE", "mapWithoutCredentials", "true")}, opts: Options{RequirePrivacy: true}, want: smb(SMBSpec{Server: "s", Share: "x"})},
+		{name: "requirePrivacy 1", req: Request{VolumeContext: m("source", `\\s\x`, "requirePrivacy", "1", "mapWithoutCredentials", "true")}, want: smb(SMBSpec{Server: "s", Share: "x", RequirePrivacy: true})},
 		{name: "requirePrivacy yes", req: Request{VolumeContext: m("source", `\\s\x`, "requirePrivacy", "yes")}, wantKey: "requirePrivacy"},
 
 		{
@@ -173,6 +175,16 @@ func TestParseSMB(t *testing.T) {
 		{name: "password without username", req: Request{VolumeContext: m("source", `\\s\x`), Secrets: m("password", "pw")}, wantKey: "username"},
 		{name: "empty password counts as absent", req: Request{VolumeContext: m("source", `\\s\x`), Secrets: m("username", "bob", "password", "")}, wantKey: "password"},
 		{name: "domain alone", req: Request{VolumeContext: m("source", `\\s\x`), Secrets: m("domain", "CORP")}, wantKey: "domain"},
+		{name: "no credentials", req: Request{VolumeContext: m("source", `\\s\x`)}, wantKey: "username"},
+		{name: "no credentials, other keys", req: Request{VolumeContext: m("source", `\\s\x`), Secrets: m("user", "bob", "pass", "pw")}, wantKey: "username"},
+		{name: "mapWithoutCredentials not a boolean", req: Request{VolumeContext: m("source", `\\s\x`, "mapWithoutCredentials", "yes")}, wantKey: "mapWithoutCredentials"},
+		{name: "mapWithoutCredentials with username", req: Request{VolumeContext: m("source", `\\s\x`, "mapWithoutCredentials", "true"), Secrets: m("username", "bob", "password", "pw")}, wantKey: "username"},
+		{name: "mapWithoutCredentials with domain", req: Request{VolumeContext: m("source", `\\s\x`, "mapWithoutCredentials", "true"), Secrets: m("Domain", "CORP")}, wantKey: "Domain"},
+		{
+			name: "mapWithoutCredentials false needs the secret",
+			req:  Request{VolumeContext: m("source", `\\s\x`, "mapWithoutCredentials", "false"), Secrets: alice},
+			want: smb(SMBSpec{Server: "s", Share: "x", Credential: aliceCred}),
+		},
 		{name: "username with newline", req: Request{VolumeContext: m("source", `\\s\x`), Secrets: m("username", "bob\n", "password", "pw")}, wantKey: "username"},
 		{name: "domain with newline", req: Request{VolumeContext: m("source", `\\s\x`), Secrets: m("username", "bob", "password", "pw", "domain", "CORP\n")}, wantKey: "domain"},
 		{name: "domain with backslash", req: Request{VolumeContext: m("source", `\\s\x`), Secrets: m("username", "bob", "password", "pw", "domain", `A\B`)}, wantKey: "domain"},
@@ -181,15 +193,20 @@ func TestParseSMB(t *testing.T) {
 		{name: "username leading @", req: Request{VolumeContext: m("source", `\\s\x`), Secrets: m("username", "@corp", "password", "pw")}, wantKey: "username"},
 		{name: "username trailing @", req: Request{VolumeContext: m("source", `\\s\x`), Secrets: m("username", "bob@", "password", "pw")}, wantKey: "username"},
 		{
-			name: "unrelated secret keys are ignored",
-			req:  Request{VolumeContext: m("source", `\\s\x`), Secrets: m("node.session.auth.password", "x")},
-			want: smb(SMBSpec{Server: "s", Share: "x"}),
+			name: "unrelated secret keys are ignored when backend is set",
+			req:  Request{VolumeContext: m("backend", "smb", "source", `\\s\x`), Secrets: m("username", "alice", "password", "pw", "node.session.auth.password", "x")},
+			want: smb(SMBSpec{Server: "s", Share: "x", Credential: aliceCred}),
+		},
+		{
+			name:    "another backend's secret keys refuse an inferred backend",
+			req:     Request{VolumeContext: m("source", `\\s\x`), Secrets: m("node.session.auth.password", "x")},
+			wantKey: "node.session.auth.password",
 		},
 	})
 }
 
 func TestSMBSpecPaths(t *testing.T) {
-	v, err := Parse(Request{VolumeID: "v", VolumeContext: m("source", `//Srv/Share/a`, "subDir", "b")}, Options{})
+	v, err := Parse(Request{VolumeID: "v", VolumeContext: m("source", `//Srv/Share/a`, "subDir", "b"), Secrets: m("username", "u", "password", "p")}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,15 @@ func Track(ctx context.Context) (context.Context, *Tracker) {
 	return context.WithValue(ctx, trackersKey{}, next), t
 }
 
+// Running reports whether a host call counted by ctx's innermost tracker
+// (the one the latest Track added) is still running, such as a call whose
+// caller stopped waiting when its context ended. Without a tracker it
+// reports false.
+func Running(ctx context.Context) bool {
+	ts, _ := ctx.Value(trackersKey{}).([]*Tracker)
+	return len(ts) > 0 && ts[len(ts)-1].Outstanding() > 0
+}
+
 // BeginCall records the start of a host call made on behalf of ctx. The
 // returned end function must be called exactly when the call has really
 // finished, even if the caller gave up waiting; calling it again is a no-op.

@@ -43,6 +43,11 @@ var (
 	// not permitted (ERROR_ACCESS_DENIED 5).
 	ErrAccessDenied = errors.New("access denied")
 
+	// ErrGuestLogonBlocked: the node's SMB client refused to connect as
+	// guest, which its policy forbids (ERROR_SMB_GUEST_LOGON_BLOCKED 1272;
+	// the default since Windows Server 2019).
+	ErrGuestLogonBlocked = errors.New("guest logon blocked by the node's policy")
+
 	// ErrUnreachable: the server or portal cannot be reached
 	// (ERROR_BAD_NETPATH 53, connection timeouts).
 	ErrUnreachable = errors.New("unreachable")

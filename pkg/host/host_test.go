@@ -216,3 +216,28 @@ func TestPage83(t *testing.T) {
 		t.Fatal("a port's EUI-64 is not the disk's")
 	}
 }
+
+// TestSecretMAC: the MAC tells secrets, keys and labels apart, is the same
+// for the same inputs, never holds the secret, and is empty without a key.
+func TestSecretMAC(t *testing.T) {
+	a, b := NewSecret("alice-password"), NewSecret("other-password")
+	key, key2 := []byte("0123456789abcdef0123456789abcdef"), []byte("fedcba9876543210fedcba9876543210")
+	m := a.MAC(key, `\\srv\data`, "alice")
+	for name, other := range map[string]string{
+		"another secret":      b.MAC(key, `\\srv\data`, "alice"),
+		"another key":         a.MAC(key2, `\\srv\data`, "alice"),
+		"another share":       a.MAC(key, `\\srv\other`, "alice"),
+		"another user":        a.MAC(key, `\\srv\data`, "bob"),
+		"labels run together": a.MAC(key, `\\srv\dataalice`),
+	} {
+		if other == m {
+			t.Errorf("%s gives the same MAC", name)
+		}
+	}
+	if a.MAC(key, `\\srv\data`, "alice") != m || len(m) != 64 || strings.Contains(m, "alice-password") {
+		t.Fatalf("MAC = %q", m)
+	}
+	if got := a.MAC(nil, "x"); got != "" {
+		t.Fatalf("MAC without a key = %q, want empty", got)
+	}
+}

@@ -141,9 +141,10 @@ type ISCSI interface {
 	Sessions(ctx context.Context, iqn string) ([]ISCSISession, error)
 
 	// ResolvePortal returns the IP addresses the portal's host name
-	// resolves to now (an IP address resolves to itself), to tell through
-	// which configured portal a session whose connection reports an IP
-	// address was made. ErrNotFound when the name does not resolve.
+	// resolves to now (an IP address resolves to itself), as PlainAddr
+	// gives them, to tell through which configured portal a session whose
+	// connection reports an IP address was made. ErrNotFound when the name
+	// does not resolve.
 	ResolvePortal(ctx context.Context, p Portal) ([]netip.Addr, error)
 
 	// Disconnect logs out of one session. ErrInUse when Windows refuses
@@ -168,6 +169,14 @@ type ISCSI interface {
 	// session.
 	SessionDisks(ctx context.Context, s ISCSISession) ([]uint32, error)
 
+	// ReportLUNs asks the target for the LUNs it presents to this
+	// initiator (SCSI REPORT LUNS, sent through one of its sessions) and
+	// returns them in ascending order, whether Windows has surfaced their
+	// disks yet or not. ErrNotFound when the node has no session to the
+	// target; any other error means the answer is unknown (the command is
+	// not available, or the target's answer could not be read).
+	ReportLUNs(ctx context.Context, iqn string) ([]uint32, error)
+
 	// DisksBySession returns the numbers of the disks reached through
 	// every session, by SessionID: SessionDisks of all sessions at a cost
 	// that does not grow with them. A session without disks may be left
@@ -183,4 +192,14 @@ type ISCSI interface {
 	// listed it, so that Windows no longer logs in at boot; a session of
 	// it stays. ErrNotFound when it is not there.
 	RemovePersistentLogin(ctx context.Context, l PersistentLogin) error
+}
+
+// PlainAddr returns a as it compares with the address of a session's
+// connection: an IPv4 address in IPv6 form (::ffff:a.b.c.d, as a resolver
+// may answer) as IPv4, without a zone.
+func PlainAddr(a netip.Addr) netip.Addr {
+	if a.Is4In6() {
+		return netip.AddrFrom4(a.As4())
+	}
+	return a.WithZone("")
 }

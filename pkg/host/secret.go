@@ -1,7 +1,9 @@
 package host
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 )
@@ -30,6 +32,27 @@ func (s Secret) Digest(salt []byte) string {
 	h.Write([]byte{0})
 	h.Write([]byte(s.v))
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// MAC returns the hex HMAC-SHA256, under key, of the labels (what the
+// secret is for: a share and a user, a target and a CHAP user) and the
+// secret: a record that this secret was used there, which compares equal
+// to the MAC of the same secret for the same labels under the same key,
+// and is of no use without the key (no offline guessing from a copied
+// record). Labels bind it to one use, so one password on two shares
+// gives two unrelated values. An empty key gives "": nothing to record.
+func (s Secret) MAC(key []byte, labels ...string) string {
+	if len(key) == 0 {
+		return ""
+	}
+	m := hmac.New(sha256.New, key)
+	for _, l := range append(labels, s.v) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(l)))
+		m.Write(n[:]) // length-prefixed: no two label lists run together
+		m.Write([]byte(l))
+	}
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // IsZero reports whether the secret is empty.

@@ -105,9 +105,12 @@ type Security interface {
 	// when every entry was there, and then nothing is written. Existing
 	// entries are never removed, changed or reordered. Each entry must be
 	// an ACEAccessAllowed entry without ACEInherited (ErrInvalid). The
-	// entries apply to what is created below the root from now on; the
-	// entries of existing files and directories are not changed. A root
-	// with a NULL DACL (everyone has full access) is refused with
+	// entries apply to what is created below the root from now on; on
+	// Windows, setting the DACL also gives the files and directories
+	// already below the root the new entries as inherited ones (automatic
+	// propagation, which takes as long as the tree is large and may go on
+	// after ctx ends). The simulated host keeps no ACL below the root. A
+	// root with a NULL DACL (everyone has full access) is refused with
 	// ErrConflict: adding an entry would take access away.
 	AddRootAllowEntries(ctx context.Context, guidPath string, entries []ACE) ([]ACE, error)
 

@@ -66,7 +66,9 @@ type SMB interface {
 	// Errors: ErrLogonFailure (wrong user or password), ErrAccessDenied,
 	// ErrUnreachable (server down or unknown), ErrNotFound (no such
 	// share), ErrCredentialConflict (1219: the server is already
-	// connected under another user name), ErrAlreadyExists (mapped).
+	// connected under another user name), ErrGuestLogonBlocked (1272: a
+	// mapping without credentials would be a guest logon, which the
+	// node's policy forbids), ErrAlreadyExists (mapped).
 	Map(ctx context.Context, remotePath string, cred Credential, requirePrivacy bool) error
 
 	// Unmap removes the global mapping of remotePath, forcing open handles

@@ -41,6 +41,7 @@ var results = []struct {
 	{host.ErrInUse, "inuse"},
 	{host.ErrConflict, "conflict"},
 	{host.ErrCredentialConflict, "credentialconflict"},
+	{host.ErrGuestLogonBlocked, "guestlogonblocked"},
 	{host.ErrLogonFailure, "logonfailure"},
 	{host.ErrAccessDenied, "accessdenied"},
 	{host.ErrUnreachable, "unreachable"},

@@ -383,6 +383,13 @@ func (w iscsi) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32,
 	return r0, err
 }
 
+func (w iscsi) ReportLUNs(ctx context.Context, iqn string) ([]uint32, error) {
+	start := time.Now()
+	r0, err := w.next.ReportLUNs(ctx, iqn)
+	w.m.observe(AreaISCSI, "ReportLUNs", start, err)
+	return r0, err
+}
+
 func (w iscsi) DisksBySession(ctx context.Context) (map[string][]uint32, error) {
 	start := time.Now()
 	r0, err := w.next.DisksBySession(ctx)

@@ -16,14 +16,32 @@ import (
 type RootGrant struct {
 	// Entry is the grant as recorded: "ContainerUser:modify".
 	Entry string `json:"entry"`
-	// SID is its principal's SID; "" when an account name could not be
-	// resolved now.
+	// SID is its principal's SID: fixed for a SID and the documented
+	// names, and for an account name the SID its stage resolved it to and
+	// recorded (backend.AttrRootAccessSIDs); "" when none is recorded.
 	SID string `json:"sid,omitempty"`
+	// Applied: the volume's stage grants it on the root. False for a
+	// volume staged read-only, whose root's ACL the plugin leaves as it
+	// is on purpose.
+	Applied bool `json:"applied"`
+	// Reason says why the grant is not applied, or why OnRoot could not
+	// be judged (ReasonReadOnlyStage, ReasonSIDNotRecorded).
+	Reason string `json:"reason,omitempty"`
 	// OnRoot: the root's DACL has it (an explicit allow entry for the SID,
 	// inherited below, with at least the rights); false when it does not
 	// or the root could not be read.
 	OnRoot bool `json:"onRoot"`
 }
+
+// RootGrant.Reason values.
+const (
+	// ReasonReadOnlyStage: the volume is staged read-only.
+	ReasonReadOnlyStage = "read-only stage: not applied"
+	// ReasonSIDNotRecorded: the grant names an account whose SID the
+	// volume's journal entry does not record (a stage by an earlier
+	// version): whether the root has it is not judged.
+	ReasonSIDNotRecorded = "SID not recorded: the next stage records it"
+)
 
 // rootAccess fills in the root's DACL of a mounted disk or iSCSI volume and,
 // when its stage recorded volumeRootAccess, whether the root still grants
@@ -48,16 +66,21 @@ func (t *taker) rootAccess(ctx context.Context, v *Volume, b *DiskBacking, e jou
 	if len(a.Grants) == 0 {
 		return
 	}
-	readOnly := strings.HasSuffix(e.AccessMode, "READER_ONLY")
+	readOnly := backend.StagedReadOnly(e)
+	// The SIDs of account names are those the stage resolved them to and
+	// recorded: a stock-take asks no domain controller.
+	recorded := backend.RootAccessSIDs(e.Attrs)
 	var missing []string
 	for _, g := range a.Grants {
-		rg := RootGrant{Entry: g.String(), SID: g.SID}
+		rg := RootGrant{Entry: g.String(), SID: g.SID, Applied: !readOnly}
 		if rg.SID == "" {
-			sid, lerr := t.h.Security.LookupAccountName(ctx, g.Principal)
-			if lerr != nil {
-				t.incomplete("account "+g.Principal+" of volume "+e.VolumeID, lerr)
-			}
-			rg.SID = sid
+			rg.SID = recorded[g.Principal]
+		}
+		switch {
+		case readOnly:
+			rg.Reason = ReasonReadOnlyStage
+		case rg.SID == "":
+			rg.Reason = ReasonSIDNotRecorded
 		}
 		if err == nil && rg.SID != "" {
 			g.SID = rg.SID

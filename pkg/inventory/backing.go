@@ -22,9 +22,9 @@ func (t *taker) backing(ctx context.Context, v *Volume, e journal.Entry, info ho
 		v.Disk, err = t.diskBacking(ctx, e, info)
 		t.rootAccess(ctx, v, v.Disk, e)
 	case contract.KindSMB:
-		v.SMB, err = t.smbBacking(ctx, e, info)
+		v.SMB, err = t.smbBacking(ctx, v, e, info)
 	case contract.KindISCSI:
-		v.ISCSI, err = t.iscsiBacking(ctx, e, info)
+		v.ISCSI, err = t.iscsiBacking(ctx, v, e, info)
 		if v.ISCSI != nil {
 			t.rootAccess(ctx, v, v.ISCSI.Disk, e)
 		}
@@ -92,7 +92,7 @@ func (t *taker) diskBacking(ctx context.Context, e journal.Entry, info host.Path
 	return b, nil
 }
 
-func (t *taker) smbBacking(ctx context.Context, e journal.Entry, info host.PathInfo) (*SMBBacking, error) {
+func (t *taker) smbBacking(ctx context.Context, v *Volume, e journal.Entry, info host.PathInfo) (*SMBBacking, error) {
 	rec, err := smb.DecodeRecord(e)
 	if err != nil {
 		return nil, err
@@ -110,16 +110,18 @@ func (t *taker) smbBacking(ctx context.Context, e journal.Entry, info host.PathI
 	}
 	if user, ok := t.mappingNotes(ctx)[rec.Share]; ok && b.Mapping != "" {
 		b.MappedByPlugin, b.MappingUser = true, user
+		made := backend.Credential{User: user, SecretMAC: t.secretNotes(ctx)[rec.Share]}
+		b.MappingSecret = v.credential("the share's global mapping", "user", made, rec.Credential())
 	}
 	return b, nil
 }
 
-func (t *taker) iscsiBacking(ctx context.Context, e journal.Entry, info host.PathInfo) (*ISCSIBacking, error) {
+func (t *taker) iscsiBacking(ctx context.Context, v *Volume, e journal.Entry, info host.PathInfo) (*ISCSIBacking, error) {
 	rec, err := iscsi.DecodeRecord(e)
 	if err != nil {
 		return nil, err
 	}
-	b := &ISCSIBacking{Target: rec.IQN, LUN: rec.LUN, Multipath: rec.Multipath, Portals: []string{}, Sessions: []Session{}}
+	b := &ISCSIBacking{Target: rec.IQN, LUN: rec.LUN, Multipath: rec.Multipath, Portals: []string{}, Sessions: []Session{}, CHAPUser: rec.CHAPUser}
 	for _, p := range rec.Portals {
 		b.Portals = append(b.Portals, iscsi.PortalID(p))
 	}
@@ -129,6 +131,11 @@ func (t *taker) iscsiBacking(ctx context.Context, e journal.Entry, info host.Pat
 	}
 	for _, s := range sessions {
 		b.Sessions = append(b.Sessions, Session{ID: s.SessionID, Portal: iscsi.PortalID(s.TargetPortal), Connected: s.IsConnected, Persistent: s.IsPersistent})
+	}
+	if made, ok := t.sessionCredentials(ctx)[strings.ToLower(rec.IQN)]; ok && len(sessions) > 0 {
+		u := made.User
+		b.SessionUser = &u
+		b.SessionSecret = v.credential("the target's sessions", "CHAP user", made, rec.Credential())
 	}
 	b.Disk = t.mounted(ctx, e.StagingPath, info)
 	if b.Disk == nil && len(sessions) > 0 {

@@ -12,9 +12,9 @@ type Report struct {
 	Unexplained []Item `json:"unexplained"`
 	// Incomplete names what could not be read (a host call that failed);
 	// the rest of the report stands, without it.
-	Incomplete []string `json:"incomplete,omitempty"`
+	Incomplete []string `json:"incomplete"`
 	// StateDir is the stage journal's directory, its ACL and the files
-	// refused for their owner; nil when it does not exist (or in the
+	// refused; nil when it does not exist (or in the
 	// orphan sweep's own stock-take).
 	StateDir *StateDir `json:"stateDir,omitempty"`
 }
@@ -30,15 +30,19 @@ type StateDir struct {
 	// TokenOwner is the SID the plugin's own files are owned by ("" off
 	// Windows).
 	TokenOwner string `json:"tokenOwner,omitempty"`
-	// Refused are the files in it owned by neither SYSTEM, Administrators
-	// nor the plugin: never loaded, never acted on.
+	// Refused are the files in it the plugin did not write (owned by
+	// neither SYSTEM, Administrators nor the plugin, without an owner,
+	// hard-linked, or denying the plugin their owner): never loaded, never
+	// acted on.
 	Refused []RefusedFile `json:"refused"`
 }
 
-// RefusedFile is a journal file refused for its owner.
+// RefusedFile is a journal file refused (journal.Refused).
 type RefusedFile struct {
-	Path  string `json:"path"`
-	Owner string `json:"owner"`
+	Path string `json:"path"`
+	// Owner is its owner's SID, "" when it has none or could not be read.
+	Owner  string `json:"owner"`
+	Reason string `json:"reason"`
 }
 
 // State is the state of a recorded volume.
@@ -135,6 +139,11 @@ type SMBBacking struct {
 	MappingUser    string `json:"mappingUser,omitempty"`
 	MappedByPlugin bool   `json:"mappedByPlugin"`
 	RequirePrivacy bool   `json:"requirePrivacy,omitempty"`
+	// MappingSecret says whether the volume's password is the one the
+	// mapping was made with: "same" or "different" (problem
+	// CredentialDrift); empty when either is not recorded. The records are
+	// MACs the report never shows.
+	MappingSecret string `json:"mappingSecret,omitempty"`
 }
 
 // ISCSIBacking is the target, LUN and sessions behind an iSCSI volume,
@@ -146,6 +155,17 @@ type ISCSIBacking struct {
 	Multipath bool         `json:"multipath,omitempty"`
 	Sessions  []Session    `json:"sessions"`
 	Disk      *DiskBacking `json:"disk,omitempty"`
+	// CHAPUser is the session CHAP user of the volume's node-stage secret
+	// ("" without session CHAP), never a secret.
+	CHAPUser string `json:"chapUser,omitempty"`
+	// SessionUser is the CHAP user the plugin logged in to the target
+	// with ("" without CHAP); absent when the plugin did not record it
+	// (sessions of an earlier version, or of someone else).
+	SessionUser *string `json:"sessionUser,omitempty"`
+	// SessionSecret says whether the volume's CHAP secret is the one the
+	// sessions were logged in with: "same" or "different" (problem
+	// CredentialDrift); empty when either is not recorded.
+	SessionSecret string `json:"sessionSecret,omitempty"`
 }
 
 // Session is one iSCSI session of a target.
@@ -187,6 +207,9 @@ const (
 	KindLink Kind = "link"
 	// KindJournalEntry is a stage journal entry; its ID the volume ID.
 	KindJournalEntry Kind = "journal-entry"
+	// KindRefusedFile is a file in the state directory the journal
+	// refused (the plugin did not write it); its ID the path.
+	KindRefusedFile Kind = "refused-journal-file"
 )
 
 // Owner says who made a resource, as far as the plugin's records tell
@@ -212,6 +235,10 @@ type Resource struct {
 	// session's portal, or the portal a persistent login goes through.
 	Target string `json:"target,omitempty"`
 	Portal string `json:"portal,omitempty"`
+	// User is the user a mapping of the plugin was made as, or the CHAP
+	// user the plugin logged in to a session's target with ("(none)"
+	// without credentials); empty when no record of the plugin says.
+	User string `json:"user,omitempty"`
 	// UsedBy are the recorded volumes that use it now.
 	UsedBy []string `json:"usedBy"`
 	// Kept is set on a resource of the plugin that no volume uses and

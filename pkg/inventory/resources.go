@@ -56,10 +56,11 @@ func (t *taker) smbResources(ctx context.Context) {
 			t.rep.Resources = append(t.rep.Resources, r)
 			continue
 		}
-		as := "anonymously"
+		as := "without credentials"
 		if user != "" {
 			as = "as user " + user
 		}
+		r.User = userOrNone(user)
 		r.Owner, r.Note = OwnerPlugin, "mapped by this plugin "+as+" (its journal note)"
 		if len(r.UsedBy) == 0 {
 			if t.in.KeepSMBMappings {
@@ -142,6 +143,14 @@ func (t *taker) iscsiResources(ctx context.Context) {
 			continue
 		}
 		r.Owner, r.Note = OwnerPlugin, "a journal entry names its target (this plugin logged in, or reused a login it found)"
+		if made, ok := t.sessionCredentials(ctx)[iqn]; ok {
+			r.User = userOrNone(made.User)
+			as := "without CHAP"
+			if made.User != "" {
+				as = "as CHAP user " + made.User
+			}
+			r.Note += "; logged in " + as + " (its journal note)"
+		}
 		t.rep.Resources = append(t.rep.Resources, r)
 		if len(r.UsedBy) > 0 {
 			continue

@@ -20,6 +20,9 @@ type Journal interface {
 	List(ctx context.Context) []journal.Entry
 	// Notes returns the notes whose key starts with prefix.
 	Notes(ctx context.Context, prefix string) (map[string]string, error)
+	// Refused returns the journal files it did not load because the
+	// plugin did not write them.
+	Refused() []journal.Refused
 }
 
 // HealthChecker is a backend's health check of a staged volume, the one
@@ -67,7 +70,7 @@ func Take(ctx context.Context, in Input) (*Report, error) {
 	if in.Journal == nil || in.Root == nil || in.DriverName == "" {
 		return nil, errors.New("inventory: journal, kubelet directory and driver name are required")
 	}
-	t := &taker{in: in, h: Snapshot(in.Host), rep: &Report{Volumes: []Volume{}, Resources: []Resource{}, Unexplained: []Item{}},
+	t := &taker{in: in, h: Snapshot(in.Host), rep: &Report{Volumes: []Volume{}, Resources: []Resource{}, Unexplained: []Item{}, Incomplete: []string{}},
 		byPath: map[string]int{}, targetDisks: map[string]map[uint32]bool{}}
 	if in.Checkers != nil {
 		t.checkers, t.disks = in.Checkers(t.h)
@@ -81,6 +84,7 @@ func Take(ctx context.Context, in Input) (*Report, error) {
 	t.kubelet(ctx)
 	t.smbResources(ctx)
 	t.iscsiResources(ctx)
+	t.refusedFiles()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("take stock of the node: %w", err)
 	}
@@ -102,10 +106,12 @@ type taker struct {
 	rep      *Report
 
 	entries  []journal.Entry
-	infos    []host.PathInfo   // what is at each entry's staging path
-	readable []bool            // whether infos[i] could be read
-	byPath   map[string]int    // canonical staging path -> index of its volume
-	notes    map[string]string // SMB mapping notes by share root (mappingNotes)
+	infos    []host.PathInfo               // what is at each entry's staging path
+	readable []bool                        // whether infos[i] could be read
+	byPath   map[string]int                // canonical staging path -> index of its volume
+	notes    map[string]string             // SMB mapping notes by share root (mappingNotes)
+	macs     map[string]string             // SMB mapping password MACs by share root (secretNotes)
+	logins   map[string]backend.Credential // iSCSI session credentials by IQN (sessionCredentials)
 	// targetDisks caches the disks reached through each target's sessions.
 	targetDisks map[string]map[uint32]bool
 	// diskNumbers caches Volumes.DiskNumber by volume (diskNumber).
@@ -135,6 +141,18 @@ func (t *taker) diskNumber(ctx context.Context, volume string) (uint32, error) {
 // incomplete records a part left out because a host call failed.
 func (t *taker) incomplete(what string, err error) {
 	t.rep.Incomplete = append(t.rep.Incomplete, fmt.Sprintf("%s: %v", what, err))
+}
+
+// refusedFiles reports the journal files the journal refused: nothing
+// explains them, and the resource one names is kept while it is there.
+func (t *taker) refusedFiles() {
+	for _, r := range t.in.Journal.Refused() {
+		reason := "a journal file the plugin did not write (" + r.Reason + "), never acted on"
+		if r.ResourceKey != "" {
+			reason += "; it names " + r.ResourceKey + " (volume " + r.VolumeID + "), which the plugin keeps while the file is there"
+		}
+		t.unexplained(KindRefusedFile, r.Path, reason)
+	}
 }
 
 func (t *taker) unexplained(kind Kind, id, reason string) {

@@ -1,9 +1,13 @@
 package journal
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 
+	"github.com/wincsi/csi-windows-node/internal/durable"
 	"github.com/wincsi/csi-windows-node/pkg/winacl"
 )
 
@@ -17,10 +21,16 @@ import (
 // https://learn.microsoft.com/en-us/windows/win32/secauthz/owner-of-a-new-object),
 // and every file read is refused unless SYSTEM, Administrators or the
 // plugin's own token owner owns it (files the plugin writes are owned by
-// its token's default owner, which is one of them).
+// its token's default owner, which is one of them) and it has one name: a
+// hard link planted to a file elsewhere (one a user may write, owned by
+// SYSTEM) would pass the owner check. The decision is made from the
+// file's security alone, read through a handle that needs no right to the
+// contents, so a planted file whose DACL denies the plugin its contents,
+// or even its owner, is refused like any other and never stops the plugin
+// from starting.
 //
 // Off Windows there is no such ACL: the directory's mode is what protects
-// it, and files are not checked (fileSecurity reports no owner).
+// it, and files are not checked (fileSecurity reports nothing to check).
 
 // fileSecurity is what the journal asks of the operating system about the
 // security of its directory and files (acl_windows.go, acl_other.go;
@@ -32,12 +42,30 @@ type fileSecurity interface {
 	// protect sets dir's owner and its DACL, protected from inheritance
 	// (owner: a binary SID, dacl: a binary ACL).
 	protect(dir string, owner, dacl []byte) error
-	// read returns a file's contents and its owner's SID ("" where the
-	// system has no owner to tell), both read through one handle.
-	read(path string) ([]byte, string, error)
+	// read returns what the journal needs to know of one of its files:
+	// its owner and links, read through a handle opened for them only,
+	// then its contents, read through a second handle that must reach the
+	// same file. It fails when the file cannot be opened for its security
+	// (an error wrapping fs.ErrNotExist when it is gone, fs.ErrPermission
+	// when its DACL denies the plugin even that).
+	read(path string) (fileRead, error)
 	// tokenOwner returns the SID new files of this process are owned by
 	// ("" where the system has none).
 	tokenOwner() (string, error)
+}
+
+// fileRead is what fileSecurity.read learns of a file.
+type fileRead struct {
+	// checked: the system keeps owners and links (Windows), and owner and
+	// links are the file's; off Windows they say nothing.
+	checked bool
+	owner   string // the owner's SID; "" when the file has none
+	links   uint32 // the number of names the file has
+	// data is the file's contents; dataErr says why they could not be
+	// read (the file's DACL denies them to the plugin, it changed while
+	// read, it is larger than any journal file).
+	data    []byte
+	dataErr error
 }
 
 // stateDirDescriptor is the owner and DACL Open gives the state directory:
@@ -119,33 +147,112 @@ func protectDir(sec fileSecurity, dir string) error {
 	return fmt.Errorf("set the owner and a protected DACL on %s (%s): %w", dir, want, errors.Join(errs...))
 }
 
-// Refused is a journal file the journal did not load because its owner is
-// neither SYSTEM, Administrators nor the plugin's token owner: someone else
-// put it there, and the plugin never acts on it.
+// Refused is a journal file the journal did not load because the plugin
+// did not write it: its owner is neither SYSTEM, Administrators nor the
+// plugin's token owner, it has no owner, more than one name, or a DACL
+// that denies the plugin its owner. The plugin never acts on it.
 type Refused struct {
-	Path  string `json:"path"`
+	Path string `json:"path"`
+	// Owner is its owner's SID; "" when it has none or it could not be
+	// read.
 	Owner string `json:"owner"`
+	// Reason says why it was refused.
+	Reason string `json:"reason"`
+	// VolumeID and ResourceKey are those of the entry the file holds,
+	// when it could be read and parses as an entry that names a shared
+	// resource: that resource is kept while the file is there
+	// (ByResource).
+	VolumeID    string `json:"volumeID,omitempty"`
+	ResourceKey string `json:"resourceKey,omitempty"`
 }
 
-// errRefused marks a file refused for its owner.
-var errRefused = errors.New("owned by neither SYSTEM nor Administrators")
+// retryRead retries a read of a journal file that another process holds
+// (durable.RetryRead); tests replace it.
+var retryRead = durable.RetryRead
 
-// readOwned reads a journal file through sec and refuses it (errRefused)
-// when its owner is not one the journal trusts.
-func (j *Journal) readOwned(path string) ([]byte, error) {
-	b, owner, err := j.sec.read(path)
+// readFile reads a journal file through j.sec and refuses it unless its
+// owner is one the journal trusts and it has one name. The decision rests
+// on the file's security alone, never on its contents, and a file refused
+// never fails the read otherwise: a file planted with a DACL that denies
+// the plugin everything is refused like the others. For a refused file it
+// returns the refusal and what could be read of its contents (nil when
+// nothing could), which are never trusted. A file another process holds
+// open without sharing it (a scanner, for a moment: the open for its
+// contents, at least, is refused) is read again, as long as the writes
+// wait for one (retryRead).
+func (j *Journal) readFile(path string) ([]byte, *Refused, error) {
+	var (
+		f   fileRead
+		err error
+	)
+	_ = retryRead(func() error { // f and err are the last try's
+		if f, err = j.sec.read(path); err != nil {
+			return err
+		}
+		return f.dataErr
+	})
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, &Refused{Path: path, Reason: "its DACL denies the plugin even its owner"}, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if owner != "" && !systemOwner(owner) && owner != j.tokenOwner {
-		j.refused = append(j.refused, Refused{Path: path, Owner: owner})
-		return nil, fmt.Errorf("journal file %s is owned by %s: %w", path, owner, errRefused)
+	var why string
+	switch {
+	case !f.checked:
+	case f.owner == "":
+		why = "it has no owner"
+	case !systemOwner(f.owner) && f.owner != j.tokenOwner:
+		why = "owned by neither SYSTEM, Administrators nor the plugin"
+	case f.links != 1:
+		why = fmt.Sprintf("it has %d names (a hard link to a file elsewhere)", f.links)
 	}
-	return b, nil
+	if why != "" {
+		if f.dataErr != nil {
+			f.data = nil
+		}
+		return f.data, &Refused{Path: path, Owner: f.owner, Reason: why}, nil
+	}
+	if f.dataErr != nil {
+		return nil, nil, f.dataErr
+	}
+	return f.data, nil, nil
 }
 
-// Refused returns the files Open refused for their owner (never loaded).
-func (j *Journal) Refused() []Refused { return append([]Refused(nil), j.refused...) }
+// refusedEntry notes what a refused entry file holds, when it parses as an
+// entry that names a shared resource: the plugin never acts on the entry,
+// but its resource counts as used by it (ByResource), so a volume of the
+// plugin's own that was refused (the DaemonSet's account changed, and with
+// it the owner of new files) never has its SMB mapping or iSCSI session
+// released under it. A planted file can then only keep a resource; it can
+// never make the plugin remove one. The caller holds j.mu (or owns j).
+func (j *Journal) refusedEntry(r *Refused, b []byte) {
+	var e Entry
+	if json.Unmarshal(b, &e) != nil || e.ResourceKey == "" {
+		return
+	}
+	if e.VolumeID == "" {
+		e.VolumeID = filepath.Base(r.Path)
+	}
+	r.VolumeID, r.ResourceKey = e.VolumeID, e.ResourceKey
+	e.Refused, e.Attrs = true, nil
+	j.blocking = append(j.blocking, refusedUser{path: r.Path, entry: e})
+}
+
+// refusedUser is a refused entry file's claim on a shared resource.
+type refusedUser struct {
+	path  string
+	entry Entry
+}
+
+// Refused returns the files Open refused (never loaded), less the entry
+// files the plugin has replaced or removed since (a stage or unstage of
+// the volume they name).
+func (j *Journal) Refused() []Refused {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	return append([]Refused(nil), j.refused...)
+}
 
 // TokenOwner returns the SID the plugin's files are owned by, "" off
 // Windows.

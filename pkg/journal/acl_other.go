@@ -2,16 +2,22 @@
 
 package journal
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 // Off Windows the state directory's mode (0o700) protects it and files have
-// no owner SID to check.
+// no owner SID to check (fileRead.checked is false).
 
 func (osFileSecurity) descriptor(string) ([]byte, error)    { return nil, nil }
 func (osFileSecurity) protect(string, []byte, []byte) error { return nil }
 func (osFileSecurity) tokenOwner() (string, error)          { return "", nil }
 
-func (osFileSecurity) read(path string) ([]byte, string, error) {
+func (osFileSecurity) read(path string) (fileRead, error) {
 	b, err := os.ReadFile(path)
-	return b, "", err
+	if errors.Is(err, os.ErrNotExist) {
+		return fileRead{}, err
+	}
+	return fileRead{data: b, dataErr: err}, nil
 }

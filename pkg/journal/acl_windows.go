@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,46 +56,95 @@ func aligned(b []byte) []uint32 {
 	return buf
 }
 
-// read opens path once and reads both its owner (GetSecurityInfo on the
-// handle) and its contents through that handle, so the owner checked is
-// the owner of what is read. The file is shared for delete, so that the
-// plugin may replace it while diagnose reads it.
-func (osFileSecurity) read(path string) ([]byte, string, error) {
+// maxFileSize bounds what is read of a journal file: an entry or a note is
+// a few hundred bytes; a larger file was not written by the plugin.
+const maxFileSize = 1 << 20
+
+// shareAll lets other processes read, write, rename and delete a journal
+// file while the plugin or diagnose has it open (the plugin replaces an
+// entry while diagnose reads it).
+const shareAll = windows.FILE_SHARE_READ | windows.FILE_SHARE_WRITE | windows.FILE_SHARE_DELETE
+
+// read opens path for its security only (READ_CONTROL for the owner,
+// GetSecurityInfo; FILE_READ_ATTRIBUTES for the number of links,
+// GetFileInformationByHandle), then opens it again for reading and reads
+// it, if that second handle reaches the same file (volume serial number
+// and file index: the file was not replaced in between). A file replaced
+// between the two opens (the plugin rewrote it while diagnose reads) is
+// read again, up to three times.
+func (osFileSecurity) read(path string) (fileRead, error) {
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
-		return nil, "", err
+		return fileRead{}, err
 	}
-	h, err := windows.CreateFile(p, windows.GENERIC_READ,
-		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil,
+	for range 3 {
+		r, err := readOnce(p, path)
+		if err != nil || !errors.Is(r.dataErr, errReplaced) {
+			return r, err
+		}
+	}
+	return fileRead{}, fmt.Errorf("%s: %w three times", path, errReplaced)
+}
+
+// errReplaced: the file read is not the file whose security was read.
+var errReplaced = errors.New("replaced while it was read")
+
+func readOnce(p *uint16, path string) (fileRead, error) {
+	h, err := windows.CreateFile(p, windows.READ_CONTROL|windows.FILE_READ_ATTRIBUTES, shareAll, nil,
 		windows.OPEN_EXISTING, windows.FILE_ATTRIBUTE_NORMAL, 0)
 	if err != nil {
-		return nil, "", &os.PathError{Op: "open", Path: path, Err: err}
+		return fileRead{}, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	f := os.NewFile(uintptr(h), path)
-	defer f.Close() // a read-only handle: nothing to flush, no error worth reporting
+	defer os.NewFile(uintptr(h), path).Close() // opened for its security: nothing to flush
+	r := fileRead{checked: true}
 	sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION)
 	if err != nil {
-		return nil, "", fmt.Errorf("owner of %s: GetSecurityInfo: %w", path, err)
+		return fileRead{}, fmt.Errorf("owner of %s: GetSecurityInfo: %w", path, err)
 	}
-	// A file without an owner cannot be trusted, nor told apart from a
-	// planted one: it fails the read (and Open, as an unreadable entry).
 	sid, _, err := sd.Owner()
 	if err != nil {
-		return nil, "", fmt.Errorf("owner of %s: %w", path, err)
+		return fileRead{}, fmt.Errorf("owner of %s: %w", path, err)
 	}
-	if sid == nil {
-		return nil, "", fmt.Errorf("%s has no owner", path)
+	if sid != nil {
+		r.owner, _, err = winacl.FormatSID(unsafe.Slice((*byte)(unsafe.Pointer(sid)), sid.Len()))
+		runtime.KeepAlive(sd)
+		if err != nil {
+			return fileRead{}, fmt.Errorf("owner of %s: %w", path, err)
+		}
 	}
-	owner, _, err := winacl.FormatSID(unsafe.Slice((*byte)(unsafe.Pointer(sid)), sid.Len()))
-	runtime.KeepAlive(sd)
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
+		return fileRead{}, fmt.Errorf("links of %s: GetFileInformationByHandle: %w", path, err)
+	}
+	r.links = info.NumberOfLinks
+	r.data, r.dataErr = readSame(p, path, &info)
+	return r, nil
+}
+
+// readSame opens the file at p for reading and reads it, unless it is not
+// the file of want.
+func readSame(p *uint16, path string, want *windows.ByHandleFileInformation) ([]byte, error) {
+	h, err := windows.CreateFile(p, windows.GENERIC_READ, shareAll, nil, windows.OPEN_EXISTING, windows.FILE_ATTRIBUTE_NORMAL, 0)
 	if err != nil {
-		return nil, "", fmt.Errorf("owner of %s: %w", path, err)
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	b, err := io.ReadAll(f)
+	f := os.NewFile(uintptr(h), path)
+	defer f.Close() // a read-only handle: nothing to flush
+	var got windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(h, &got); err != nil {
+		return nil, fmt.Errorf("%s: GetFileInformationByHandle: %w", path, err)
+	}
+	if got.VolumeSerialNumber != want.VolumeSerialNumber || got.FileIndexHigh != want.FileIndexHigh || got.FileIndexLow != want.FileIndexLow {
+		return nil, fmt.Errorf("%s: %w", path, errReplaced)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return b, owner, nil
+	if len(b) > maxFileSize {
+		return nil, fmt.Errorf("%s is larger than %d bytes, larger than any journal file", path, maxFileSize)
+	}
+	return b, nil
 }
 
 // tokenOwner reads TokenOwner of the process token (GetTokenInformation,

@@ -37,8 +37,9 @@
 // On Windows, Open gives the directory Administrators as owner and a
 // protected DACL (SYSTEM and Administrators only), and the journal refuses
 // (never loads, lists in Refused) every entry or note whose file is owned
-// by anyone but SYSTEM, Administrators or the plugin itself (acl.go): a
-// file planted by another user is never acted on.
+// by anyone but SYSTEM, Administrators or the plugin itself, has no owner,
+// or has more than one name (acl.go): a file planted by another user is
+// never acted on, and never stops Open.
 //
 // OpenReadOnly reads a journal without changing anything, for tools that
 // inspect a node while the plugin runs.

@@ -44,6 +44,10 @@ type Entry struct {
 	// Staged is false while NodeStageVolume is in progress (or crashed),
 	// true once it completed.
 	Staged bool `json:"staged"`
+	// Refused is set on the entries ByResource returns for journal files
+	// the journal refused (Refused): the plugin never acts on such an
+	// entry, and never releases its resource under it. Never stored.
+	Refused bool `json:"-"`
 }
 
 // ErrReadOnly is returned by the writes of a journal opened with
@@ -58,6 +62,15 @@ type Journal struct {
 	dir      string
 	readOnly bool
 	files    *inflight.KeyMutex // one writer per file
+	// writing is held for reading by every write of a file, and for
+	// writing by Seal: the process's last moment with no write half
+	// done.
+	writing  sync.RWMutex
+	sealOnce sync.Once
+	sealed   chan struct{} // closed once Seal holds writing
+
+	keyMu sync.Mutex
+	key   []byte // CredentialKey, once read or made
 
 	mu         sync.RWMutex // guards everything below (the in-memory copies)
 	m          map[string]Entry
@@ -68,19 +81,21 @@ type Journal struct {
 
 	// sec is the system's view of the directory's and files' security
 	// (acl.go); tokenOwner the SID the plugin's own files are owned by
-	// ("" off Windows); refused the files not loaded for their owner.
+	// ("" off Windows); refused the files not loaded, and blocking the
+	// shared resources the refused entries name (refusedEntry).
 	sec        fileSecurity
 	tokenOwner string
 	refused    []Refused
+	blocking   []refusedUser
 }
 
 // Open loads the journal in dir, creating dir if needed. On Windows it
 // first gives dir a protected DACL (SYSTEM and Administrators only) and
 // Administrators as owner (acl.go). Leftover temporary files from a crash
 // are removed; an unreadable entry fails Open, because silently dropping it
-// could undercount the users of a shared resource. A file owned by neither
-// SYSTEM, Administrators nor the plugin is refused: not loaded, and listed
-// by Refused.
+// could undercount the users of a shared resource. A file the plugin did
+// not write (owned by neither SYSTEM, Administrators nor the plugin, or a
+// hard link) is refused: not loaded, and listed by Refused.
 func Open(dir string) (*Journal, error) {
 	return open(dir, osFileSecurity{})
 }
@@ -119,7 +134,7 @@ func load(dir string, readOnly bool, sec fileSecurity) (*Journal, error) {
 	if j.notes, j.notesReady, err = j.loadNotes(); err != nil {
 		return nil, err
 	}
-	err = j.loadFiles(dir, func(p, name string, b []byte) error {
+	err = j.loadFiles(dir, j.refusedEntry, func(p, name string, b []byte) error {
 		var e Entry
 		if err := json.Unmarshal(b, &e); err != nil {
 			return fmt.Errorf("decode journal entry %s: %w", p, err)
@@ -137,9 +152,10 @@ func load(dir string, readOnly bool, sec fileSecurity) (*Journal, error) {
 }
 
 // loadFiles calls use for every *.json file of dir, removing leftover
-// temporary files (unless the journal is read-only). A file refused for
-// its owner (readOwned) is skipped.
-func (j *Journal) loadFiles(dir string, use func(path, name string, data []byte) error) error {
+// temporary files (unless the journal is read-only). A file refused
+// (readFile) is not used: it is listed by Refused, and refused (when not
+// nil) sees what could be read of it.
+func (j *Journal) loadFiles(dir string, refused func(r *Refused, data []byte), use func(path, name string, data []byte) error) error {
 	readOnly := j.readOnly
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -157,15 +173,19 @@ func (j *Journal) loadFiles(dir string, use func(path, name string, data []byte)
 				return fmt.Errorf("remove leftover %s: %w", p, err)
 			}
 		case strings.HasSuffix(name, ".json"):
-			b, err := j.readOwned(p)
+			b, r, err := j.readFile(p)
 			if readOnly && errors.Is(err, os.ErrNotExist) {
 				continue // deleted by the plugin since the listing
 			}
-			if errors.Is(err, errRefused) {
-				continue // never acted on: Refused lists it
-			}
 			if err != nil {
 				return fmt.Errorf("read journal file %s: %w", p, err)
+			}
+			if r != nil { // never acted on: Refused lists it
+				if refused != nil && b != nil {
+					refused(r, b)
+				}
+				j.refused = append(j.refused, *r)
+				continue
 			}
 			if err := use(p, name, b); err != nil {
 				return err
@@ -195,15 +215,28 @@ func (j *Journal) List(_ context.Context) []Entry {
 
 // ByResource returns the entries whose ResourceKey is key, ordered by
 // volume ID: every volume that uses the shared resource or is being staged
-// on it (intents, Staged false, included). An empty key matches nothing.
-// It costs the entries it returns, not the size of the journal.
+// on it (intents, Staged false, included), and the entries of refused
+// files that name it (Entry.Refused set): their volumes may still use it,
+// as far as the plugin can tell. An empty key matches nothing. It costs
+// the entries it returns (and the refused files, of which there are
+// normally none), not the size of the journal.
 func (j *Journal) ByResource(_ context.Context, key string) ([]Entry, error) {
 	if key == "" {
 		return nil, nil
 	}
 	j.mu.RLock()
 	defer j.mu.RUnlock()
-	return j.collect(slices.Collect(maps.Keys(j.byResource[key]))), nil
+	out := j.collect(slices.Collect(maps.Keys(j.byResource[key])))
+	n := len(out)
+	for _, u := range j.blocking {
+		if u.entry.ResourceKey == key {
+			out = append(out, u.entry)
+		}
+	}
+	if len(out) > n {
+		slices.SortStableFunc(out, func(a, b Entry) int { return strings.Compare(a.VolumeID, b.VolumeID) })
+	}
+	return out, nil
 }
 
 // ByBackend returns the entries of one backend, ordered by volume ID,
@@ -259,6 +292,7 @@ func (j *Journal) Put(ctx context.Context, e Entry) error {
 	j.mu.Lock()
 	j.unindex(e.VolumeID)
 	j.index(e.clone())
+	j.forgetRefused(filepath.Join(j.dir, fileName(e.VolumeID)))
 	j.mu.Unlock()
 	return nil
 }
@@ -281,6 +315,7 @@ func (j *Journal) Delete(ctx context.Context, volumeID string) error {
 	// sync fails, so the two never disagree.
 	j.mu.Lock()
 	j.unindex(volumeID)
+	j.forgetRefused(filepath.Join(j.dir, fileName(volumeID)))
 	j.mu.Unlock()
 	if err := durable.SyncDir(j.dir); err != nil {
 		return fmt.Errorf("sync journal directory: %w", err)
@@ -321,6 +356,13 @@ func (j *Journal) unindex(volumeID string) {
 	delete(j.m, volumeID)
 }
 
+// forgetRefused drops what a refused file at path said: the plugin has
+// just replaced or removed it. The caller holds j.mu.
+func (j *Journal) forgetRefused(path string) {
+	j.refused = slices.DeleteFunc(j.refused, func(r Refused) bool { return r.Path == path })
+	j.blocking = slices.DeleteFunc(j.blocking, func(u refusedUser) bool { return u.path == path })
+}
+
 // lockFile serialises the writers of one file of the journal. A live ctx
 // bounds the wait; an ended one does not stop the write (see Put).
 func (j *Journal) lockFile(ctx context.Context, name string) (func(), error) {
@@ -331,7 +373,33 @@ func (j *Journal) lockFile(ctx context.Context, name string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("wait for another write of the same journal file: %w", err)
 	}
-	return unlock, nil
+	j.writing.RLock()
+	return func() {
+		j.writing.RUnlock()
+		unlock()
+	}, nil
+}
+
+// Seal waits for the writes in progress to finish and lets no other begin,
+// for a process about to exit at once (a second SIGTERM): every entry and
+// note is then on disk as a whole, and no write starts that the exit would
+// cut. A write after Seal waits until the process exits. ctx bounds the
+// wait; Seal returns ctx's error when it ends first (the journal is sealed
+// all the same once those writes finish).
+func (j *Journal) Seal(ctx context.Context) error {
+	j.sealOnce.Do(func() {
+		j.sealed = make(chan struct{})
+		go func() {
+			j.writing.Lock() // never unlocked: the process exits
+			close(j.sealed)
+		}()
+	})
+	select {
+	case <-j.sealed:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the journal writes in progress: %w", ctx.Err())
+	}
 }
 
 func (e Entry) clone() Entry {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var ctx = context.Background()
@@ -319,5 +320,95 @@ func TestOpenReadOnly(t *testing.T) {
 	}
 	if _, ok := j.Get(ctx, "v"); !ok {
 		t.Fatal("the read-only journal removed an entry")
+	}
+}
+
+// TestSeal: Seal waits for a write in progress and holds back the writes
+// that come after it, so that a process exiting at once never cuts one.
+func TestSeal(t *testing.T) {
+	j, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// A write in progress: the file lock of "v1" and the write lock held,
+	// as Put holds them while it writes.
+	unlock, err := j.lockFile(ctx, fileName("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := make(chan error, 1)
+	go func() { sealed <- j.Seal(ctx) }()
+	// Seal cannot finish while the write runs; a bounded Seal says so.
+	short, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := j.Seal(short); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Seal with an ended context while a write runs: %v", err)
+	}
+	select {
+	case err := <-sealed:
+		t.Fatalf("Seal returned %v while a write was in progress", err)
+	default:
+	}
+	unlock()
+	if err := <-sealed; err != nil {
+		t.Fatal(err)
+	}
+	// A write after Seal does not start.
+	put := make(chan error, 1)
+	go func() { put <- j.Put(ctx, Entry{VolumeID: "v2"}) }()
+	select {
+	case err := <-put:
+		t.Fatalf("Put after Seal returned %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, ok := j.Get(ctx, "v2"); ok {
+		t.Fatal("a write after Seal took effect")
+	}
+}
+
+// TestCredentialKey: the key is made once and kept across reopenings, in
+// no entry or note; a read-only journal does not make one; a damaged key
+// is refused with what to do.
+func TestCredentialKey(t *testing.T) {
+	dir := t.TempDir()
+	ro, err := OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := ro.CredentialKey(); k != nil || err != nil {
+		t.Fatalf("read-only journal without a key: %x, %v; want none", k, err)
+	}
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1, err := j.CredentialKey()
+	if err != nil || len(k1) != keyLen {
+		t.Fatalf("key %x, %v", k1, err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, keyFile))
+	if err != nil || fi.Mode().Perm()&0o077 != 0 {
+		t.Fatalf("key file %v, %v: want readable by the owner only", fi, err)
+	}
+	j2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k2, err := j2.CredentialKey(); err != nil || string(k2) != string(k1) {
+		t.Fatalf("key after reopening %x, %v; want %x", k2, err, k1)
+	}
+	if len(j2.List(ctx)) != 0 {
+		t.Fatal("the key file was read as an entry")
+	}
+	if err := os.WriteFile(filepath.Join(dir, keyFile), []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j3, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j3.CredentialKey(); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("damaged key: %v", err)
 	}
 }

@@ -130,7 +130,7 @@ func (j *Journal) loadNotes() (map[string]string, bool, error) {
 		return map[string]string{}, false, nil
 	}
 	notes := map[string]string{}
-	err := j.loadFiles(nd, func(p, name string, b []byte) error {
+	err := j.loadFiles(nd, nil, func(p, name string, b []byte) error {
 		var n note
 		if err := json.Unmarshal(b, &n); err != nil {
 			return fmt.Errorf("decode journal note %s: %w", p, err)

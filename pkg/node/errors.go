@@ -41,7 +41,7 @@ func codeOf(err error) codes.Code {
 		return codes.PermissionDenied
 	case errors.Is(err, host.ErrDirNotEmpty), errors.Is(err, host.ErrInUse),
 		errors.Is(err, host.ErrConflict), errors.Is(err, host.ErrCredentialConflict),
-		errors.Is(err, host.ErrReadOnly):
+		errors.Is(err, host.ErrGuestLogonBlocked), errors.Is(err, host.ErrReadOnly):
 		return codes.FailedPrecondition
 	case errors.Is(err, host.ErrUnreachable), errors.Is(err, host.ErrNotReady), errors.Is(err, host.ErrBusy):
 		return codes.Unavailable

@@ -33,6 +33,9 @@ func TestCodeOf(t *testing.T) {
 		// in the chain, the conflict decides.
 		{"refused offline read-only", fmt.Errorf("so it stays offline: %w: %w", fmt.Errorf("disk 3 is offline: %w", host.ErrNotReady), host.ErrConflict), codes.FailedPrecondition},
 		{"read-only", host.ErrReadOnly, codes.FailedPrecondition},
+		// The node's policy, not the caller's request, refuses a guest
+		// logon: nothing the secret can fix.
+		{"guest logon blocked", fmt.Errorf("map share: %w", host.ErrGuestLogonBlocked), codes.FailedPrecondition},
 		{"deadline", fmt.Errorf("host call: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
 		{"other", errors.New("boom"), codes.Internal},
 	}

@@ -46,7 +46,11 @@ type Server struct {
 	mu        sync.Mutex
 	published map[string]map[string]publication // volume ID -> target path -> publication
 
-	ignored sync.Map // parameter names already logged as unknown
+	// ignored holds, by volume ID, the unknown parameter names already
+	// logged for the volume (a string of the sorted names): a stage
+	// retried by kubelet does not log them again, a volume staged with
+	// other keys does. Unstage forgets the volume.
+	ignored sync.Map
 }
 
 // publication is what the node remembers of a NodePublishVolume, to answer a

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
@@ -38,7 +40,7 @@ func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.logIgnored(ctx, vol.Ignored)
+	s.logIgnored(ctx, req.GetVolumeId(), vol.Ignored)
 	if vol.Kind != contract.KindSMB && multiNodeWriter(mode) {
 		return nil, invalid("volume_capability: access mode %s is not supported for %s volumes: NTFS and ReFS are not cluster file systems",
 			modeName(mode), vol.Kind)
@@ -86,12 +88,23 @@ func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 		}
 	}
 
-	err = b.Stage(ctx, backend.StageRequest{VolumeID: entry.VolumeID, StagingPath: staging, Volume: vol, ReadOnly: readerOnly(mode)})
+	learned := map[string]string{}
+	sr := backend.StageRequest{VolumeID: entry.VolumeID, StagingPath: staging, Volume: vol, ReadOnly: readerOnly(mode), Learned: learned}
+	if hadPrev {
+		sr.Recorded = prev.Attrs
+	}
+	err = b.Stage(ctx, sr)
 	if err != nil {
 		if !restage {
 			s.forgetFailedStage(ctx, entry)
 		}
 		return nil, toStatus(err)
+	}
+	if len(learned) > 0 {
+		if entry.Attrs == nil {
+			entry.Attrs = map[string]string{}
+		}
+		maps.Copy(entry.Attrs, learned)
 	}
 	entry.Staged = true
 	if !restage || !reflect.DeepEqual(prev, entry) {
@@ -144,8 +157,27 @@ func (s *Server) checkRestage(ctx context.Context, prev, next journal.Entry, rec
 
 // forgetFailedStage drops the intent record of a stage that failed and left
 // nothing at the staging path; backends roll back their own partial work.
+// It runs on a context of its own (backend.CleanupContext): a stage
+// cancelled by its caller or by the shutdown must not leave its intent
+// behind, which diagnose would show as an incomplete stage until someone
+// unstages the volume by hand.
 func (s *Server) forgetFailedStage(ctx context.Context, e journal.Entry) {
+	if host.Running(ctx) {
+		// A call hung past the stage's end may still make what the record
+		// must count (a mapping, a session): the retry or the unstage,
+		// which the volume's lock holds back until the call ends, needs
+		// the record.
+		klog.FromContext(ctx).V(2).Info("A host call of the failed stage is still running; keeping its record for the retry or the unstage",
+			"volumeID", e.VolumeID)
+		return
+	}
+	ctx, cancel := backend.CleanupContext(ctx)
+	defer cancel()
 	if _, live, err := s.cfg.Publisher.Staged(ctx, e.StagingPath); err != nil || live {
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot tell whether the failed stage left anything at the staging path; keeping its record for the retry or the unstage",
+				"volumeID", e.VolumeID, "stagingTargetPath", e.StagingPath)
+		}
 		return // keep the record: unstage or a retry will need it
 	}
 	if err := s.cfg.Journal.Delete(ctx, e.VolumeID); err != nil {
@@ -213,6 +245,7 @@ func (s *Server) unstage(ctx context.Context, kind contract.Kind, volumeID, stag
 	s.mu.Lock()
 	delete(s.published, volumeID)
 	s.mu.Unlock()
+	s.ignored.Delete(volumeID)
 	return nil
 }
 
@@ -221,16 +254,16 @@ func samePath(a, b string) bool {
 	return backend.SameTarget(a, b)
 }
 
-// logIgnored logs, once per key and process, the volume parameters the
-// contract does not use (names only, never values).
-func (s *Server) logIgnored(ctx context.Context, keys []string) {
-	var fresh []string
-	for _, k := range keys {
-		if _, seen := s.ignored.LoadOrStore(k, struct{}{}); !seen {
-			fresh = append(fresh, k)
-		}
+// logIgnored logs, once per volume, the volume parameters the contract
+// does not use (names only, never values): a vendor's own keys, or a
+// misspelt key too far from any contract key to be caught as a typo.
+func (s *Server) logIgnored(ctx context.Context, volumeID string, keys []string) {
+	if len(keys) == 0 {
+		return
 	}
-	if len(fresh) > 0 {
-		klog.FromContext(ctx).V(4).Info("Ignoring unknown volume parameters", "keys", fresh)
+	names := strings.Join(keys, "\x00")
+	if prev, seen := s.ignored.Swap(volumeID, names); seen && prev == names {
+		return
 	}
+	klog.FromContext(ctx).V(2).Info("Ignoring volume parameters the contract does not know", "keys", keys)
 }

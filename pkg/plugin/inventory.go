@@ -74,7 +74,7 @@ func takeStock(ctx context.Context, o Options, h host.Host, store readStore, roo
 		Host: h, Journal: store, Root: root, DriverName: o.DriverName,
 		KeepSMBMappings: o.SMBKeepMappings, KeepISCSIPortals: o.KeepISCSIPortals,
 		Checkers: func(snap host.Host) (map[string]inventory.HealthChecker, inventory.DiskLocator) {
-			disks, backends := newBackends(snap, store, o)
+			disks, backends := newBackends(snap, store, nil, o)
 			health := make(map[string]inventory.HealthChecker, len(backends))
 			for k, b := range backends {
 				health[string(k)] = b
@@ -106,3 +106,4 @@ func (emptyJournal) ByBackend(context.Context, string) ([]journal.Entry, error) 
 func (emptyJournal) Note(context.Context, string) (string, bool, error)          { return "", false, nil }
 func (emptyJournal) PutNote(context.Context, string, string) error               { return journal.ErrReadOnly }
 func (emptyJournal) DeleteNote(context.Context, string) error                    { return journal.ErrReadOnly }
+func (emptyJournal) Refused() []journal.Refused                                  { return nil }

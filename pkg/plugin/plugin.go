@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -22,6 +23,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/registration"
+	"github.com/wincsi/csi-windows-node/pkg/server"
 	"github.com/wincsi/csi-windows-node/pkg/sweep"
 	"github.com/wincsi/csi-windows-node/pkg/version"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -186,6 +188,8 @@ type Plugin struct {
 	releasers []backend.Releaser
 	// sweeper is the orphan sweep (Sweep; Serve runs it).
 	sweeper *sweep.Sweeper
+	// serving is the gRPC server while Serve runs (Halt names its RPCs).
+	serving atomic.Pointer[server.Server]
 
 	opts Options
 }
@@ -233,7 +237,14 @@ func New(o Options, h Host) (*Plugin, error) {
 		return nil, fmt.Errorf("upgrade the stage journal in %s: %w", o.StateDir, err)
 	}
 
-	_, backends := newBackends(hh, jr, o)
+	key, err := jr.CredentialKey()
+	if err != nil {
+		return nil, err
+	}
+	if err := registerCredentialGauges(mm.GetRegistry(), jr); err != nil {
+		return nil, err
+	}
+	_, backends := newBackends(hh, jr, key, o)
 	// The backends whose volumes share host resources answer
 	// ReleaseUnused.
 	var releasers []backend.Releaser
@@ -320,13 +331,14 @@ func (p *Plugin) ReleaseUnused(ctx context.Context, key string, remove bool) (bo
 }
 
 // newBackends builds the disk, SMB and iSCSI backends over h and store, as
-// the plugin runs them; it returns the disk backend too, which the iSCSI
+// the plugin runs them; key is the node's credential key (nil for a tool
+// that records nothing). It returns the disk backend too, which the iSCSI
 // backend prepares its disks with.
-func newBackends(h host.Host, store backend.Store, o Options) (*disk.Backend, map[contract.Kind]backend.Backend) {
+func newBackends(h host.Host, store backend.Store, key []byte, o Options) (*disk.Backend, map[contract.Kind]backend.Backend) {
 	disks := disk.New(h, store, disk.Options{OfflineOnUnstage: o.OfflineDiskOnUnstage, Backoff: o.Backoff, GCEDisks: o.GCEDisks})
 	return disks, map[contract.Kind]backend.Backend{
 		contract.KindDisk:  disks,
-		contract.KindSMB:   smb.New(h, store, smb.Options{KeepMappings: o.SMBKeepMappings}),
-		contract.KindISCSI: iscsi.New(h, disks, store, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff}),
+		contract.KindSMB:   smb.New(h, store, smb.Options{KeepMappings: o.SMBKeepMappings, CredentialKey: key}),
+		contract.KindISCSI: iscsi.New(h, disks, store, iscsi.Options{KeepPortals: o.KeepISCSIPortals, Backoff: o.Backoff, CredentialKey: key}),
 	}
 }

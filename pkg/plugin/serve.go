@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/server"
 )
 
@@ -49,6 +50,7 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	logger := klog.FromContext(ctx)
 	logStateDir(ctx, p.journal)
 	srv := server.New(server.Config{Identity: p.Identity, Node: p.served, Metrics: p.Metrics, Logger: logger})
+	p.serving.Store(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ls.CSI) }()
 
@@ -89,16 +91,17 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	var failure error
 	select {
 	case <-ctx.Done():
-		logger.Info("Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace)
+		logger.Info("Shutting down; waiting for in-flight RPCs (a second SIGINT or SIGTERM ends the plugin at once)",
+			"grace", p.opts.ShutdownGrace, "rpcs", rpcNames(srv.Running()))
 	case err := <-served:
 		reg.stop()
 		return fmt.Errorf("gRPC server stopped: %w", err)
 	case err := <-reg.failed():
 		failure = fmt.Errorf("kubelet registration server stopped: %w", err)
-		logger.Error(failure, "Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace)
+		logger.Error(failure, "Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace, "rpcs", rpcNames(srv.Running()))
 	case reason := <-reg.refused():
 		failure = fmt.Errorf("kubelet refused the plugin's registration: %s", reason)
-		logger.Info("Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace)
+		logger.Info("Shutting down; waiting for in-flight RPCs", "grace", p.opts.ShutdownGrace, "rpcs", rpcNames(srv.Running()))
 	}
 	p.Identity.SetReady(false)
 	reg.stop()
@@ -109,9 +112,18 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 }
 
 // stop ends the serving Serve started: the RPCs in flight get
-// Options.ShutdownGrace, then the HTTP endpoint stops.
+// Options.ShutdownGrace, those still running are cancelled and given the
+// time to undo what they started (backend.CleanupTimeout), then the HTTP
+// endpoint stops.
 func (p *Plugin) stop(ctx context.Context, srv *server.Server, web *server.HTTP) {
-	srv.Stop(p.opts.ShutdownGrace)
+	logger := klog.FromContext(ctx)
+	if cancelled := srv.Stop(p.opts.ShutdownGrace, backend.CleanupTimeout); len(cancelled) > 0 {
+		logger.Info("Shutdown grace over; cancelled the RPCs still running, which undid what they had started",
+			"grace", p.opts.ShutdownGrace, "rpcs", rpcNames(cancelled))
+		if left := srv.Running(); len(left) > 0 {
+			logger.Info("RPCs still undoing their work when the plugin stops; kubelet retries them", "rpcs", rpcNames(left))
+		}
+	}
 	if web != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
 		defer cancel()
@@ -119,4 +131,34 @@ func (p *Plugin) stop(ctx context.Context, srv *server.Server, web *server.HTTP)
 			klog.FromContext(ctx).Error(err, "HTTP endpoint did not stop cleanly")
 		}
 	}
+}
+
+// rpcNames names RPCs for a log line: "NodeStageVolume vol-1 (12s)".
+func rpcNames(rpcs []server.RPC) []string {
+	out := make([]string, len(rpcs))
+	for i, r := range rpcs {
+		out[i] = r.String()
+	}
+	return out
+}
+
+// haltTimeout bounds Halt's wait for the journal writes in progress (each
+// a small local file).
+const haltTimeout = 5 * time.Second
+
+// Halt readies the plugin for an exit that does not wait for the RPCs in
+// flight (a second SIGINT or SIGTERM during the shutdown grace): it waits
+// for the stage journal's writes in progress and lets no other begin
+// (journal.Seal), so that every record is whole on disk. It returns the
+// RPCs still running, which the exit abandons: kubelet retries them, and a
+// stage cut short leaves its intent record, which the retry, the unstage
+// or the orphan sweep finishes.
+func (p *Plugin) Halt(ctx context.Context) ([]string, error) {
+	var rpcs []string
+	if srv := p.serving.Load(); srv != nil {
+		rpcs = rpcNames(srv.Running())
+	}
+	ctx, cancel := context.WithTimeout(ctx, haltTimeout)
+	defer cancel()
+	return rpcs, p.journal.Seal(ctx)
 }

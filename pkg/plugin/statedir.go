@@ -11,8 +11,8 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
-// refusedFilesName is the gauge of the journal files Open refused for their
-// owner (docs/metrics.md).
+// refusedFilesName is the gauge of the journal files Open refused
+// (docs/metrics.md).
 const refusedFilesName = "journal_refused_files"
 
 // registerRefused registers the gauge of the journal files refused at
@@ -21,7 +21,7 @@ func registerRefused(reg metrics.KubeRegistry, jr *journal.Journal) error {
 	g := metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace:      "csi_windows_node",
 		Name:           refusedFilesName,
-		Help:           "Files in the state directory the plugin refused at start because their owner is neither SYSTEM, Administrators nor the plugin: never loaded or acted on.",
+		Help:           "Files in the state directory the plugin refused at start because it did not write them (owned by neither SYSTEM, Administrators nor the plugin, without an owner, hard-linked, or denying the plugin their owner): never loaded or acted on.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	if err := reg.Register(g); err != nil {
@@ -32,14 +32,14 @@ func registerRefused(reg metrics.KubeRegistry, jr *journal.Journal) error {
 }
 
 // logStateDir logs, at start, the owner of the plugin's own files and every
-// journal file refused for its owner.
+// journal file refused.
 func logStateDir(ctx context.Context, jr *journal.Journal) {
 	logger := klog.FromContext(ctx)
 	if owner := jr.TokenOwner(); owner != "" {
 		logger.V(2).Info("Journal files are owned by the plugin's token owner", "tokenOwner", owner)
 	}
 	for _, r := range jr.Refused() {
-		logger.Error(nil, "Refusing a journal file owned by neither SYSTEM nor Administrators: it was not written by the plugin and is never acted on", "path", r.Path, "owner", r.Owner)
+		logger.Error(nil, "Refusing a journal file the plugin did not write: it is never acted on", "path", r.Path, "owner", r.Owner, "reason", r.Reason)
 	}
 }
 
@@ -57,7 +57,7 @@ func stateDirReport(dir string, jr *journal.Journal) *inventory.StateDir {
 	}
 	sd.TokenOwner = jr.TokenOwner()
 	for _, r := range jr.Refused() {
-		sd.Refused = append(sd.Refused, inventory.RefusedFile{Path: r.Path, Owner: r.Owner})
+		sd.Refused = append(sd.Refused, inventory.RefusedFile{Path: r.Path, Owner: r.Owner, Reason: r.Reason})
 	}
 	return sd
 }

@@ -155,12 +155,49 @@ func renamed(files map[string]any) map[string]any {
 	return out
 }
 
+// credentialAttrs and credentialNotes are what the current version adds
+// to the previous version's records: the credential a volume, a share's
+// mapping and a target's sessions were made with (the user and the MAC of
+// the secret). The previous version ignores unknown attributes, so a
+// rollback reads the entries as it wrote them.
+var (
+	credentialAttrs = []string{"secretMAC", "chapUser", "chapSecretMAC"}
+	credentialNotes = []string{"note " + smb.MappingSecretNotePrefix, "note " + iscsi.CredentialNotePrefix}
+)
+
+// withoutCredentials removes from files (jsonFiles) what credentialAttrs
+// and credentialNotes name, and returns how many it removed.
+func withoutCredentials(files map[string]any) int {
+	n := 0
+	for path, v := range files {
+		if strings.HasPrefix(path, "note ") {
+			for _, prefix := range credentialNotes {
+				if strings.HasPrefix(path, prefix) {
+					delete(files, path)
+					n++
+				}
+			}
+			continue
+		}
+		m, _ := v.(map[string]any)
+		attrs, _ := m["attrs"].(map[string]any)
+		for _, a := range credentialAttrs {
+			if _, ok := attrs[a]; ok {
+				delete(attrs, a)
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // TestStateOfThePreviousVersion: a DaemonSet upgrade keeps the state
 // directory. The current version writes the entries the previous version
-// wrote for the same volumes (so a rollback reads them too) and the same
-// notes under the one spelling of note keys, renames the previous
-// version's notes to it at start, reads the previous version's entries
-// into its typed records, and restages and unstages the volumes from them,
+// wrote for the same volumes, plus its credential records (so a rollback
+// reads them too), and the same notes under the one spelling of note keys
+// plus its credential notes, renames the previous version's notes to it at
+// start, reads the previous version's entries into its typed records, and
+// restages and unstages the volumes from them,
 // releasing the mapping, the sessions and the portals and taking the disks
 // offline.
 func TestStateOfThePreviousVersion(t *testing.T) {
@@ -209,8 +246,11 @@ func TestStateOfThePreviousVersion(t *testing.T) {
 			delete(got, k)
 		}
 	}
+	if added := withoutCredentials(got); added == 0 {
+		t.Errorf("the current version records no credential (the MAC of the share's password): %v", got)
+	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("the current version writes\n%v\nwhere the previous one wrote (notes renamed)\n%v", got, want)
+		t.Errorf("the current version writes\n%v\nwhere the previous one wrote (notes renamed)\n%v\n(besides the credential records)", got, want)
 	}
 
 	// The previous version's files replace the current one's.

@@ -31,20 +31,25 @@ type Config struct {
 
 // Server is the plugin's gRPC server.
 type Server struct {
-	grpc *grpc.Server
+	grpc    *grpc.Server
+	running *running
 }
 
 // New returns a server with the identity and node services registered.
 func New(cfg Config) *Server {
-	ics := interceptors(cfg.Metrics)
+	r := newRunning()
+	ics := append([]grpc.UnaryServerInterceptor{r.track}, interceptors(cfg.Metrics)...)
 	if cfg.Logger.GetSink() != nil {
 		ics = append([]grpc.UnaryServerInterceptor{withLogger(cfg.Logger)}, ics...)
 	}
 	g := grpc.NewServer(grpc.ChainUnaryInterceptor(ics...))
 	csi.RegisterIdentityServer(g, cfg.Identity)
 	csi.RegisterNodeServer(g, cfg.Node)
-	return &Server{grpc: g}
+	return &Server{grpc: g, running: r}
 }
+
+// Running returns the RPCs whose handlers run now, oldest first.
+func (s *Server) Running() []RPC { return s.running.list() }
 
 // interceptors returns the chain every RPC goes through, outermost first:
 // a panic is recovered innermost, so the RPC still gets its log line and
@@ -61,8 +66,11 @@ func interceptors(mm metrics.CSIMetricsManager) []grpc.UnaryServerInterceptor {
 func (s *Server) Serve(l net.Listener) error { return s.grpc.Serve(l) }
 
 // Stop stops accepting RPCs and waits for in-flight ones to finish, at most
-// grace; then it cancels whatever is still running.
-func (s *Server) Stop(grace time.Duration) {
+// grace; then it cancels whatever is still running and returns those RPCs
+// (none when all finished in time). The handlers of cancelled RPCs still
+// undo their work (a cancelled stage rolls back on a context of its own):
+// Stop waits for them to return, at most drain more.
+func (s *Server) Stop(grace, drain time.Duration) (cancelled []RPC) {
 	done := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()
@@ -72,10 +80,19 @@ func (s *Server) Stop(grace time.Duration) {
 	defer t.Stop()
 	select {
 	case <-done:
+		return nil
 	case <-t.C:
-		s.grpc.Stop()
-		<-done
 	}
+	cancelled = s.Running()
+	s.grpc.Stop()
+	<-done
+	d := time.NewTimer(drain)
+	defer d.Stop()
+	select {
+	case <-s.running.drained():
+	case <-d.C:
+	}
+	return cancelled
 }
 
 // mutating lists the RPCs that change host state; each gets one V(2) line.

@@ -48,6 +48,7 @@ var faultErrors = map[string]error{
 	"busy":               host.ErrBusy,
 	"invalid":            host.ErrInvalid,
 	"credentialconflict": host.ErrCredentialConflict,
+	"guestlogonblocked":  host.ErrGuestLogonBlocked,
 	"notimplemented":     host.ErrNotImplemented,
 	"internal":           errInjected,
 }

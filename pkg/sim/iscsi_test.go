@@ -7,8 +7,11 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -257,9 +260,22 @@ func TestLateLUN(t *testing.T) {
 		if err != nil || len(nums) != want {
 			t.Fatalf("after %d rescans %d disks (%v), want %d", rescans, len(nums), err, want)
 		}
+		// REPORT LUNS lists what the target has, surfaced or not.
+		if luns, err := h.ISCSI.ReportLUNs(ctx, strings.ToUpper(iqnLate)); err != nil || !slices.Equal(luns, []uint32{0, 1}) {
+			t.Fatalf("after %d rescans ReportLUNs = %v, %v; want [0 1]", rescans, luns, err)
+		}
 		if err := h.Disks.Rescan(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestReportLUNsNeedsASession: without a session REPORT LUNS has nothing
+// to go through.
+func TestReportLUNsNeedsASession(t *testing.T) {
+	s := iscsiSim(t)
+	if _, err := s.Host().ISCSI.ReportLUNs(context.Background(), iqnOpen); !errors.Is(err, host.ErrNotFound) {
+		t.Fatalf("ReportLUNs without a session: %v, want ErrNotFound", err)
 	}
 }
 

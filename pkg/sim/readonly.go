@@ -23,7 +23,7 @@ var readOps = map[string]bool{
 	OpVolumesOfPartition: true, OpVolumesGet: true, OpVolumesList: true, OpVolumesDiskNumber: true, OpVolumesFreeSpace: true,
 	OpFilesStat: true, OpFilesIsEmptyDir: true, OpFilesReadDir: true,
 	OpSMBMapping: true, OpSMBMappings: true, OpSMBCheck: true,
-	OpISCSIPortals: true, OpISCSITargets: true, OpISCSISessions: true, OpISCSISessionDisks: true,
+	OpISCSIPortals: true, OpISCSITargets: true, OpISCSISessions: true, OpISCSISessionDisks: true, OpISCSIReportLUNs: true,
 	OpISCSIResolvePortal: true, OpISCSIDisksBySession: true, OpISCSIPersistentLogins: true,
 	OpSecurityRootDACL: true, OpSecurityLookupAccountName: true,
 }

@@ -50,6 +50,7 @@ var Kinds = []inventory.Kind{
 	inventory.KindISCSIPortal,
 	inventory.KindMountPoint,
 	inventory.KindLink,
+	inventory.KindRefusedFile,
 }
 
 // Classify returns the orphans of a report, in the order of Kinds, then

@@ -22,7 +22,10 @@
 //     journal entry names: reported, never removed. Nothing records which
 //     volume it is or what backs it, and a pod may still use it through a
 //     publication; kubelet's own NodeUnstageVolume removes it when it
-//     unstages the volume.
+//     unstages the volume;
+//   - a file in the state directory the journal refused (the plugin did
+//     not write it): reported, never removed. The shared resource its
+//     entry names is kept while it is there (journal.Journal.ByResource).
 //
 // Resources that no record of the plugin names (made by an administrator
 // or another driver, or by this plugin before its state directory was

@@ -100,6 +100,11 @@ type Round struct {
 	Unattributed int
 	// Incomplete names what the inventory could not read.
 	Incomplete []string
+	// Credentials are the volumes the inventory found on another
+	// credential than their share's mapping or target's sessions
+	// (problems CredentialMismatch and CredentialDrift): reported every
+	// round, never acted on (the mapping or sessions they use are in use).
+	Credentials []inventory.Problem
 }
 
 // Left counts the orphans still there after the round, by kind: found,
@@ -211,6 +216,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (round Round, err error) {
 		s.log(logger, out)
 		round.Outcomes = append(round.Outcomes, out)
 	}
+	round.Credentials = s.credentials(logger, rep)
 	left := round.Left()
 	removed, failed := 0, 0
 	for _, o := range round.Outcomes {
@@ -226,7 +232,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (round Round, err error) {
 		orphansLeft += n
 	}
 	logger.V(2).Info("Orphan sweep done", "mode", string(s.cfg.Mode), "orphans", orphansLeft, "removed", removed,
-		"failed", failed, "unattributed", unattributed, "duration", time.Since(start))
+		"failed", failed, "unattributed", unattributed, "credentials", len(round.Credentials), "duration", time.Since(start))
 	return round, nil
 }
 
@@ -265,6 +271,30 @@ func (s *Sweeper) decide(ctx context.Context, o Orphan) (Result, error) {
 
 // log writes the line of one outcome: every orphan found at V(0), what
 // turned out to be in use at V(4).
+// credentials reports the volumes whose credential differs from the one
+// of the shared resource they use, the problems the inventory found: a
+// volume on another user's credentials (staged before the plugin refused
+// it) on every round, a secret that drifted at -v=2. Each problem's
+// message says what to do; nothing is removed: the mapping or sessions
+// the volume reaches its storage through are in use.
+func (s *Sweeper) credentials(logger klog.Logger, rep *inventory.Report) []inventory.Problem {
+	var out []inventory.Problem
+	for _, v := range rep.Volumes {
+		for _, p := range v.Problems {
+			switch p.Reason {
+			case inventory.ReasonCredentialMismatch:
+				logger.Info("Volume on another user's credentials", "volumeID", v.VolumeID, "reason", p.Reason, "message", p.Message)
+			case inventory.ReasonCredentialDrift:
+				logger.V(2).Info("Volume on another secret of its user", "volumeID", v.VolumeID, "reason", p.Reason, "message", p.Message)
+			default:
+				continue
+			}
+			out = append(out, inventory.Problem{Reason: p.Reason, Message: v.VolumeID + ": " + p.Message})
+		}
+	}
+	return out
+}
+
 func (s *Sweeper) log(logger klog.Logger, o Outcome) {
 	kv := []any{"kind", string(o.Kind), "id", o.ID, "result", string(o.Result), "reason", o.Reason}
 	switch o.Result {

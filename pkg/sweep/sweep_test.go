@@ -83,7 +83,12 @@ func TestClassifyUnkeyable(t *testing.T) {
 		{Kind: inventory.KindISCSISession, ID: "unknown-session"},
 		{Kind: inventory.KindISCSIPortal, ID: "not a portal::"},
 		{Kind: inventory.KindSMBMapping, ID: "not-a-share"},
+		// A refused journal file is reported every round, never removed.
+		{Kind: inventory.KindRefusedFile, ID: `C:\state\a.json`},
 	}})
+	if len(orphans) != 4 || orphans[3].Kind != inventory.KindRefusedFile {
+		t.Fatalf("orphans %+v; want the refused file last", orphans)
+	}
 	for _, o := range orphans {
 		if o.Action != ActionReport || o.Key != "" {
 			t.Errorf("%s %s: action %s key %q, want report only", o.Kind, o.ID, o.Action, o.Key)

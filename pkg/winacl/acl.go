@@ -106,12 +106,10 @@ func parseACE(b []byte) (ACE, error) {
 		return ACE{}, fmt.Errorf("ACE of type %d in %d bytes: %w", a.Type, size, ErrMalformed)
 	}
 	a.Mask = binary.LittleEndian.Uint32(b[4:])
-	sid, n, err := FormatSID(b[8:size])
+	// FormatSID sees the entry's bytes only: a SID past the entry fails.
+	sid, _, err := FormatSID(b[aceHeaderSize+4 : size])
 	if err != nil {
 		return ACE{}, fmt.Errorf("ACE of type %d: %w", a.Type, err)
-	}
-	if 8+n > size {
-		return ACE{}, fmt.Errorf("ACE of type %d: SID past the entry: %w", a.Type, ErrMalformed)
 	}
 	a.SID = sid
 	return a, nil
@@ -147,14 +145,21 @@ func ParseACL(b []byte) (ACL, error) {
 }
 
 // Bytes returns the binary ACL: the header, then every entry's Raw bytes
-// in order. It fails when the entries do not fit in an ACL (64 KiB).
+// in order, under Revision (ACLRevision when it is 0). It fails with
+// ErrMalformed when an entry's Raw is not an ACE (shorter than its header,
+// or not the size its header says), and with ErrTooLarge when the entries
+// do not fit in an ACL (64 KiB; so the count, each entry being 4 bytes at
+// least, fits its 16 bits).
 func (a ACL) Bytes() ([]byte, error) {
 	size := aclHeaderSize
-	for _, e := range a.ACEs {
+	for i, e := range a.ACEs {
+		if len(e.Raw) < aceHeaderSize || int(binary.LittleEndian.Uint16(e.Raw[2:])) != len(e.Raw) {
+			return nil, fmt.Errorf("entry %d of the ACL is %d bytes, not an ACE: %w", i, len(e.Raw), ErrMalformed)
+		}
 		size += len(e.Raw)
 	}
-	if size > maxACLSize || len(a.ACEs) > 0xffff {
-		return nil, fmt.Errorf("an ACL of %d entries and %d bytes is larger than Windows allows (%d bytes)", len(a.ACEs), size, maxACLSize)
+	if size > maxACLSize {
+		return nil, fmt.Errorf("an ACL of %d entries and %d bytes is larger than Windows allows (%d bytes): %w", len(a.ACEs), size, maxACLSize, ErrTooLarge)
 	}
 	rev := a.Revision
 	if rev == 0 {

@@ -50,7 +50,8 @@ func (d Descriptor) NullDACL() bool { return d.DACL == nil }
 func (d Descriptor) Protected() bool { return d.Control&ControlDACLProtected != 0 }
 
 // ParseDescriptor reads a self-relative security descriptor, as
-// GetFileSecurity and GetSecurityInfo return it.
+// GetSecurityInfo and GetNamedSecurityInfo return it (x/sys/windows copies
+// their descriptor self-relative).
 func ParseDescriptor(b []byte) (Descriptor, error) {
 	if len(b) < sdHeaderSize {
 		return Descriptor{}, fmt.Errorf("security descriptor of %d bytes: %w", len(b), ErrMalformed)

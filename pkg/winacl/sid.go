@@ -25,11 +25,22 @@ const (
 // ErrMalformed is wrapped by every parse error of this package.
 var ErrMalformed = errors.New("malformed")
 
+// ErrTooLarge is wrapped by the error of a build whose entries do not fit
+// in an ACL.
+var ErrTooLarge = errors.New("too large")
+
 // ParseSID parses a SID in its string form, S-1-<authority>-<sub>... (the
 // form ConvertSidToStringSid writes: the authority in decimal, or as 0x and
-// twelve hex digits when it does not fit in 32 bits; one to fifteen
-// decimal 32-bit subauthorities), and returns its binary form. The S may
-// be lower case. SDDL aliases ("BA", "SY") are not SIDs here.
+// twelve hex digits when it does not fit in 32 bits; up to fifteen decimal
+// 32-bit subauthorities), and returns its binary form. The S may be lower
+// case. SDDL aliases ("BA", "SY") are not SIDs here.
+//
+// It accepts exactly the SIDs FormatSID writes, so that a descriptor read
+// from Windows can be written back: that includes a SID without
+// subauthorities ("S-1-5", the NT authority itself), which the binary form
+// allows ([MS-DTYP] 2.4.2.2 bounds SubAuthorityCount at 15 only) although
+// the string syntax of [MS-DTYP] 2.4.2.1 asks for one. Callers that want an
+// account (pkg/contract) refuse it themselves.
 func ParseSID(s string) ([]byte, error) {
 	bad := func(why string) error { return fmt.Errorf("SID %q: %s: %w", s, why, ErrMalformed) }
 	parts := strings.Split(s, "-")
@@ -39,25 +50,33 @@ func ParseSID(s string) ([]byte, error) {
 	if parts[1] != "1" {
 		return nil, bad("the revision is not 1")
 	}
+	// strconv.ParseUint takes digits only: no sign, space or underscore.
+	num := func(p string, base, bits int, what string) (uint64, error) {
+		n, err := strconv.ParseUint(p, base, bits)
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, bad(what + " is out of range")
+		}
+		if err != nil {
+			return 0, bad(what + " is not a number")
+		}
+		return n, nil
+	}
 	var auth uint64
 	var err error
 	if h, ok := strings.CutPrefix(strings.ToLower(parts[2]), "0x"); ok {
 		if len(h) != 12 {
 			return nil, bad("a hexadecimal authority has twelve digits")
 		}
-		auth, err = strconv.ParseUint(h, 16, 48)
+		auth, err = num(h, 16, 48, "the authority")
 	} else {
-		if !decimal(parts[2]) {
-			return nil, bad("the authority is not a number")
-		}
-		auth, err = strconv.ParseUint(parts[2], 10, 32)
+		auth, err = num(parts[2], 10, 32, "the authority")
 	}
 	if err != nil {
-		return nil, bad("the authority is out of range")
+		return nil, err
 	}
 	subs := parts[3:]
-	if len(subs) == 0 || len(subs) > maxSubAuthorities {
-		return nil, bad(fmt.Sprintf("it has %d subauthorities, want 1 to %d", len(subs), maxSubAuthorities))
+	if len(subs) > maxSubAuthorities {
+		return nil, bad(fmt.Sprintf("it has %d subauthorities, want at most %d", len(subs), maxSubAuthorities))
 	}
 	b := make([]byte, 8+4*len(subs))
 	b[0], b[1] = 1, byte(len(subs))
@@ -65,12 +84,9 @@ func ParseSID(s string) ([]byte, error) {
 		b[2+i] = byte(auth >> (8 * (5 - i))) // big-endian
 	}
 	for i, p := range subs {
-		if !decimal(p) {
-			return nil, bad("subauthority " + strconv.Quote(p) + " is not a number")
-		}
-		n, err := strconv.ParseUint(p, 10, 32)
+		n, err := num(p, 10, 32, "subauthority "+strconv.Quote(p))
 		if err != nil {
-			return nil, bad("subauthority " + p + " is out of range")
+			return nil, err
 		}
 		binary.LittleEndian.PutUint32(b[8+4*i:], uint32(n))
 	}
@@ -118,16 +134,4 @@ func FormatSID(b []byte) (string, int, error) {
 		sb.WriteString(strconv.FormatUint(uint64(binary.LittleEndian.Uint32(b[8+4*i:])), 10))
 	}
 	return sb.String(), size, nil
-}
-
-func decimal(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

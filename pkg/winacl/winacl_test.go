@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func unhex(t *testing.T, s string) []byte {
+func unhex(t testing.TB, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(strings.NewReplacer(" ", "", "\n", "", "\t", "").Replace(s))
 	if err != nil {
@@ -29,6 +29,17 @@ func TestParseSID(t *testing.T) {
 		{"S-1-1-0", "01 01 000000000001 00000000"},
 		{"s-1-5-11", "01 01 000000000005 0b000000"},
 		{"S-1-0x00FFFFFFFFF0-4294967295", "01 01 00fffffffff0 ffffffff"},
+		// The largest authority written in decimal, and the smallest in
+		// hex ([MS-DTYP] 2.4.2.1: hex from 2^32 on).
+		{"S-1-4294967295-1", "01 01 0000ffffffff 01000000"},
+		{"S-1-0x000100000000-1", "01 01 000100000000 01000000"},
+		// No subauthority: the binary form allows it ([MS-DTYP] 2.4.2.2),
+		// and what FormatSID writes ParseSID reads.
+		{"S-1-5", "01 00 000000000005"},
+		// SID_MAX_SUB_AUTHORITIES.
+		{"S-1-5-1-2-3-4-5-6-7-8-9-10-11-12-13-14-15", "01 0f 000000000005" +
+			"01000000 02000000 03000000 04000000 05000000 06000000 07000000 08000000" +
+			"09000000 0a000000 0b000000 0c000000 0d000000 0e000000 0f000000"},
 	} {
 		got, err := ParseSID(c.in)
 		if err != nil {
@@ -38,25 +49,24 @@ func TestParseSID(t *testing.T) {
 		if want := unhex(t, c.hex); !bytes.Equal(got, want) {
 			t.Errorf("ParseSID(%q) = % x, want % x", c.in, got, want)
 		}
-		s, n, err := FormatSID(append(got, 0xaa)) // trailing bytes are not the SID's
-		if err != nil || n != len(got) || !strings.EqualFold(s, c.in) {
-			t.Errorf("FormatSID(ParseSID(%q)) = %q, %d, %v", c.in, s, n, err)
+		for _, b := range [][]byte{got, append(got, 0xaa)} { // trailing bytes are not the SID's
+			s, n, err := FormatSID(b)
+			if err != nil || n != len(got) || !strings.EqualFold(s, c.in) {
+				t.Errorf("FormatSID(% x) = %q, %d, %v; want %s", b, s, n, err, c.in)
+			}
 		}
 	}
 }
 
 func TestParseSIDMalformed(t *testing.T) {
 	for _, in := range []string{
-		"", "S", "S-1", "S-1-5", "BA", "SY", "S-2-5-18", "X-1-5-18", "S-1-5-x", "S-1-5--1", "S-1--5-18",
+		"", "S", "S-1", "S-1-", "BA", "SY", "S-2-5-18", "X-1-5-18", "S-1-5-x", "S-1-5--1", "S-1--5-18",
 		"S-1-5-18-", "S-1-4294967296-1", "S-1-5-4294967296", "S-1-0x1-1", "S-1-5-+1", "S-1-5- 1",
 		"S-1-5-1-2-3-4-5-6-7-8-9-10-11-12-13-14-15-16",
 	} {
 		if _, err := ParseSID(in); !errors.Is(err, ErrMalformed) {
 			t.Errorf("ParseSID(%q) = %v, want ErrMalformed", in, err)
 		}
-	}
-	if _, err := ParseSID("S-1-5-1-2-3-4-5-6-7-8-9-10-11-12-13-14-15"); err != nil {
-		t.Errorf("fifteen subauthorities: %v", err)
 	}
 	if got, err := CanonicalSID("s-1-05-032-0544"); err != nil || got != "S-1-5-32-544" {
 		t.Errorf("CanonicalSID = %q, %v", got, err)
@@ -127,12 +137,15 @@ func TestACLRoundTrip(t *testing.T) {
 	// An entry of a type this package does not interpret (an object ACE,
 	// type 5, made up) survives byte for byte.
 	other := ACE{Type: 5, Flags: 0x12, Raw: []byte{5, 0x12, 12, 0, 1, 2, 3, 4, 5, 6, 7, 8}}
-	acl.ACEs = append(acl.ACEs, other)
+	// An entry that is a header only, last in the ACL: the smallest an
+	// ACE can be.
+	bare := ACE{Type: 0x11, Raw: []byte{0x11, 0, 4, 0}}
+	acl.ACEs = append(acl.ACEs, other, bare)
 	b, err := acl.Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b[0] != 2 || int(b[2])|int(b[3])<<8 != len(b) || int(b[4])|int(b[5])<<8 != 8 {
+	if b[0] != 2 || int(b[2])|int(b[3])<<8 != len(b) || int(b[4])|int(b[5])<<8 != 9 {
 		t.Fatalf("header % x for %d bytes", b[:8], len(b))
 	}
 	got, err := ParseACL(b)
@@ -151,9 +164,23 @@ func TestACLRoundTrip(t *testing.T) {
 	if got.ACEs[7].Interpreted() || got.ACEs[7].String() != "(type 0x05;CIID;12 bytes)" {
 		t.Errorf("uninterpreted entry: %s", got.ACEs[7])
 	}
+	if got.ACEs[8].String() != "(type 0x11;;4 bytes)" {
+		t.Errorf("header-only entry: %s", got.ACEs[8])
+	}
 	again, err := got.Bytes()
 	if err != nil || !bytes.Equal(again, b) {
 		t.Fatalf("Bytes(ParseACL(b)) differs: %v", err)
+	}
+}
+
+// TestACLRevisionZero: an ACL built without a revision is written as
+// ACL_REVISION; one read keeps its own.
+func TestACLRevisionZero(t *testing.T) {
+	for rev, want := range map[uint8]byte{0: 2, ACLRevision: 2, ACLRevisionDS: 4} {
+		b, err := ACL{Revision: rev}.Bytes()
+		if err != nil || !bytes.Equal(b, []byte{want, 0, 8, 0, 0, 0, 0, 0}) {
+			t.Errorf("ACL{Revision: %d}.Bytes() = % x, %v; want revision %d", rev, b, err, want)
+		}
 	}
 }
 
@@ -172,10 +199,45 @@ func TestParseACLMalformed(t *testing.T) {
 		"ACE size past ACL":    mutate(func(b []byte) []byte { b[10], b[11] = 0xff, 0; return b }),
 		"SID past the ACE":     mutate(func(b []byte) []byte { b[10] = 12; return b }),
 		"SID count too large":  mutate(func(b []byte) []byte { b[17] = 9; return b }),
+		// An allow entry that is a header only, last in the ACL: no mask,
+		// no SID.
+		"allow entry without a mask": unhex(t, "02 00 0c00 0100 0000 00 00 0400"),
 	} {
 		if _, err := ParseACL(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: ParseACL = %v, want ErrMalformed", name, err)
 		}
+	}
+}
+
+// TestACLBytesMalformed: an entry whose Raw is not an ACE is never written.
+func TestACLBytesMalformed(t *testing.T) {
+	for name, raw := range map[string][]byte{
+		"empty":                 nil,
+		"short of a header":     {5, 0, 3},
+		"size says more":        {5, 0, 8, 0},
+		"size says less":        {5, 0, 4, 0, 0, 0, 0, 0},
+		"a zero size in header": {5, 0, 0, 0},
+	} {
+		if _, err := (ACL{ACEs: []ACE{{Type: 5, Raw: raw}}}).Bytes(); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: Bytes = %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
+// TestACLLargest: 0xfffc bytes is the largest ACL Bytes writes (AclSize is
+// 16 bits, and a multiple of 4); four more are ErrTooLarge.
+func TestACLLargest(t *testing.T) {
+	entry := func(n int) ACE {
+		raw := make([]byte, n)
+		raw[0], raw[2], raw[3] = 5, byte(n), byte(n>>8)
+		return ACE{Type: 5, Raw: raw}
+	}
+	b, err := ACL{ACEs: []ACE{entry(0xfffc - 8)}}.Bytes()
+	if err != nil || len(b) != 0xfffc || b[2] != 0xfc || b[3] != 0xff {
+		t.Fatalf("an ACL of 0xfffc bytes: %d bytes, %v", len(b), err)
+	}
+	if _, err := (ACL{ACEs: []ACE{entry(0xfffc - 8), entry(4)}}).Bytes(); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("an ACL of 0x10000 bytes: %v, want ErrTooLarge", err)
 	}
 }
 
@@ -188,8 +250,12 @@ func TestACLTooLarge(t *testing.T) {
 	for len(acl.ACEs)*len(a.Raw) < 0x10000 {
 		acl.ACEs = append(acl.ACEs, a)
 	}
-	if _, err := acl.Bytes(); err == nil {
-		t.Fatal("an ACL over 64 KiB was built")
+	if _, err := acl.Bytes(); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("an ACL over 64 KiB: %v, want ErrTooLarge", err)
+	}
+	d := Descriptor{DACL: &acl}
+	if _, err := d.Bytes(); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a descriptor with an ACL over 64 KiB: %v, want ErrTooLarge", err)
 	}
 }
 
@@ -276,6 +342,9 @@ func FuzzParseDescriptor(f *testing.F) {
 	seed, _ := Descriptor{Owner: SIDLocalSystem, DACL: &acl}.Bytes()
 	f.Add(seed)
 	f.Add([]byte{1, 0, 4, 0x80, 0, 0, 0, 0})
+	// Owned by S-1-5, a SID without subauthorities: it parses, so it must
+	// build again.
+	f.Add(unhex(f, "01 00 0080 14000000 00000000 00000000 00000000 01 00 000000000005"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := ParseDescriptor(b)
 		if err != nil {
@@ -284,8 +353,11 @@ func FuzzParseDescriptor(f *testing.F) {
 		// What parses builds again, and what that builds parses to the
 		// same entries.
 		out, err := d.Bytes()
-		if err != nil {
+		if errors.Is(err, ErrTooLarge) {
 			return // larger than an ACL may be once rebuilt
+		}
+		if err != nil {
+			t.Fatalf("a descriptor that parses does not build: %v", err)
 		}
 		d2, err := ParseDescriptor(out)
 		if err != nil {

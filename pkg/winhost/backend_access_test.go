@@ -43,15 +43,15 @@ func TestBackendStageRootAccess(t *testing.T) {
 		r.e.ExpectAssociators(ns, partRef(1, 2), "MSFT_PartitionToVolume", "MSFT_Volume",
 			scripted.Reply{Instances: []winhost.Instance{volInst(guidA, "NTFS", 14, 10<<30-18<<20)}})
 		r.e.ExpectWin32("SetVolumeMountPoint", []any{staging + `\`, guidA}, ok())
-		r.e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, scripted.Reply{Bytes: hexBytes(t, serverRoot)})
-		r.e.ExpectWin32("SetFileSecurity", []any{guidA, dacl, hexBytes(t, serverRootGranted)}, ok())
+		r.e.ExpectWin32("UpdateFileDACL", []any{guidA}, scripted.Reply{Bytes: hexBytes(t, serverRoot)})
+		r.e.ExpectWin32("SetSecurityInfo", []any{guidA, dacl, hexBytes(t, serverRootGrantedACL)}, ok())
 		req := stageRequest(sel)
 		req.Volume = withRootAccess(t, sel, "ContainerUser:modify")
 		if err := r.b.Stage(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
 		checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "Query MSFT_Partition", "Associators MSFT_PartitionToVolume",
-			"SetVolumeMountPoint", "GetFileSecurity", "SetFileSecurity")
+			"SetVolumeMountPoint", "UpdateFileDACL", "SetSecurityInfo")
 	})
 	t.Run("repeated stage", func(t *testing.T) {
 		r := newRig(t)
@@ -59,13 +59,13 @@ func TestBackendStageRootAccess(t *testing.T) {
 		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
 		r.e.ExpectQuery(ns, wqlDisks, scripted.Reply{Instances: []winhost.Instance{diskInst(bootDisk), diskInst(attached)}})
 		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
-		r.e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)})
+		r.e.ExpectWin32("UpdateFileDACL", []any{guidA}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)})
 		req := stageRequest(sel)
 		req.Volume = withRootAccess(t, sel, "ContainerUser:modify")
 		if err := r.b.Stage(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
-		checkSequence(t, r, "GetFileAttributes", "ReadReparsePoint", "Query MSFT_Disk", "VolumeDiskExtents", "GetFileSecurity")
+		checkSequence(t, r, "GetFileAttributes", "ReadReparsePoint", "Query MSFT_Disk", "VolumeDiskExtents", "UpdateFileDACL")
 		if n := r.e.WMIRoundTrips(); n != 1 {
 			t.Fatalf("repeated stage: %d WMI round trips, want 1", n)
 		}
@@ -94,11 +94,10 @@ func TestBackendStageRootAccess(t *testing.T) {
 		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
 		r.e.ExpectQuery(ns, wqlDisks, scripted.Reply{Instances: []winhost.Instance{diskInst(attached)}})
 		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
-		r.e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)})
+		r.e.ExpectWin32("UpdateFileDACL", []any{guidA}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)})
 		// ContainerUser is there; the account's entry goes after it:
 		// 192 + 36 bytes, 9 entries.
-		r.e.ExpectWin32("SetFileSecurity", []any{guidA, dacl, hexBytes(t, "01 00 0484 00000000 00000000 00000000 14000000"+
-			"02 00 e400 0900 0000"+serverEntries+aceContainerUserModify+
+		r.e.ExpectWin32("SetSecurityInfo", []any{guidA, dacl, hexBytes(t, "02 00 e400 0900 0000"+serverEntries+aceContainerUserModify+
 			"00 03 2400 a9001200 01 05 000000000005 15000000 01000000 02000000 03000000 53040000")}, ok())
 		req := stageRequest(sel)
 		req.Volume = withRootAccess(t, sel, `ContainerUser:modify;CONTOSO\app:read`)

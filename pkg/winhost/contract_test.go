@@ -235,23 +235,21 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		e.ExpectWin32("GetFileAttributes", []any{link}, scripted.Reply{Uint32: attrDir | attrReparse})
 		e.ExpectWin32("GetFileAttributes", []any{long(cPath("missing"))}, notFound)
 	case "security/missing-volume":
-		// Assumed: GetFileSecurityW answers a volume GUID path no volume
-		// has with ERROR_FILE_NOT_FOUND (its page lists no codes; the
-		// integration run checks it).
-		for range 2 {
-			e.ExpectWin32("GetFileSecurity", []any{guidB, dacl}, scripted.Reply{Err: w32("GetFileSecurity", winhost.ErrorFileNotFound)})
-		}
+		// Assumed: CreateFileW answers a volume GUID path no volume has
+		// with ERROR_FILE_NOT_FOUND (the integration run checks it).
+		e.ExpectWin32("FileSecurity", []any{guidB, dacl}, scripted.Reply{Err: w32("CreateFile", winhost.ErrorFileNotFound)})
+		e.ExpectWin32("UpdateFileDACL", []any{guidB}, scripted.Reply{Err: w32("CreateFile", winhost.ErrorFileNotFound)})
 	case "security/add-root-allow-entries":
 		volume("NTFS", 14)
 		// The root as the Windows Server dump of kubernetes/kubernetes#131341
-		// shows it (security_test.go), then the exact descriptor written.
+		// shows it (security_test.go), then the exact DACL written.
 		root, granted := scripted.Reply{Bytes: hexBytes(t, serverRoot)}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)}
-		e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, root)
-		e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, root)
-		e.ExpectWin32("SetFileSecurity", []any{guidA, dacl, hexBytes(t, serverRootGranted)}, ok())
-		for range 3 {
-			e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, granted)
-		}
+		e.ExpectWin32("FileSecurity", []any{guidA, dacl}, root)
+		e.ExpectWin32("UpdateFileDACL", []any{guidA}, root)
+		e.ExpectWin32("SetSecurityInfo", []any{guidA, dacl, hexBytes(t, serverRootGrantedACL)}, ok())
+		e.ExpectWin32("FileSecurity", []any{guidA, dacl}, granted)
+		e.ExpectWin32("UpdateFileDACL", []any{guidA}, granted)
+		e.ExpectWin32("FileSecurity", []any{guidA, dacl}, granted)
 	case "security/invalid-entry":
 		volume("NTFS", 14) // refused before any call
 	case "security/unknown-account":
@@ -267,7 +265,7 @@ func (scriptedEnv) Prepare(t *testing.T, c *hosttest.Case) hosttest.Fixture {
 		e.ExpectWin32("GetFileAttributes", []any{lcDir}, scripted.Reply{Uint32: attrDir})
 		e.ExpectQuery(nsSMB, wqlMappings, scripted.Reply{})
 		e.ExpectQuery(iscNS, wqlPortalList, scripted.Reply{})
-		e.ExpectWin32("GetFileSecurity", []any{guidB, dacl}, scripted.Reply{})
+		e.ExpectWin32("FileSecurity", []any{guidB, dacl}, scripted.Reply{})
 	default:
 		if !prepareNet(t, c, e, &f) {
 			t.Fatalf("no script for case %s", c.Name)

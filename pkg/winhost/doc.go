@@ -13,8 +13,8 @@
 // the page 83 IOCTL), Volumes (volumes.go: MSFT_Volume and the Win32 volume
 // calls), Files (files.go: attributes, reparse points, directories, links),
 // the SMB and iSCSI parts, and Security (security.go: a volume root's DACL
-// through GetFileSecurityW and SetFileSecurityW, account names; the
-// descriptors are parsed and built in pkg/winacl). The binary structures the executor hands back
+// through GetSecurityInfo and SetSecurityInfo on one handle, account
+// names; the descriptors are parsed and built in pkg/winacl). The binary structures the executor hands back
 // raw (STORAGE_DEVICE_ID_DESCRIPTOR, VOLUME_DISK_EXTENTS,
 // REPARSE_DATA_BUFFER) are parsed here, bounds-checked and fuzzed.
 // errors.go is the one place where a Windows code (a return value, an

@@ -160,7 +160,7 @@ func providerOf(class string) provider {
 		return provider{returns: partitionCodes}
 	case classVolume:
 		return provider{returns: volumeCodes}
-	case classTargetPortal, classTarget, classSession, classConnection:
+	case classTargetPortal, classTarget, classSession, classConnection, classInitiatorSession:
 		return provider{returns: iscsiMethodCodes, statuses: iscsiCodes}
 	case classSmbGlobalMapping:
 		// The SMB provider documents no return values (the
@@ -311,6 +311,7 @@ const (
 	ErrorAlreadyExists             = 183
 	ErrorDirectory                 = 267
 	ErrorSessionCredentialConflict = 1219
+	ErrorSMBGuestLogonBlocked      = 1272
 	ErrorLogonFailure              = 1326
 	ErrorPrivilegeNotHeld          = 1314
 	ErrorNotAReparsePoint          = 4390
@@ -355,10 +356,16 @@ var win32Codes = codeTable{
 	// user, using more than one user name, are not allowed"
 	// (csi-driver-smb #219).
 	ErrorSessionCredentialConflict: {"ERROR_SESSION_CREDENTIAL_CONFLICT", host.ErrCredentialConflict},
-	1222:                           {"ERROR_NO_NETWORK", host.ErrUnreachable},
-	1231:                           {"ERROR_NETWORK_UNREACHABLE", host.ErrUnreachable},
-	1232:                           {"ERROR_HOST_UNREACHABLE", host.ErrUnreachable},
-	1311:                           {"ERROR_NO_LOGON_SERVERS", host.ErrUnreachable},
+	// "You can't access this shared folder because your organization's
+	// security policies block unauthenticated guest access": the SMB
+	// client's policy, which refuses insecure guest logons by default
+	// since Windows Server 2019
+	// (https://learn.microsoft.com/windows-server/storage/file-server/enable-insecure-guest-logons-smb2-and-smb3).
+	ErrorSMBGuestLogonBlocked: {"ERROR_SMB_GUEST_LOGON_BLOCKED", host.ErrGuestLogonBlocked},
+	1222:                      {"ERROR_NO_NETWORK", host.ErrUnreachable},
+	1231:                      {"ERROR_NETWORK_UNREACHABLE", host.ErrUnreachable},
+	1232:                      {"ERROR_HOST_UNREACHABLE", host.ErrUnreachable},
+	1311:                      {"ERROR_NO_LOGON_SERVERS", host.ErrUnreachable},
 	// Account problems are logon failures the user must fix in the secret
 	// or the directory (csi-proxy #206: a blocked account looked like a
 	// generic failure). "A specified logon session does not exist" (1312):

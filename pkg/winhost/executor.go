@@ -11,6 +11,9 @@ const (
 	NamespaceStorage = `Root\Microsoft\Windows\Storage`
 	NamespaceSMB     = `Root\Microsoft\Windows\Smb`
 	NamespaceCIMV2   = `Root\CIMV2`
+	// NamespaceWMI holds the iSCSI initiator's own classes
+	// (MSiSCSIInitiator_*), below the Storage Management API's.
+	NamespaceWMI = `Root\WMI`
 )
 
 // Executor runs WMI and Win32 calls on a Windows host, one call per method,
@@ -183,16 +186,24 @@ type Win32 interface {
 	// A failure is a *Win32Error whose Code is the ISDSC status.
 	RemoveIScsiPersistentTarget(ctx context.Context, initiatorInstance string, initiatorPort uint32, targetName string, portal PortalW) error
 
-	// GetFileSecurity returns the parts of the file's or directory's
-	// security descriptor that info names (SECURITY_INFORMATION), in the
-	// self-relative form GetFileSecurityW writes, parsed by the caller.
-	GetFileSecurity(ctx context.Context, path string, info uint32) ([]byte, error)
+	// FileSecurity opens the file or directory for READ_CONTROL (with
+	// FILE_FLAG_BACKUP_SEMANTICS, which a directory needs) and returns the
+	// parts of its security descriptor that info names
+	// (SECURITY_INFORMATION), read with GetSecurityInfo(SE_FILE_OBJECT),
+	// self-relative, parsed by the caller.
+	FileSecurity(ctx context.Context, path string, info uint32) ([]byte, error)
 
-	// SetFileSecurity sets the parts of the file's or directory's security
-	// descriptor that info names from sd, a self-relative descriptor
-	// (SetFileSecurityW: the object's own descriptor only, never
-	// propagated to existing children).
-	SetFileSecurity(ctx context.Context, path string, info uint32, sd []byte) error
+	// UpdateFileDACL opens the file or directory once, for READ_CONTROL
+	// and WRITE_DAC (with FILE_FLAG_BACKUP_SEMANTICS), reads its DACL
+	// through that handle (GetSecurityInfo, SE_FILE_OBJECT,
+	// DACL_SECURITY_INFORMATION: a self-relative descriptor) and passes it
+	// to update. When update returns an ACL, it is set through the same
+	// handle: SetSecurityInfo(SE_FILE_OBJECT, DACL_SECURITY_INFORMATION |
+	// the flags update returns, the ACL), which also propagates the ACL's
+	// inheritable entries to the existing files and directories below. An
+	// error of update is returned as it is, and nothing is set. update
+	// decides everything; the executor only makes the calls.
+	UpdateFileDACL(ctx context.Context, path string, update func(sd []byte) (acl []byte, info uint32, err error)) error
 
 	// LookupAccountName returns the SID (in binary form, parsed by the
 	// caller) and the SID_NAME_USE of an account name, as

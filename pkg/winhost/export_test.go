@@ -16,3 +16,6 @@ const (
 	IOReparseTagMountPoint = ioReparseTagMountPoint
 	SymlinkFlagRelative    = symlinkFlagRelative
 )
+
+// DecodeReportLUNs exports the REPORT LUNS parser.
+var DecodeReportLUNs = decodeReportLUNs

@@ -187,6 +187,29 @@ func (p *Props) Strings(prop string) []string {
 	}
 }
 
+// Bytes reads a uint8 array (arrays arrive as []any of int64); null reads
+// as nil.
+func (p *Props) Bytes(prop string) []byte {
+	switch v := p.get(prop).(type) {
+	case nil:
+		return nil
+	case []any:
+		out := make([]byte, 0, len(v))
+		for _, e := range v {
+			n, ok := e.(int64)
+			if !ok || n < 0 || n > 255 {
+				p.fail(prop, v)
+				return nil
+			}
+			out = append(out, byte(n))
+		}
+		return out
+	default:
+		p.fail(prop, v)
+		return nil
+	}
+}
+
 // RequiredBool reads a boolean property that must be present.
 func (p *Props) RequiredBool(prop string) bool {
 	if p.get(prop) == nil {

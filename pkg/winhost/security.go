@@ -11,9 +11,10 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
-// Security implements host.Security with three Win32 calls: the security
-// descriptor of a volume's root directory is read with GetFileSecurityW
-// and written with SetFileSecurityW, and account names are resolved with
+// Security implements host.Security with Win32 calls: the DACL of a
+// volume's root directory is read with GetSecurityInfo and, when an entry
+// is missing, written with SetSecurityInfo, both on one handle of the root
+// (Executor.UpdateFileDACL); account names are resolved with
 // LookupAccountNameW. Everything between (parsing the descriptor, deciding
 // what is missing, building the new DACL) is done here, in Go, byte for
 // byte (pkg/winacl):
@@ -25,27 +26,40 @@ import (
 //     and ACCESS_MODE GRANT_ACCESS,
 //     https://learn.microsoft.com/en-us/windows/win32/api/aclapi/nf-aclapi-setentriesinaclw),
 //     where the plugin must never remove, change or reorder an entry.
-//   - SetFileSecurityW, not SetNamedSecurityInfo or SetSecurityInfo: those
-//     propagate inheritable entries to every existing file and directory
-//     below, synchronously and without a way to stop at the RPC's deadline
-//     (Automatic Propagation of Inheritable ACEs,
-//     https://learn.microsoft.com/en-us/windows/win32/secauthz/automatic-propagation-of-inheritable-aces),
-//     which on a volume staged with data walks the whole tree. The
-//     low-level call sets the root's descriptor only ("security applied to a
-//     directory is not inherited by its children", SetFileSecurityA,
-//     https://learn.microsoft.com/en-us/windows/win32/api/winbase/nf-winbase-setfilesecuritya);
-//     what is created below later inherits the entries either way. Existing
-//     files and directories keep their entries.
-//   - The descriptor written holds the DACL only, with the control bits
-//     of the one read that concern it (protected, auto-inherited), so the
-//     owner, group and SACL are not touched.
+//     SetSecurityInfo "does not reorder access-allowed or access-denied
+//     ACEs" (SetSecurityInfo,
+//     https://learn.microsoft.com/en-us/windows/win32/api/aclapi/nf-aclapi-setsecurityinfo).
+//   - SetSecurityInfo, not SetFileSecurityW, which its page calls obsolete
+//     ("Use the SetNamedSecurityInfo function instead", SetFileSecurityW,
+//     https://learn.microsoft.com/en-us/windows/win32/api/securitybaseapi/nf-securitybaseapi-setfilesecurityw),
+//     nor SetKernelObjectSecurity, whose page says it "should not be used
+//     when setting a security descriptor on file system objects"
+//     (https://learn.microsoft.com/en-us/windows/win32/api/securitybaseapi/nf-securitybaseapi-setkernelobjectsecurity).
+//     The consequence: setting a DACL through SetSecurityInfo propagates
+//     its inheritable entries to the existing files and directories below
+//     the root, synchronously (Automatic Propagation of Inheritable ACEs,
+//     https://learn.microsoft.com/en-us/windows/win32/secauthz/automatic-propagation-of-inheritable-aces).
+//     It happens only when an entry is added (a first stage, or the first
+//     after the grant was asked for; never a restage); on a fresh volume
+//     there is next to nothing below, on one that holds data the call
+//     walks the tree and may outlast the RPC's deadline (the executor
+//     returns at the deadline, the call runs on, and a retried stage finds
+//     the entry on the root and writes nothing). What exists then gets the
+//     grant too, as an inherited entry.
+//   - One handle, opened for READ_CONTROL and WRITE_DAC, serves the read
+//     and the write, so the DACL written is built from the one read of the
+//     same object. The DACL alone is set (DACL_SECURITY_INFORMATION), so
+//     the owner, group and SACL are not touched; a protected DACL is set
+//     with PROTECTED_DACL_SECURITY_INFORMATION, as the ACL itself cannot
+//     carry the bit.
 //
 // The root is named \\?\Volume{GUID}\: with the trailing backslash that
 // path names the root directory of the volume's file system (CreateFileW,
 // "Physical Disks and Volumes"), whether or not the volume is mounted
-// anywhere. Uncertain: that GetFileSecurityW and SetFileSecurityW accept
-// the volume GUID form (their pages show drive paths; docs/windows.md names
-// the experiment).
+// anywhere. Uncertain, each with its experiment in docs/windows.md: that
+// CreateFileW opens the root by that form for its security, and how
+// SetSecurityInfo treats the inherited entries and the protection of a
+// volume root's DACL (a root has no parent to inherit from).
 type Security struct{ e Executor }
 
 var _ host.Security = (*Security)(nil)
@@ -84,10 +98,14 @@ func rootPath(guidPath string) (string, error) {
 
 // readRoot returns the root's descriptor with its DACL.
 func (s *Security) readRoot(ctx context.Context, root string) (winacl.Descriptor, error) {
-	b, err := s.e.GetFileSecurity(ctx, root, winacl.DACLSecurityInformation)
+	b, err := s.e.FileSecurity(ctx, root, winacl.DACLSecurityInformation)
 	if err != nil {
 		return winacl.Descriptor{}, fmt.Errorf("read the security descriptor of %s: %w", root, mapHostErr(err))
 	}
+	return parseRoot(root, b)
+}
+
+func parseRoot(root string, b []byte) (winacl.Descriptor, error) {
 	d, err := winacl.ParseDescriptor(b)
 	if err != nil {
 		return winacl.Descriptor{}, fmt.Errorf("security descriptor of %s: %w", root, err)
@@ -138,12 +156,37 @@ func (s *Security) AddRootAllowEntries(ctx context.Context, guidPath string, ent
 		}
 		entries[i].SID = built[i].SID
 	}
-	d, err := s.readRoot(ctx, root)
-	if err != nil {
-		return nil, err
+	var added []host.ACE
+	var refused error // update's own refusal, returned as it is
+	update := func(sd []byte) ([]byte, uint32, error) {
+		d, err := parseRoot(root, sd)
+		if err == nil {
+			var acl []byte
+			var info uint32
+			if added, acl, info, err = withEntries(root, d, entries, built); err == nil {
+				return acl, info, nil
+			}
+		}
+		refused = err
+		return nil, 0, err
 	}
+	if err := s.e.UpdateFileDACL(ctx, root, update); err != nil {
+		if refused != nil && errors.Is(err, refused) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("update the DACL of %s: %w", root, mapHostErr(err))
+	}
+	return added, nil
+}
+
+// withEntries returns the entries d's DACL does not grant (each once, in
+// entries' order), and that DACL with them inserted at DACL.InsertAt,
+// every existing entry kept as it was, with the SECURITY_INFORMATION flags
+// to set it with; no ACL when every entry is there. built are the entries
+// in binary form.
+func withEntries(root string, d winacl.Descriptor, entries []host.ACE, built []winacl.ACE) ([]host.ACE, []byte, uint32, error) {
 	if d.NullDACL() {
-		return nil, fmt.Errorf("the root of volume %s has a NULL DACL (everyone has full access); adding an entry would take access away: %w", root, host.ErrConflict)
+		return nil, nil, 0, fmt.Errorf("the root of volume %s has a NULL DACL (everyone has full access); adding an entry would take access away: %w", root, host.ErrConflict)
 	}
 	have := hostDACL(d)
 	var added []host.ACE
@@ -153,28 +196,25 @@ func (s *Security) AddRootAllowEntries(ctx context.Context, guidPath string, ent
 		if have.Grants(e) || (host.DACL{Entries: added}).Grants(e) {
 			continue
 		}
-		added, insert = append(added, entries[i]), append(insert, built[i])
+		added, insert = append(added, e), append(insert, built[i])
 	}
 	if len(added) == 0 {
-		return nil, nil
+		return nil, nil, 0, nil
 	}
 	at := have.InsertAt()
 	acl := winacl.ACL{Revision: d.DACL.Revision}
 	acl.ACEs = append(acl.ACEs, d.DACL.ACEs[:at]...)
 	acl.ACEs = append(acl.ACEs, insert...)
 	acl.ACEs = append(acl.ACEs, d.DACL.ACEs[at:]...)
-	out := winacl.Descriptor{
-		Control: d.Control & (winacl.ControlDACLProtected | winacl.ControlDACLAutoInherited),
-		DACL:    &acl,
-	}
-	b, err := out.Bytes()
+	b, err := acl.Bytes()
 	if err != nil {
-		return nil, fmt.Errorf("the DACL of the root of volume %s: %w: %w", root, err, host.ErrOutOfRange)
+		return nil, nil, 0, fmt.Errorf("the DACL of the root of volume %s: %w: %w", root, err, host.ErrOutOfRange)
 	}
-	if err := s.e.SetFileSecurity(ctx, root, winacl.DACLSecurityInformation, b); err != nil {
-		return nil, fmt.Errorf("write the DACL of %s: %w", root, mapHostErr(err))
+	info := winacl.DACLSecurityInformation
+	if d.Protected() {
+		info |= winacl.ProtectedDACLSecurityInformation
 	}
-	return added, nil
+	return added, b, info, nil
 }
 
 // LookupAccountName implements host.Security.

@@ -45,25 +45,28 @@ const (
 	aceContainerUserModify = "00 03 1c00 bf011300 01 03 000000000005 5d000000 02000000 02000000"
 )
 
-// serverRoot is the root's descriptor as GetFileSecurityW returns it for
+// serverRoot is the root's descriptor as GetSecurityInfo returns it for
 // DACL_SECURITY_INFORMATION: a self-relative descriptor (control
 // SE_SELF_RELATIVE | SE_DACL_AUTO_INHERITED | SE_DACL_PRESENT) with the
 // DACL at offset 20; the ACL header says revision 2, 164 bytes, 7 entries.
 // Assumed: the control bits (the dump does not show them).
 const serverRoot = "01 00 0484 00000000 00000000 00000000 14000000" + "02 00 a400 0700 0000" + serverEntries
 
-// serverRootGranted is what the plugin writes to grant ContainerUser:modify
-// on serverRoot: the same header, the ACL now 192 bytes and 8 entries, the
-// seven entries unchanged and in order, then the new one (every entry is
-// explicit, so it goes at the end).
-const serverRootGranted = "01 00 0484 00000000 00000000 00000000 14000000" + "02 00 c000 0800 0000" + serverEntries + aceContainerUserModify
+// serverRootGrantedACL is the DACL the plugin sets to grant
+// ContainerUser:modify on serverRoot: the ACL header now says 192 bytes and
+// 8 entries, the seven entries unchanged and in order, then the new one
+// (every entry is explicit, so it goes at the end).
+const serverRootGrantedACL = "02 00 c000 0800 0000" + serverEntries + aceContainerUserModify
+
+// serverRootGranted is the root's descriptor once it has the grant.
+const serverRootGranted = "01 00 0484 00000000 00000000 00000000 14000000" + serverRootGrantedACL
 
 var containerUserModify = host.ACE{Type: host.ACEAccessAllowed, Flags: host.ACEInheritedBelow, Mask: winacl.Modify, SID: "S-1-5-93-2-2"}
 
 func TestAddRootAllowEntriesServerRoot(t *testing.T) {
 	e := scripted.New(t)
-	e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, scripted.Reply{Bytes: hexBytes(t, serverRoot)})
-	e.ExpectWin32("SetFileSecurity", []any{guidA, dacl, hexBytes(t, serverRootGranted)}, scripted.Reply{})
+	e.ExpectWin32("UpdateFileDACL", []any{guidA}, scripted.Reply{Bytes: hexBytes(t, serverRoot)})
+	e.ExpectWin32("SetSecurityInfo", []any{guidA, dacl, hexBytes(t, serverRootGrantedACL)}, scripted.Reply{})
 	added, err := winhost.NewSecurity(e).AddRootAllowEntries(context.Background(), guidA, []host.ACE{containerUserModify})
 	if err != nil {
 		t.Fatal(err)
@@ -83,13 +86,13 @@ func TestAddRootAllowEntriesPresent(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := scripted.New(t)
-			e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)})
+			e.ExpectWin32("UpdateFileDACL", []any{guidA}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)})
 			added, err := winhost.NewSecurity(e).AddRootAllowEntries(context.Background(), guidA, []host.ACE{want})
 			if err != nil || added != nil {
 				t.Fatalf("AddRootAllowEntries = %v, %v; want nothing added", added, err)
 			}
 			if n := len(e.Calls()); n != 1 {
-				t.Fatalf("%d calls, want the one read", n)
+				t.Fatalf("%d calls, want the one open and read", n)
 			}
 		})
 	}
@@ -100,6 +103,16 @@ func descriptor(t *testing.T, control uint16, revision uint8, entries ...winacl.
 	t.Helper()
 	d := winacl.Descriptor{Control: control, DACL: &winacl.ACL{Revision: revision, ACEs: entries}}
 	b, err := d.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// aclBytes builds the binary ACL of entries.
+func aclBytes(t *testing.T, revision uint8, entries ...winacl.ACE) []byte {
+	t.Helper()
+	b, err := winacl.ACL{Revision: revision, ACEs: entries}.Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,11 +174,14 @@ func TestAddRootAllowEntriesWhere(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := scripted.New(t)
-			e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, scripted.Reply{Bytes: descriptor(t, c.control, c.revision, c.have...)})
+			e.ExpectWin32("UpdateFileDACL", []any{guidA}, scripted.Reply{Bytes: descriptor(t, c.control, c.revision, c.have...)})
 			if c.want != nil {
-				// Only the DACL's own control bits are written back.
-				control := c.control & (winacl.ControlDACLProtected | winacl.ControlDACLAutoInherited)
-				e.ExpectWin32("SetFileSecurity", []any{guidA, dacl, descriptor(t, control, c.revision, c.want...)}, scripted.Reply{})
+				// The DACL alone, and protected again when it was.
+				info := dacl
+				if c.control&winacl.ControlDACLProtected != 0 {
+					info |= winacl.ProtectedDACLSecurityInformation
+				}
+				e.ExpectWin32("SetSecurityInfo", []any{guidA, info, aclBytes(t, c.revision, c.want...)}, scripted.Reply{})
 			}
 			added, err := winhost.NewSecurity(e).AddRootAllowEntries(context.Background(), guidA, []host.ACE{containerUserModify})
 			if err != nil {
@@ -181,10 +197,10 @@ func TestAddRootAllowEntriesWhere(t *testing.T) {
 func TestAddRootAllowEntriesSeveral(t *testing.T) {
 	users := host.ACE{Type: host.ACEAccessAllowed, Flags: host.ACEInheritedBelow, Mask: winacl.ReadExecute, SID: winacl.SIDUsers}
 	e := scripted.New(t)
-	e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, scripted.Reply{Bytes: hexBytes(t, serverRoot)})
+	e.ExpectWin32("UpdateFileDACL", []any{guidA}, scripted.Reply{Bytes: hexBytes(t, serverRoot)})
 	// Users:(OI)(CI)(RX) is there already; ContainerUser is added once
 	// although asked for twice.
-	e.ExpectWin32("SetFileSecurity", []any{guidA, dacl, hexBytes(t, serverRootGranted)}, scripted.Reply{})
+	e.ExpectWin32("SetSecurityInfo", []any{guidA, dacl, hexBytes(t, serverRootGrantedACL)}, scripted.Reply{})
 	added, err := winhost.NewSecurity(e).AddRootAllowEntries(context.Background(), guidA, []host.ACE{users, containerUserModify, containerUserModify})
 	if err != nil || !reflect.DeepEqual(added, []host.ACE{containerUserModify}) {
 		t.Fatalf("AddRootAllowEntries = %+v, %v", added, err)
@@ -193,7 +209,7 @@ func TestAddRootAllowEntriesSeveral(t *testing.T) {
 
 func TestAddRootAllowEntriesRefused(t *testing.T) {
 	read := func(e *scripted.Executor, b []byte, err error) {
-		e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, scripted.Reply{Bytes: b, Err: err})
+		e.ExpectWin32("UpdateFileDACL", []any{guidA}, scripted.Reply{Bytes: b, Err: err})
 	}
 	for _, c := range []struct {
 		name    string
@@ -213,15 +229,15 @@ func TestAddRootAllowEntriesRefused(t *testing.T) {
 			read(e, hexBytes(t, "01 00 0080 00000000 00000000 00000000 00000000"), nil)
 		}},
 		{name: "volume gone", want: host.ErrNotFound, script: func(t *testing.T, e *scripted.Executor) {
-			read(e, nil, w32("GetFileSecurity", winhost.ErrorFileNotFound))
+			read(e, nil, w32("CreateFile", winhost.ErrorFileNotFound))
 		}},
 		{name: "read denied", want: host.ErrAccessDenied, script: func(t *testing.T, e *scripted.Executor) {
-			read(e, nil, w32("GetFileSecurity", winhost.ErrorAccessDenied))
+			read(e, nil, w32("CreateFile", winhost.ErrorAccessDenied))
 		}},
 		{name: "write-protected", want: host.ErrReadOnly, script: func(t *testing.T, e *scripted.Executor) {
 			read(e, hexBytes(t, serverRoot), nil)
-			e.ExpectWin32("SetFileSecurity", []any{guidA, dacl, hexBytes(t, serverRootGranted)},
-				scripted.Reply{Err: w32("SetFileSecurity", winhost.ErrorWriteProtect)})
+			e.ExpectWin32("SetSecurityInfo", []any{guidA, dacl, hexBytes(t, serverRootGrantedACL)},
+				scripted.Reply{Err: w32("SetSecurityInfo", winhost.ErrorWriteProtect)})
 		}},
 		{name: "malformed descriptor", script: func(t *testing.T, e *scripted.Executor) {
 			read(e, hexBytes(t, "01 00 0484 00000000 00000000 00000000 14000000 02 00 a400 0700 0000"), nil)
@@ -244,7 +260,7 @@ func TestAddRootAllowEntriesRefused(t *testing.T) {
 				t.Fatalf("AddRootAllowEntries = %v, %v; want %v", added, err, c.want)
 			}
 			for _, call := range e.Calls() {
-				if call.Kind == "SetFileSecurity" && !errors.Is(c.want, host.ErrReadOnly) {
+				if call.Kind == "SetSecurityInfo" && !errors.Is(c.want, host.ErrReadOnly) {
 					t.Fatal("a descriptor was written")
 				}
 			}
@@ -254,7 +270,7 @@ func TestAddRootAllowEntriesRefused(t *testing.T) {
 
 func TestRootDACL(t *testing.T) {
 	e := scripted.New(t)
-	e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)})
+	e.ExpectWin32("FileSecurity", []any{guidA, dacl}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)})
 	d, err := winhost.NewSecurity(e).RootDACL(context.Background(), strings.ToUpper(guidA))
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +279,7 @@ func TestRootDACL(t *testing.T) {
 		d.Entries[2] != (host.ACE{Type: 0, Flags: 0x0b, Mask: winacl.FullControl, SID: winacl.SIDCreatorOwner}) {
 		t.Fatalf("RootDACL = %+v", d)
 	}
-	e.ExpectWin32("GetFileSecurity", []any{guidB, dacl}, scripted.Reply{Err: w32("GetFileSecurity", winhost.ErrorPathNotFound)})
+	e.ExpectWin32("FileSecurity", []any{guidB, dacl}, scripted.Reply{Err: w32("CreateFile", winhost.ErrorPathNotFound)})
 	if _, err := winhost.NewSecurity(e).RootDACL(context.Background(), guidB); !errors.Is(err, host.ErrNotFound) {
 		t.Fatalf("RootDACL of a missing volume = %v", err)
 	}
@@ -311,7 +327,7 @@ func TestLookupAccountName(t *testing.T) {
 // are not rewritten (a SID is canonicalised in a copy).
 func TestAddRootAllowEntriesDoesNotChangeItsArgument(t *testing.T) {
 	e := scripted.New(t)
-	e.ExpectWin32("GetFileSecurity", []any{guidA, dacl}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)})
+	e.ExpectWin32("UpdateFileDACL", []any{guidA}, scripted.Reply{Bytes: hexBytes(t, serverRootGranted)})
 	in := []host.ACE{{Type: host.ACEAccessAllowed, Flags: 3, Mask: winacl.Modify, SID: "s-1-5-93-2-2"}}
 	if _, err := winhost.NewSecurity(e).AddRootAllowEntries(context.Background(), guidA, in); err != nil {
 		t.Fatal(err)

@@ -221,6 +221,10 @@ func TestSMBMapErrors(t *testing.T) {
 	}{
 		{"1219 credential conflict", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(1219))}), host.ErrCredentialConflict},
 		{"1326 logon failure", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(1326))}), host.ErrLogonFailure},
+		// A mapping without credentials that the server would take as
+		// a guest logon, which the client's policy refuses
+		// (ERROR_SMB_GUEST_LOGON_BLOCKED).
+		{"1272 guest logon blocked", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(1272))}), host.ErrGuestLogonBlocked},
 		{"86 invalid password", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(86))}), host.ErrLogonFailure},
 		{"1909 account locked out", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(1909))}), host.ErrLogonFailure},
 		{"1312 no logon session (user without domain)", create(scripted.Reply{Err: comErr("ExecMethod", hrWin32(1312))}), host.ErrLogonFailure},

@@ -38,7 +38,7 @@ type stockNode struct {
 	reparse map[string][]byte             // ReadReparsePoint by long path
 	entries map[string][]string           // DirectoryEntries by long path
 	extents map[string]int                // VolumeDiskExtents: disk number by volume name
-	rootSD  []byte                        // GetFileSecurity of every volume's root
+	rootSD  []byte                        // FileSecurity of every volume's root
 }
 
 const (
@@ -198,7 +198,7 @@ func (s *stockNode) serve(c scripted.Call) (scripted.Reply, bool) {
 		return scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, uint32(n))}, ok
 	case "ReportIScsiPersistentLogins":
 		return scripted.Reply{}, true
-	case "GetFileSecurity":
+	case "FileSecurity":
 		// The root of every volume: Format-Volume's DACL (security_test.go).
 		return scripted.Reply{Bytes: s.rootSD}, true
 	}

@@ -71,25 +71,31 @@ var requiredKeys = map[string][]string{
 	"unexplained": {"kind", "id", "reason"},
 }
 
+// topLevel are the report's arrays, present even when empty
+// (docs/troubleshooting.md lists them side by side): a script can index
+// them without checking for null or a missing key.
+var topLevel = []string{"volumes", "resources", "unexplained", "incomplete"}
+
 func checkKeys(t *testing.T, out string) {
 	t.Helper()
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(out), &top); err != nil {
 		t.Fatal(err)
 	}
-	raw := map[string][]map[string]json.RawMessage{}
-	for list := range requiredKeys {
+	for _, k := range topLevel {
+		if v, ok := top[k]; !ok || !bytes.HasPrefix(bytes.TrimSpace(v), []byte("[")) {
+			t.Errorf("%q is %s, want an array (empty or not)", k, v)
+		}
+	}
+	for list, keys := range requiredKeys {
 		var objs []map[string]json.RawMessage
 		if err := json.Unmarshal(top[list], &objs); err != nil {
 			t.Fatalf("%s: %v", list, err)
 		}
-		raw[list] = objs
-	}
-	for list, keys := range requiredKeys {
-		if len(raw[list]) == 0 {
+		if len(objs) == 0 {
 			t.Fatalf("%s is empty: the check would prove nothing", list)
 		}
-		for i, obj := range raw[list] {
+		for i, obj := range objs {
 			for _, k := range keys {
 				if _, ok := obj[k]; !ok {
 					t.Errorf("%s[%d] has no %q", list, i, k)

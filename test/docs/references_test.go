@@ -37,11 +37,29 @@ var markdownLink = regexp.MustCompile(`\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)
 // scheme matches a link target that is a URL (https:, mailto:, ...).
 var scheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 
+// repoPath matches a path in the repository named in prose (a comment, a
+// manifest, a document): a top-level directory, then a file with an
+// extension. Group 1 is the path.
+var repoPath = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./@-])((?:\.github|\.ci|cmd|deploy|docs|hack|internal|pkg|test)/[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.(?:ya?ml|md|go|sh|json|txt|tpl|mod))\b`)
+
+// upstream matches a citation of another repository's file, whose paths
+// are that repository's: owner/repo@commit, owner/repo v1.2, owner/repo at
+// a tag, a quoted path at a commit ("owner/repo `path` at 02910b74"), a
+// pull request or issue number.
+var upstream = regexp.MustCompile("[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+`?(?:@[0-9A-Za-z.]+|\\s+v\\d+\\.\\d+|\\s+at\\s)|PR\\s*#\\d+|#\\d{2,}\\b")
+
+// citeWindow is how many lines before and after a path mention are read
+// for the citation that makes it another repository's path.
+const citeWindow = 2
+
 // finding is one reference to something outside the repository.
 type finding struct {
 	file string // slash-separated, relative to the root
 	line int
-	kind string // "private note", "outside path", "link outside", "broken link"
+	// kind is "private note", "outside path", "link outside", "broken
+	// link" or "missing file" (a repository path named in prose that does
+	// not exist).
+	kind string
 	text string
 }
 
@@ -66,10 +84,17 @@ func scanReferences(root string, files []string) ([]finding, error) {
 			continue
 		}
 		isMarkdown := strings.HasSuffix(strings.ToLower(name), ".md")
+		var lines []string
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
-		for n := 1; sc.Scan(); n++ {
-			line := sc.Text()
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		for i, line := range lines {
+			n := i + 1
 			for _, m := range privateNotes.FindAllString(line, -1) {
 				out = append(out, finding{name, n, "private note", m})
 			}
@@ -79,12 +104,36 @@ func scanReferences(root string, files []string) ([]finding, error) {
 			if isMarkdown {
 				out = append(out, checkLinks(root, name, n, line)...)
 			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			if !strings.HasSuffix(name, ".go") {
+				out = append(out, checkPaths(root, name, lines, i)...)
+			}
 		}
 	}
 	return out, nil
+}
+
+// checkPaths checks the repository paths line i of a file names in prose
+// ("see deploy/examples/csidriver-example.yaml"): each must exist, unless
+// a citation of another repository next to it makes it that repository's
+// path. Go files are left out: their comments cite other repositories'
+// files at length, in forms (a citation a paragraph away, split across
+// lines) a line window cannot tell from the repository's own; manifests,
+// documents and scripts are what users follow.
+func checkPaths(root, name string, lines []string, i int) []finding {
+	var out []finding
+	for _, m := range repoPath.FindAllStringSubmatch(lines[i], -1) {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(m[1]))); err == nil {
+			continue
+		}
+		cited := false
+		for j := max(0, i-citeWindow); j <= min(len(lines)-1, i+citeWindow) && !cited; j++ {
+			cited = upstream.MatchString(lines[j])
+		}
+		if !cited {
+			out = append(out, finding{name, i + 1, "missing file", m[1]})
+		}
+	}
+	return out
 }
 
 // checkLinks checks the relative link targets of one Markdown line: each
@@ -165,7 +214,9 @@ func repositoryFiles(t *testing.T, root string) []string {
 // TestNoReferenceOutsideRepository fails when a tracked file of the
 // repository (code, docs, manifests, scripts, the Makefile) cites a
 // private research note, a path on the machine it was written on, or a
-// Markdown link that leaves the repository or names a missing file.
+// Markdown link that leaves the repository or names a missing file, or
+// when a manifest, document or script names a repository file that does
+// not exist.
 func TestNoReferenceOutsideRepository(t *testing.T) {
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
@@ -183,6 +234,10 @@ func TestNoReferenceOutsideRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range found {
+		if f.kind == "missing file" {
+			t.Errorf("%s (name a file that exists, or cite the other repository it belongs to next to it: owner/repo@commit)", f)
+			continue
+		}
 		t.Errorf("%s (cite the public source itself, or state the fact in docs/ and cite that)", f)
 	}
 }
@@ -205,6 +260,10 @@ func TestScanFindsPlantedReferences(t *testing.T) {
 			"[web](https://learn.microsoft.com/x), RFC 3720 §8.2.1, csi-proxy PR #364, " +
 			"kubelet/work/dir, C:\\var\\lib\\kubelet, [root](/docs/target.md).\n",
 		"testdata/blob.bin": "\x00" + note,
+		"deploy/h.yaml":     "# the CSIDriver (deploy/examples/gone" + ".yaml)\n",
+		"deploy/i.yaml": "# its deploy/upstream" + ".yaml sets attachRequired\n" +
+			"# (kubernetes-csi/csi-driver-smb@95c6968); see docs/target.md.\n",
+		"docs/j.md": "kubelet's monitor (kubernetes/kubernetes `pkg/kubelet/monitor" + ".go` at 02910b74b5ea)\n",
 	}
 	for name, content := range files {
 		p := filepath.Join(root, filepath.FromSlash(name))
@@ -242,13 +301,16 @@ func TestScanFindsPlantedReferences(t *testing.T) {
 		{"README.md", nil},
 		{"docs/target.md", nil},
 		{"testdata/blob.bin", nil},
+		{"deploy/h.yaml", []string{"missing file"}},
+		{"deploy/i.yaml", nil},
+		{"docs/j.md", nil},
 	}
 	for _, tt := range tests {
 		if !slices.Equal(got[tt.file], tt.want) {
 			t.Errorf("%s: found %q, want %q", tt.file, got[tt.file], tt.want)
 		}
 	}
-	if len(got) != 7 {
-		t.Errorf("findings in %d files, want 7: %v", len(got), found)
+	if len(got) != 8 {
+		t.Errorf("findings in %d files, want 8: %v", len(got), found)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
@@ -18,14 +19,23 @@ import (
 // name one account with different rights, fail the stage with
 // InvalidArgument before anything is changed. A read-only stage never
 // changes the root's ACL: it gets no grants (and says so at --v=4).
-func (b *Backend) ResolveRootAccess(ctx context.Context, a contract.RootAccess, readOnly bool) (contract.RootAccess, error) {
+//
+// The SIDs the names resolved to go to r.Learned, which the volume's
+// journal entry keeps (backend.AttrRootAccessSIDs). When the domain that
+// would resolve a name cannot be reached (ErrUnreachable), the SID an
+// earlier stage of the volume recorded (r.Recorded) is used instead, and a
+// log line says so: a restage while a domain controller is down does not
+// fail for a grant the root already carries. Without one it fails, to be
+// retried.
+func (b *Backend) ResolveRootAccess(ctx context.Context, a contract.RootAccess, r backend.StageRequest) (contract.RootAccess, error) {
 	if len(a.Grants) == 0 {
 		return contract.RootAccess{}, nil
 	}
-	if readOnly {
+	if r.ReadOnly {
 		klog.FromContext(ctx).V(4).Info("Read-only volume: the root's ACL is left as it is", "rootAccess", a.String())
 		return contract.RootAccess{}, nil
 	}
+	recorded := backend.RootAccessSIDs(r.Recorded)
 	sids := map[string]string{}
 	for _, g := range a.Grants {
 		if g.SID != "" {
@@ -37,12 +47,23 @@ func (b *Backend) ResolveRootAccess(ctx context.Context, a contract.RootAccess, 
 			return contract.RootAccess{}, a.Errorf(g, "Windows cannot resolve the account name on this node; use its SID, or a name the node knows")
 		case errors.Is(err, host.ErrInvalid):
 			return contract.RootAccess{}, a.Errorf(g, "%v", err)
+		case errors.Is(err, host.ErrUnreachable) && recorded[g.Principal] != "":
+			sid = recorded[g.Principal]
+			klog.FromContext(ctx).Info("Cannot reach the domain that resolves an account name; using the SID the volume's earlier stage recorded",
+				"account", g.Principal, "sid", sid, "err", err)
 		case err != nil:
 			return contract.RootAccess{}, fmt.Errorf("resolve account \"%s\" of %s: %w", g.Principal, a.Key, err)
 		}
 		sids[g.Principal] = sid
 	}
-	return a.Resolved(sids)
+	resolved, err := a.Resolved(sids)
+	if err != nil {
+		return contract.RootAccess{}, err
+	}
+	if r.Learned != nil {
+		backend.PutRootAccessSIDs(r.Learned, sids)
+	}
+	return resolved, nil
 }
 
 // GrantRootAccess adds the resolved grants a to the DACL of the root of

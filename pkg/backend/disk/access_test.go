@@ -6,10 +6,15 @@
 package disk_test
 
 import (
+	"bytes"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
@@ -202,4 +207,48 @@ func TestStageRootAccessNullDACL(t *testing.T) {
 	if root := r.rootOf(staging); !root.Null || len(root.Entries) != 0 {
 		t.Fatalf("NULL DACL changed: %+v", root)
 	}
+}
+
+// TestStageRootAccessRecordedSIDs: a stage records the SIDs account names
+// resolved to (Learned); a restage while the domain that resolves a name
+// cannot be reached uses the SID recorded by the earlier stage, saying so,
+// where it failed with Unavailable although the root carries the grant;
+// without a recorded SID it still fails, to be retried.
+func TestStageRootAccessRecordedSIDs(t *testing.T) {
+	const sid = "S-1-5-21-1-2-3-1107"
+	r := newRigOn(t, disk.Options{}, sim.Config{Setup: &sim.Setup{Accounts: []sim.AccountState{{Name: `CONTOSO\app`, SID: sid}}}})
+	r.attach(sim.DiskSpec{Serial: "SER-1", Adapter: 1, LUN: 1})
+	staging := r.staging("vol-1", true)
+	req := withAccess(stageRequest("vol-1", staging, contract.DiskSelector{Serial: "SER-1"}, contract.FileSystem{Type: "NTFS"}, false),
+		access(t, `CONTOSO\app:modify;ContainerUser:read`))
+	req.Learned = map[string]string{}
+	if err := r.b.Stage(r.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{backend.AttrRootAccessSIDs: `{"CONTOSO\\app":"` + sid + `"}`}
+	if !maps.Equal(req.Learned, want) {
+		t.Fatalf("learned %v, want %v", req.Learned, want)
+	}
+	root := r.rootOf(staging)
+	if g := grantsOf(root, sid); len(g) != 1 {
+		t.Fatalf("root DACL after stage: %+v", root)
+	}
+
+	// The domain controller is down.
+	must(t, r.sim.Faults().Add(sim.Rule{Op: sim.OpSecurityLookupAccountName, Err: "unreachable"}))
+	var log bytes.Buffer
+	ctx := klog.NewContext(r.ctx, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&log))))
+	restage := req
+	restage.Recorded, restage.Learned = req.Learned, map[string]string{}
+	if err := r.b.Stage(ctx, restage); err != nil {
+		t.Fatalf("restage with the SID recorded: %v", err)
+	}
+	if !maps.Equal(restage.Learned, want) || !slices.Equal(r.rootOf(staging).Entries, root.Entries) {
+		t.Fatalf("restage: learned %v, root %+v", restage.Learned, r.rootOf(staging))
+	}
+	if !strings.Contains(log.String(), `"Cannot reach the domain that resolves an account name; using the SID the volume's earlier stage recorded" account="CONTOSO\\app" sid="`+sid+`"`) {
+		t.Fatalf("no log line says the recorded SID was used:\n%s", log.String())
+	}
+	restage.Recorded = nil
+	wantErr(t, "restage without a recorded SID", r.b.Stage(r.ctx, restage), host.ErrUnreachable)
 }

@@ -83,7 +83,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) error {
 	if spec == nil {
 		return fmt.Errorf("volume %q has no disk spec: %w", r.VolumeID, host.ErrInvalid)
 	}
-	access, err := b.ResolveRootAccess(ctx, r.Volume.RootAccess, r.ReadOnly)
+	access, err := b.ResolveRootAccess(ctx, r.Volume.RootAccess, r)
 	if err != nil {
 		return err
 	}

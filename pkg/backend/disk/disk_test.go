@@ -593,14 +593,61 @@ func TestHealth(t *testing.T) {
 			if tt.change != nil {
 				tt.change(r, staging)
 			}
-			conds, err := r.b.Health(r.ctx, backend.HealthRequest{VolumeID: "v", StagingPath: staging, Entry: tt.entry})
-			wantErr(t, "Health", err, nil)
-			var got []string
-			for _, c := range conds {
-				got = append(got, c.Reason)
-			}
-			if !slices.Equal(got, tt.want) {
+			if got := healthReasons(t, r, staging, tt.entry); !slices.Equal(got, tt.want) {
 				t.Errorf("conditions %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// healthReasons returns the reasons of the conditions Health reports for
+// volume "v" staged at staging with the journal entry e.
+func healthReasons(t *testing.T, r *rig, staging string, e journal.Entry) []string {
+	t.Helper()
+	conds, err := r.b.Health(r.ctx, backend.HealthRequest{VolumeID: "v", StagingPath: staging, Entry: e})
+	wantErr(t, "Health", err, nil)
+	var got []string
+	for _, c := range conds {
+		got = append(got, c.Reason)
+	}
+	return got
+}
+
+// TestHealthReadOnlyStage: a volume staged read-only is on a disk the
+// stage made read-only, which is no condition of it (it was reported
+// Degraded, DiskReadOnly, "writes fail"); the same disk under a writable
+// stage's entry is.
+func TestHealthReadOnlyStage(t *testing.T) {
+	sel := contract.DiskSelector{Serial: "D"}
+	entry := func(mode string) journal.Entry {
+		return journal.Entry{VolumeID: "v", Backend: "disk", AccessMode: mode, Attrs: disk.RecordOf(&contract.DiskSpec{Selector: sel}).Attrs()}
+	}
+	off := true
+	for _, c := range []struct {
+		name    string
+		mode    string
+		offline bool
+		want    []string
+	}{
+		{name: "single-node reader", mode: "SINGLE_NODE_READER_ONLY"},
+		{name: "multi-node reader", mode: "MULTI_NODE_READER_ONLY"},
+		{name: "reader, disk offline", mode: "SINGLE_NODE_READER_ONLY", offline: true, want: []string{"DiskOffline"}},
+		{name: "writer", mode: "SINGLE_NODE_WRITER", want: []string{"DiskReadOnly"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, disk.Options{})
+			r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+			staging := r.staging("v", true)
+			// A file system first (a read-only stage never formats), then
+			// the read-only stage, which makes the disk read-only.
+			wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", staging, sel, contract.FileSystem{Type: "NTFS"}, false)), nil)
+			wantErr(t, "Unstage", r.b.Unstage(r.ctx, backend.UnstageRequest{VolumeID: "v", StagingPath: staging}), nil)
+			wantErr(t, "read-only Stage", r.b.Stage(r.ctx, stageRequest("v", staging, sel, contract.FileSystem{Type: "NTFS"}, true)), nil)
+			if c.offline {
+				must(t, r.sim.SetDiskState(1, sim.DiskChange{Offline: &off}))
+			}
+			if got := healthReasons(t, r, staging, entry(c.mode)); !slices.Equal(got, c.want) {
+				t.Errorf("conditions %v, want %v", got, c.want)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/klog/v2"
 
@@ -143,14 +144,14 @@ func (b *Backend) Health(ctx context.Context, r backend.HealthRequest) ([]backen
 	}
 	conds, err := b.VolumeHealth(ctx, info.Target)
 	if err != nil || len(conds) != 1 || conds[0].Reason != "DiskMissing" {
-		return conds, err
+		return stagedConditions(conds, r.Entry), err
 	}
 	// An offline disk hides its volume: tell it apart from a detached
 	// disk by looking the disk up with the selector the stage recorded.
 	d, err := b.Locate(ctx, r.Entry)
 	switch {
 	case err == nil:
-		return DiskConditions(d), nil
+		return stagedConditions(DiskConditions(d), r.Entry), nil
 	case errors.Is(err, errListDisks):
 		return nil, err
 	}
@@ -184,6 +185,19 @@ func (b *Backend) Locate(ctx context.Context, e journal.Entry) (host.Disk, error
 	return d, err
 }
 
+// stagedConditions drops from a staged volume's conditions what its stage
+// asked for: a volume staged read-only is on a disk the stage made (or
+// kept) read-only, so DiskReadOnly is no fault of it.
+func stagedConditions(conds []backend.Condition, e journal.Entry) []backend.Condition {
+	if !backend.StagedReadOnly(e) {
+		return conds
+	}
+	return slices.DeleteFunc(conds, func(c backend.Condition) bool { return c.Reason == reasonDiskReadOnly })
+}
+
+// reasonDiskReadOnly is the condition of a read-only disk.
+const reasonDiskReadOnly = "DiskReadOnly"
+
 // DiskConditions reports a disk's own abnormal conditions.
 func DiskConditions(d host.Disk) []backend.Condition {
 	var conds []backend.Condition
@@ -192,7 +206,7 @@ func DiskConditions(d host.Disk) []backend.Condition {
 			Message: fmt.Sprintf("disk %d is offline", d.Number)})
 	}
 	if d.IsReadOnly {
-		conds = append(conds, backend.Condition{Severity: backend.Degraded, Reason: "DiskReadOnly",
+		conds = append(conds, backend.Condition{Severity: backend.Degraded, Reason: reasonDiskReadOnly,
 			Message: fmt.Sprintf("disk %d is read-only; writes fail", d.Number)})
 	}
 	return append(conds, healthConditions("Disk", fmt.Sprintf("disk %d", d.Number), d.HealthStatus)...)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
 	"k8s.io/klog/v2"
 
@@ -24,14 +23,12 @@ type Options struct {
 	KeepPortals bool
 	// Backoff paces the wait for the LUN's disk to appear after login.
 	Backoff backend.Backoff
+	// CredentialKey is the node's credential key (journal.Journal.CredentialKey):
+	// the backend records the CHAP secret a target's sessions and a volume
+	// were logged in with as a MAC under it, never the secret. Nil
+	// records none.
+	CredentialKey []byte
 }
-
-// rollbackTimeout bounds the clean-up of a failed stage. The clean-up runs
-// on a context that keeps the RPC's values (so the node's host-call tracker
-// holds the volume's lock until it ends) but not its deadline: a stage that
-// failed because its deadline ran out (a LUN that never appeared) must still
-// log out of the sessions it created.
-const rollbackTimeout = 30 * time.Second
 
 // Backend is the iSCSI backend.
 type Backend struct {
@@ -82,7 +79,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	log := klog.FromContext(ctx).WithValues("iqn", spec.IQN, "lun", spec.LUN)
 	ctx = klog.NewContext(ctx, log)
 
-	access, err := b.disks.ResolveRootAccess(ctx, r.Volume.RootAccess, r.ReadOnly)
+	access, err := b.disks.ResolveRootAccess(ctx, r.Volume.RootAccess, r)
 	if err != nil {
 		return err
 	}
@@ -111,7 +108,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	_, err = use.Acquire(ctx,
 		func(ctx context.Context, fresh *loggedIn) (bool, error) { return b.sessionsUsable(ctx, spec, fresh) },
 		func(ctx context.Context, t *shared.Transition[loggedIn]) error {
-			c, a, now, err := b.ensureSessions(ctx, spec)
+			c, a, now, err := b.ensureSessions(ctx, t, spec, staged != "")
 			created, added = append(created, c...), append(added, a...)
 			if err == nil {
 				t.Keep(loggedIn(now))
@@ -160,6 +157,11 @@ func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, 
 		}
 	}
 	if len(existing) == 0 || len(unregistered(spec, existing)) > 0 {
+		return false, nil
+	}
+	if made, ok := b.loggedInAs(ctx, spec.IQN); ok && made.Compare(b.credentialOf(spec)) != backend.CredentialSame {
+		// Another CHAP user or secret: the transition decides
+		// (checkLogin).
 		return false, nil
 	}
 	if !spec.Multipath {
@@ -217,15 +219,28 @@ func unregistered(spec *contract.ISCSISpec, sessions []host.ISCSISession) []host
 // portal that answers when the target has no session at all. Each session
 // it makes is recorded in the target's note with the portal it was made
 // through, as are the sessions it finds through a portal's resolved name
-// (paths.go). It returns the sessions it created and the portals it
+// (paths.go), and once it has logged in, the addresses the target's
+// sessions answer on (learnAnswers). It returns the sessions it created and the portals it
 // registered, also on error, so that the caller can roll them back, and
 // the target's sessions once it is done. It runs as a transition of the
 // target.
-func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) (created []host.ISCSISession, added []host.Portal, now []host.ISCSISession, err error) {
+//
+// Sessions logged in with another volume's credentials are never used
+// (checkLogin). restaging says the volume is staged already.
+func (b *Backend) ensureSessions(ctx context.Context, t *shared.Transition[loggedIn], spec *contract.ISCSISpec, restaging bool) (created []host.ISCSISession, added []host.Portal, now []host.ISCSISession, err error) {
 	log := klog.FromContext(ctx)
 	existing, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if len(existing) > 0 {
+		out, err := b.checkLogin(ctx, t, spec, restaging)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if out {
+			existing = nil
+		}
 	}
 	if err := b.makePersistent(ctx, spec, existing); err != nil {
 		return nil, nil, nil, err
@@ -290,6 +305,20 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 		}
 	}
 
+	if len(existing) == 0 {
+		// The first sessions of the target: recorded before the login, as
+		// a mapping's user is (the SMB backend's mapShare). A login that
+		// made nothing drops the record again, unless a call of it may
+		// still be running (a deadline), which could still make a session.
+		if err := b.recordLogin(ctx, spec); err != nil {
+			return nil, nil, nil, err
+		}
+		defer func() {
+			if err != nil && len(created) == 0 && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				b.forgetLogin(ctx, spec.IQN)
+			}
+		}()
+	}
 	var down []error
 	loggedInAlready := len(existing) > 0
 	for _, pt := range want {
@@ -337,7 +366,32 @@ func (b *Backend) ensureSessions(ctx context.Context, spec *contract.ISCSISpec) 
 		log.Info("Target logged in through some portals only; the volume is degraded until the others answer",
 			"down", len(down))
 	}
-	return created, added, append(existing, created...), nil
+	if len(created) == 0 {
+		return created, added, existing, nil
+	}
+	now, err = b.learnAnswers(ctx, spec, rec)
+	return created, added, now, err
+}
+
+// learnAnswers lists the target's sessions once after logins and records
+// what the listing adds to rec (pathsOf): above all the address each
+// session just made answers on. Connect cannot say it (MSFT_iSCSITarget's
+// Connect returns the session without its connection, so winhost reports
+// the portal the login named), and without it a session that Windows
+// restores at boot with a new identifier matches no portal when the
+// target redirects logins: the restage would log in through every portal
+// again.
+func (b *Backend) learnAnswers(ctx context.Context, spec *contract.ISCSISpec, rec targetRecord) ([]host.ISCSISession, error) {
+	now, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.pathsOf(ctx, rec, spec.Portals, now)
+	if err != nil || !p.pending() {
+		return now, err
+	}
+	p.record(&rec)
+	return now, b.putTargetRecord(ctx, spec.IQN, rec, now)
 }
 
 // login registers the portal when needed, makes sure the target is among
@@ -494,7 +548,7 @@ func (b *Backend) lockPortals(ctx context.Context, ps []host.Portal) (context.Co
 // error is what the caller sees.
 func (b *Backend) rollback(ctx context.Context, spec *contract.ISCSISpec, created []host.ISCSISession, added []host.Portal, deferred bool) {
 	log := klog.FromContext(ctx)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	ctx, cancel := backend.CleanupContext(ctx)
 	defer cancel()
 	r := release{iqn: spec.IQN, added: added}
 	if deferred {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -18,67 +19,148 @@ import (
 const mpioHint = "install the Multipath-IO feature and let MSDSM claim iSCSI disks " +
 	"(Enable-MSDSMAutomaticClaim -BusType iSCSI, then reboot)"
 
+// progressEvery is how often at most a stage waiting for its LUN's disk
+// says so at -v=2.
+const progressEvery = 5 * time.Second
+
 // findLUN returns the disk behind the target's sessions whose Location
 // names the LUN, with the identifiers of the sessions it is reached
 // through. When there is none yet it rescans and looks again until
 // the disk appears or waiting longer would run past ctx's deadline; then it
-// fails with host.ErrNotFound. Several distinct disks for the LUN (one per
-// path, MPIO not claiming them) fail with host.ErrConflict.
+// fails with host.ErrNotFound, naming the LUNs whose disks did appear.
+// Several distinct disks for the LUN (one per path, MPIO not claiming
+// them) fail with host.ErrConflict.
+//
+// A LUN the target does not have never appears: after the first rescan
+// that does not surface it, the target is asked for its LUNs (SCSI REPORT
+// LUNS, host.ISCSI.ReportLUNs); a LUN absent from its answer fails at once
+// with host.ErrNotFound naming the LUNs it has. A LUN it lists is waited
+// for (Windows may surface a LUN's disk later than the others), and so is
+// any LUN when the target's answer is unknown: the wait is never cut short
+// on a guess. While it waits, the stage logs its progress at -v=2, at most
+// every progressEvery.
 //
 // Uncertain: that MSFT_Disk.Location of an MPIO disk carries the LUN as it
 // does for a single-path iSCSI disk; democratic-csi reads the LUN from
 // Win32_DiskDrive.SCSILogicalUnit instead (democratic-csi/democratic-csi@8a4a28a
 // src/utils/windows.js).
 func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Disk, []string, error) {
-	var found host.Disk
-	var via []string
+	log := klog.FromContext(ctx)
+	start := time.Now()
+	var (
+		found    host.Disk
+		via      []string // the sessions that reach it
+		surfaced []uint32 // the LUNs of the target's disks at the last look
+		reported []uint32 // the target's REPORT LUNS answer; nil while unknown
+		asked    bool
+		logged   time.Time
+	)
 	err := backend.Poll(ctx, b.opts.Backoff, func(ctx context.Context, attempt int) error {
 		if attempt > 0 {
 			if err := b.h.Disks.Rescan(ctx); err != nil {
 				return err
 			}
 		}
-		nums, err := b.sessionDisks(ctx, iqn)
-		if err != nil {
-			return err
-		}
-		if len(nums) == 0 {
-			return fmt.Errorf("no disk is reached through target %s yet: %w", iqn, backend.ErrRetry)
-		}
-		disks, err := b.h.Disks.List(ctx)
-		if err != nil {
-			return err
-		}
 		var matches []host.Disk
-		for _, d := range disks {
-			if len(nums[d.Number]) == 0 {
-				continue
-			}
-			if loc, ok := host.ParseLocation(d.Location); ok && *loc.LUN == lun {
-				matches = append(matches, d)
-			}
+		var reach map[uint32][]string
+		var err error
+		if surfaced, matches, reach, err = b.lunDisks(ctx, iqn, lun); err != nil {
+			return err
 		}
 		switch len(matches) {
 		case 0:
-			return fmt.Errorf("no disk of target %s is LUN %d yet: %w", iqn, lun, backend.ErrRetry)
 		case 1:
-			found, via = matches[0], nums[matches[0].Number]
+			found, via = matches[0], reach[matches[0].Number]
 			return nil
+		default:
+			numbers := make([]string, len(matches))
+			for i, d := range matches {
+				numbers[i] = fmt.Sprint(d.Number)
+			}
+			return fmt.Errorf("LUN %d of target %s appears as disks %s, one per path: Windows is not combining the paths; %s: %w",
+				lun, iqn, strings.Join(numbers, ", "), mpioHint, host.ErrConflict)
 		}
-		numbers := make([]string, len(matches))
-		for i, d := range matches {
-			numbers[i] = fmt.Sprint(d.Number)
+		if attempt == 0 {
+			return fmt.Errorf("no disk of target %s is LUN %d yet: %w", iqn, lun, backend.ErrRetry)
 		}
-		return fmt.Errorf("LUN %d of target %s appears as disks %s, one per path: Windows is not combining the paths; %s: %w",
-			lun, iqn, strings.Join(numbers, ", "), mpioHint, host.ErrConflict)
+		if !asked {
+			asked = true
+			luns, err := b.h.ISCSI.ReportLUNs(ctx, iqn)
+			switch {
+			case err == nil && !slices.Contains(luns, lun):
+				return fmt.Errorf("LUN %d of target %s does not exist: the target reports %s to this node (SCSI REPORT LUNS); "+
+					"check the volume's lun, or the LUN's mapping to this node's initiator on the array: %w",
+					lun, iqn, lunsText(luns), host.ErrNotFound)
+			case err == nil:
+				reported = luns
+			default:
+				log.V(4).Info("Cannot ask the target which LUNs it has; waiting for the LUN's disk", "err", err)
+			}
+		}
+		if now := time.Now(); now.Sub(logged) >= progressEvery {
+			logged = now
+			log.V(2).Info("Waiting for the LUN's disk to appear", "waited", now.Sub(start).Round(time.Millisecond),
+				"surfacedLUNs", surfaced, "reportedLUNs", reported)
+		}
+		return fmt.Errorf("no disk of target %s is LUN %d yet: %w", iqn, lun, backend.ErrRetry)
 	})
 	if errors.Is(err, backend.ErrRetry) {
-		return host.Disk{}, nil, fmt.Errorf("LUN %d of target %s: no disk appeared after login (%s): %w", lun, iqn, err.Error(), host.ErrNotFound)
+		known := "the target's sessions reach " + lunsText(surfaced)
+		if reported != nil {
+			known += "; the target reports " + lunsText(reported)
+		}
+		return host.Disk{}, nil, fmt.Errorf("LUN %d of target %s: no disk appeared after login (%s; %s): %w",
+			lun, iqn, known, err.Error(), host.ErrNotFound)
 	}
 	if err == nil {
 		klog.FromContext(ctx).V(4).Info("Found the LUN's disk", "diskNumber", found.Number)
 	}
 	return found, via, err
+}
+
+// lunDisks returns the LUNs of the disks reached through the target's
+// sessions, sorted, those disks that are LUN lun, and the sessions that
+// reach each disk (sessionDisks).
+func (b *Backend) lunDisks(ctx context.Context, iqn string, lun uint32) (surfaced []uint32, matches []host.Disk, reach map[uint32][]string, err error) {
+	reach, err = b.sessionDisks(ctx, iqn)
+	if err != nil || len(reach) == 0 {
+		return nil, nil, nil, err
+	}
+	disks, err := b.h.Disks.List(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, d := range disks {
+		if len(reach[d.Number]) == 0 {
+			continue
+		}
+		loc, ok := host.ParseLocation(d.Location)
+		if !ok {
+			continue
+		}
+		surfaced = append(surfaced, *loc.LUN)
+		if *loc.LUN == lun {
+			matches = append(matches, d)
+		}
+	}
+	slices.Sort(surfaced)
+	return slices.Compact(surfaced), matches, reach, nil
+}
+
+// lunsText names a set of LUNs for messages: "LUNs 0, 1", "LUN 0", "no
+// LUN".
+func lunsText(luns []uint32) string {
+	switch len(luns) {
+	case 0:
+		return "no LUN"
+	case 1:
+		return fmt.Sprintf("LUN %d", luns[0])
+	}
+	parts := make([]string, len(luns))
+	for i, l := range luns {
+		parts[i] = fmt.Sprint(l)
+	}
+	return "LUNs " + strings.Join(parts, ", ")
 }
 
 // stillTheLUN is the stage's own check of the LUN's disk read again before

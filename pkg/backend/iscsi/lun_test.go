@@ -1,82 +1,81 @@
-package iscsi
+//go:build linux
+
+// Linux only: these tests run on the simulated host, which runs only on
+// Linux (POSIX paths; pkg/sim doc.go).
+
+package iscsi_test
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/host/hosttest"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+
+	"github.com/wincsi/csi-windows-node/pkg/sim"
+	"github.com/wincsi/csi-windows-node/test/harness/testbin"
 )
 
-// sessionsOf answers Sessions and SessionDisks from a table: session ID to
-// the disks it reaches.
-type sessionsOf struct {
-	host.ISCSI
-	disks map[string][]uint32
-	err   error
-}
-
-func (s sessionsOf) Sessions(context.Context, string) ([]host.ISCSISession, error) {
-	var out []host.ISCSISession
-	for id := range s.disks {
-		out = append(out, host.ISCSISession{SessionID: id})
-	}
-	return out, s.err
-}
-
-func (s sessionsOf) SessionDisks(_ context.Context, ss host.ISCSISession) ([]uint32, error) {
-	return s.disks[ss.SessionID], nil
-}
-
-// Found by review: the write guard compared the disk number, not the
-// session the LUN was found through, so a disk number that another LUN
-// (or another target's disk) took after the session dropped and came
-// back was written to. The LUN's disk read again must still be reached
-// through a session it was found through, at the same LUN.
-func TestStillTheLUN(t *testing.T) {
-	const iqn, lun = "iqn.2024-01.test.array:a", 1
-	loc := func(l int) string { return fmt.Sprintf("Integrated : Adapter 2 : Port 0 : Target 0 : LUN %d", l) }
-	unreadable := errors.New("WMI timeout")
-	tests := []struct {
-		name     string
-		sessions map[string][]uint32
-		err      error
-		location string
-		want     error
-		in       []string
-	}{
-		{"the same session", map[string][]uint32{"s1": {5}}, nil, loc(lun), nil, nil},
-		{"one of the paths it was found through", map[string][]uint32{"s2": {5}, "s9": {5}}, nil, loc(lun), nil, nil},
-		{"the session dropped and came back", map[string][]uint32{"s3": {5}}, nil, loc(lun), host.ErrConflict,
-			[]string{"disk 5 was found as LUN 1 of target " + iqn + " through session s1, s2", "now reached through session s3", "refusing to write"}},
-		{"the number is no disk of the target now", map[string][]uint32{"s1": {6}}, nil, loc(lun), host.ErrConflict,
-			[]string{"now reached through no session of the target"}},
-		{"no session at all", map[string][]uint32{}, nil, loc(lun), host.ErrConflict, []string{"no session of the target"}},
-		{"another LUN under the number", map[string][]uint32{"s1": {5}}, nil, loc(2), host.ErrConflict,
-			[]string{"found as LUN 1", `now at location "` + loc(2) + `"`}},
-		{"no SCSI location", map[string][]uint32{"s1": {5}}, nil, "", host.ErrConflict, []string{`now at location ""`}},
-		{"the sessions cannot be read", nil, unreadable, loc(lun), unreadable, []string{"read the sessions of target " + iqn + " again"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := hosttest.Unimplemented()
-			h.ISCSI = sessionsOf{ISCSI: h.ISCSI, disks: tt.sessions, err: tt.err}
-			b := &Backend{h: h}
-			err := b.stillTheLUN(iqn, lun, []string{"s1", "s2"})(context.Background(), host.Disk{Number: 5, Location: tt.location})
-			switch {
-			case tt.want == nil && err != nil:
-				t.Fatalf("check = %v", err)
-			case tt.want != nil && !errors.Is(err, tt.want):
-				t.Fatalf("check = %v, want %v", err, tt.want)
+// TestMissingLUN: a LUN the target does not have fails after one rescan,
+// naming the LUNs the target reports, instead of waiting out the deadline;
+// when the target cannot be asked, the wait is the bounded one it was and
+// the message names the LUNs whose disks appeared.
+func TestMissingLUN(t *testing.T) {
+	t.Run("the target reports its LUNs", func(t *testing.T) {
+		e := newEnv(t, false)
+		err := e.stage(vol("v", "10.0.0.1", iqnOpen, 7))
+		wantCode(t, "stage of LUN 7", err, codes.NotFound)
+		msg := status.Convert(err).Message()
+		for _, want := range []string{"LUN 7 of target " + iqnOpen + " does not exist", "the target reports LUNs 0, 1 to this node"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("message %q does not say %q", msg, want)
 			}
-			for _, s := range tt.in {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("check = %v, want it to say %q", err, s)
-				}
-			}
-		})
+		}
+		if n := e.sim.Count(sim.OpDisksRescan); n != 1 {
+			t.Errorf("%d rescans, want the one before asking the target", n)
+		}
+		if n := e.sim.Count(sim.OpISCSIReportLUNs); n != 1 {
+			t.Errorf("%d REPORT LUNS, want 1", n)
+		}
+		if ss := e.sim.Snapshot().Sessions; len(ss) != 0 {
+			t.Errorf("sessions left: %+v", ss)
+		}
+	})
+	t.Run("the target cannot be asked", func(t *testing.T) {
+		e := newEnv(t, false)
+		must(t, "fault", e.sim.Faults().Add(sim.Rule{Op: sim.OpISCSIReportLUNs, Err: "internal"}))
+		err := e.stage(vol("v", "10.0.0.1", iqnOpen, 7))
+		wantCode(t, "stage of LUN 7", err, codes.NotFound)
+		msg := status.Convert(err).Message()
+		if !strings.Contains(msg, "no disk appeared after login (the target's sessions reach LUNs 0, 1;") {
+			t.Errorf("message %q does not name the LUNs that appeared", msg)
+		}
+		if n := e.sim.Count(sim.OpDisksRescan); n != fast.Attempts-1 {
+			t.Errorf("%d rescans, want the whole bounded wait (%d)", n, fast.Attempts-1)
+		}
+	})
+}
+
+// TestLateLUNIsAwaited: a LUN the target reports whose disk appears only
+// after a few rescans is waited for, and the wait is logged at -v=2 with
+// what is awaited and what the target reports.
+func TestLateLUNIsAwaited(t *testing.T) {
+	e := newEnv(t, false)
+	var log testbin.SyncBuffer
+	ctx := klog.NewContext(e.ctx(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(2), textlogger.Output(&log))))
+	must(t, "stage of the late LUN", e.stageCtx(ctx, vol("v", "10.0.0.1", iqnLate, 3)))
+	var line string
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.Contains(l, `"Waiting for the LUN's disk to appear"`) {
+			line = l
+			break
+		}
+	}
+	for _, want := range []string{`iqn="` + iqnLate + `"`, "lun=3", "waited=", "surfacedLUNs=[0]", "reportedLUNs=[0,3]"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("progress line %q lacks %s\n%s", line, want, log.String())
+		}
 	}
 }

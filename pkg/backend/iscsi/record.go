@@ -21,14 +21,18 @@ type Record struct {
 	LUN       uint32
 	Portals   []host.Portal
 	Multipath bool
+	// CHAPUser and CHAPSecretMAC are the session CHAP credential the
+	// volume was staged with (backend.Credential): the user, "" without
+	// CHAP, and the MAC of the secret, never the secret.
+	CHAPUser, CHAPSecretMAC string
 	// RootAccess is the volume's volumeRootAccess (backend.AttrRootAccess).
 	RootAccess contract.RootAccess
 }
 
 var _ backend.Record = Record{}
 
-// RecordOf returns the record of an iSCSI volume. It holds no CHAP user or
-// secret.
+// RecordOf returns the record of an iSCSI volume, without its credential
+// (Backend.Record adds the CHAP user and the MAC of the secret).
 func RecordOf(spec *contract.ISCSISpec) Record {
 	return Record{IQN: normalizeIQN(spec.IQN), LUN: spec.LUN, Portals: spec.Portals, Multipath: spec.Multipath}
 }
@@ -54,15 +58,28 @@ func (r Record) Attrs() map[string]string {
 		attrLUN:       strconv.FormatUint(uint64(r.LUN), 10),
 		attrMultipath: strconv.FormatBool(r.Multipath),
 	}
+	if r.CHAPUser != "" {
+		attrs[attrCHAPUser] = r.CHAPUser
+	}
+	if r.CHAPSecretMAC != "" {
+		attrs[attrCHAPSecretMAC] = r.CHAPSecretMAC
+	}
 	backend.PutRootAccess(attrs, r.RootAccess)
 	return attrs
 }
 
+// Credential is the session credential the record names.
+func (r Record) Credential() backend.Credential {
+	return backend.Credential{User: r.CHAPUser, SecretMAC: r.CHAPSecretMAC}
+}
+
 // The Entry.Attrs keys of an iSCSI record.
 const (
-	attrPortals   = "portals"
-	attrLUN       = "lun"
-	attrMultipath = "multipath"
+	attrPortals       = "portals"
+	attrLUN           = "lun"
+	attrMultipath     = "multipath"
+	attrCHAPUser      = "chapUser"
+	attrCHAPSecretMAC = "chapSecretMAC"
 )
 
 // resourceKeyPrefix starts the ResourceKey of the volumes of a target.
@@ -93,6 +110,7 @@ func DecodeRecord(e journal.Entry) (Record, error) {
 		}
 	}
 	r.Multipath, _ = strconv.ParseBool(e.Attrs[attrMultipath]) // absent or damaged: single path
+	r.CHAPUser, r.CHAPSecretMAC = e.Attrs[attrCHAPUser], e.Attrs[attrCHAPSecretMAC]
 	r.RootAccess = backend.RootAccessOf(e)
 	return r, nil
 }
@@ -120,6 +138,8 @@ func (b *Backend) Record(vol contract.Volume) (backend.Record, error) {
 		return nil, fmt.Errorf("volume has no iscsi spec: %w", host.ErrInvalid)
 	}
 	r := RecordOf(vol.ISCSI)
+	c := b.credentialOf(vol.ISCSI)
+	r.CHAPUser, r.CHAPSecretMAC = c.User, c.SecretMAC
 	r.RootAccess = vol.RootAccess
 	return r, nil
 }

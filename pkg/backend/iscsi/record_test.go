@@ -1,6 +1,7 @@
 package iscsi_test
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -121,5 +122,38 @@ func TestDecodeRecordRefuses(t *testing.T) {
 	rec, err := iscsi.DecodeRecord(e)
 	if err != nil || len(rec.Portals) != 1 || rec.Multipath {
 		t.Errorf("DecodeRecord of damaged attributes = %+v, %v", rec, err)
+	}
+}
+
+// TestCredentialCounts: the staged volumes whose recorded credential
+// differs from the one their target's sessions were logged in with, by
+// kind; intents and targets without a recorded login are not counted.
+func TestCredentialCounts(t *testing.T) {
+	ctx := context.Background()
+	jr, err := journal.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(id, iqn, user, mac string, staged bool) {
+		t.Helper()
+		e := entryOf(id, iscsi.Record{IQN: iqn, LUN: 0, CHAPUser: user, CHAPSecretMAC: mac})
+		e.Staged, e.StagingPath = staged, "/k/"+id
+		if err := jr.Put(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	login := backend.Credential{User: recCHAPUser, SecretMAC: "m1"}
+	if err := jr.PutNote(ctx, iscsi.CredentialNotePrefix+recIQN, login.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	put("same", recIQN, recCHAPUser, "m1", true)
+	put("drift", recIQN, recCHAPUser, "m2", true)
+	put("drift-intent", recIQN, recCHAPUser, "m2", false)
+	put("no-chap", recIQN, "", "", true)
+	put("other", recIQN, "someone", "m1", true)
+	put("unrecorded", recIQN2, "someone", "m1", true)
+	drift, other, err := iscsi.CredentialCounts(ctx, jr)
+	if err != nil || drift != 1 || other != 2 {
+		t.Fatalf("CredentialCounts = %d drift, %d other, %v; want 1 and 2", drift, other, err)
 	}
 }

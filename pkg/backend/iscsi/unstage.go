@@ -168,6 +168,7 @@ func (b *Backend) releaseTarget(ctx context.Context, r release) (shared.State, e
 			next = shared.Unknown // only some sessions went: the host decides next time
 			if r.match == nil {
 				next = shared.Absent
+				b.forgetLogin(ctx, r.iqn)
 			}
 			portals = slices.Concat(portals, r.portals, through, b.listedPortals(ctx, t))
 		}

@@ -83,8 +83,8 @@ type Set[T any] struct {
 	mu sync.Mutex
 	m  map[string]*resource[T]
 
-	// waiting counts the stages waiting in Acquire for a transition; tests
-	// read it to know a stage is waiting.
+	// waiting counts the stages, unstages and releases waiting for a
+	// transition to end; tests read it to know one waits.
 	waiting atomic.Int64
 }
 
@@ -124,6 +124,8 @@ func (s *Set[T]) State(key string) State {
 
 // wait waits until ch is closed (a transition ended) or ctx ends.
 func (s *Set[T]) wait(ctx context.Context, key string, ch <-chan struct{}) error {
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	select {
 	case <-ch:
 		return nil
@@ -205,10 +207,7 @@ func (u *Use[T]) Acquire(ctx context.Context, verify func(ctx context.Context, f
 			if !waited {
 				waited, waitedFrom = true, ends
 			}
-			s.waiting.Add(1)
-			err := s.wait(ctx, u.key, busy)
-			s.waiting.Add(-1)
-			if err != nil {
+			if err := s.wait(ctx, u.key, busy); err != nil {
 				return false, err
 			}
 			continue
@@ -521,7 +520,10 @@ func (t *Transition[T]) end() {
 
 // Others returns, for the decisions of a transition, the other volumes
 // that use the resource: inUse lists the registered volumes known to rely
-// on it (stages past Acquire, unstages not yet gone); check lists the
+// on it (stages past Acquire, unstages not yet gone) and the volumes of
+// journal files the journal refused that name it (journal.Entry.Refused:
+// whether they still use it cannot be told, and the plugin never releases
+// a resource under them, so a planted file can only keep one); check lists the
 // journal entries of the resource that the host must decide on (a link or
 // mount point still there): every entry other than the transition's own
 // volume's, except those of volumes in inUse and of volumes seen to leave.
@@ -532,13 +534,25 @@ func (t *Transition[T]) Others(ctx context.Context) (inUse []string, check []jou
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the volumes of %s %s from the stage journal: %w", t.set.what, t.key, err)
 	}
+	var refused []string
+	for _, e := range entries {
+		if e.Refused {
+			refused = append(refused, e.VolumeID)
+		}
+	}
+	if len(refused) > 0 {
+		klog.FromContext(ctx).V(2).Info("Journal files the plugin did not write name the resource; it is kept while they are there",
+			"resource", t.key, "volumes", refused)
+	}
 	s := t.set
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.res(t.key)
 	listed := make(map[string]bool, len(entries))
 	for _, e := range entries {
-		listed[e.VolumeID] = true
+		if !e.Refused {
+			listed[e.VolumeID] = true
+		}
 	}
 	for id := range r.gone {
 		if !listed[id] {
@@ -551,9 +565,10 @@ func (t *Transition[T]) Others(ctx context.Context) (inUse []string, check []jou
 			inUse = append(inUse, id)
 		}
 	}
+	inUse = append(inUse, refused...)
 	slices.Sort(inUse)
 	for _, e := range entries {
-		if e.VolumeID == t.volumeID || e.StagingPath == "" || slices.Contains(inUse, e.VolumeID) {
+		if e.Refused || e.VolumeID == t.volumeID || e.StagingPath == "" || slices.Contains(inUse, e.VolumeID) {
 			continue
 		}
 		if _, gone := r.gone[e.VolumeID]; gone {

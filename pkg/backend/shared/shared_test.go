@@ -399,6 +399,49 @@ func TestOthers(t *testing.T) {
 	}
 }
 
+// withRefused is the journal with, among the entries of key, one of a
+// file the journal refused (as it returns one on Windows for a file the
+// plugin did not write).
+type withRefused struct{ *journal.Journal }
+
+func (w withRefused) ByResource(ctx context.Context, k string) ([]journal.Entry, error) {
+	es, err := w.Journal.ByResource(ctx, k)
+	if k == key {
+		es = append(es, journal.Entry{VolumeID: "refused", StagingPath: "/k/refused", Backend: "smb", ResourceKey: key, Refused: true})
+	}
+	return es, err
+}
+
+// TestOthersRefusedEntry: the volume of a refused journal file counts as
+// a user of the resource, whatever the host says (it is never checked),
+// so the last unstage of the plugin's own volumes keeps the resource.
+func TestOthersRefusedEntry(t *testing.T) {
+	jr, err := journal.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSet[string]("share", withRefused{jr})
+	put(t, jr, "self")
+	var inUse []string
+	var check []journal.Entry
+	released := false
+	_, err = s.Release(context.Background(), key, "self", false, func(ctx context.Context, tr *Transition[string]) (State, error) {
+		var err error
+		inUse, check, err = tr.Others(ctx)
+		if err != nil || len(inUse) > 0 || len(check) > 0 {
+			return tr.Prev(), err
+		}
+		released = true
+		return Absent, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if released || !slices.Equal(inUse, []string{"refused"}) || len(check) != 0 {
+		t.Fatalf("released %t, in use %v, to check %v; want the refused file's volume in use", released, inUse, check)
+	}
+}
+
 // TestHungCallKeepsTheResource: a host call still running after its stage
 // failed keeps the volume registered (so no release removes the resource
 // under it) and the transition's lock held (so the next transition does
@@ -587,4 +630,223 @@ func TestEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSecondReleaseWaitsForTheFirst: the last two volumes of a resource
+// leave it at once; the second release arrives while the first one's
+// transition removes the resource, waits for it, and then has nothing to
+// do: the resource is removed exactly once and is Absent at the end.
+func TestSecondReleaseWaitsForTheFirst(t *testing.T) {
+	s, jr := newSet(t)
+	put(t, jr, "v1", "v2")
+	for _, id := range []string{"v1", "v2"} {
+		stage(t, s, id, yes, (&counter{}).connect(nil)).Staged()
+	}
+	leave := func(id string) context.Context {
+		ctx, u, err := s.Unstage(context.Background(), key, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Gone()
+		u.Done()
+		return ctx
+	}
+	ctx1, ctx2 := leave("v1"), leave("v2")
+	var removals atomic.Int64
+	inDisconnect, release := make(chan struct{}), make(chan struct{})
+	first := make(chan State, 1)
+	go func() {
+		st, err := s.Release(ctx1, key, "v1", true, func(ctx context.Context, tr *Transition[string]) (State, error) {
+			inUse, check, err := tr.Others(ctx)
+			if err != nil || len(inUse)+len(check) != 0 {
+				t.Errorf("others of the first release: %v, %v, %v; want none (both left)", inUse, check, err)
+			}
+			close(inDisconnect)
+			<-release
+			removals.Add(1)
+			return Absent, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		first <- st
+	}()
+	<-inDisconnect
+	second := make(chan State, 1)
+	go func() {
+		st, err := s.Release(ctx2, key, "v2", true, func(context.Context, *Transition[string]) (State, error) {
+			removals.Add(1)
+			return Absent, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		second <- st
+	}()
+	for s.waiting.Load() == 0 {
+		runtime.Gosched() // until the second release waits for the first's transition
+	}
+	select {
+	case st := <-second:
+		t.Fatalf("the second release returned %s while the first one's transition ran", st)
+	default:
+	}
+	close(release)
+	if st1, st2 := <-first, <-second; st1 != Absent || st2 != Absent {
+		t.Fatalf("releases ended %s and %s, want Absent", st1, st2)
+	}
+	if n := removals.Load(); n != 1 {
+		t.Fatalf("%d removals, want exactly 1", n)
+	}
+	wantState(t, s, Absent)
+}
+
+// TestOlderRegistrationLeavesTheNewerOne: a volume registered again (its
+// retry, its unstage) while an older registration of it ends, as one
+// whose host call outlived it does: the older one's Failed or Done never
+// removes the newer one.
+func TestOlderRegistrationLeavesTheNewerOne(t *testing.T) {
+	for _, end := range []string{"Failed", "Done"} {
+		t.Run(end, func(t *testing.T) {
+			s, _ := newSet(t)
+			stage(t, s, "other", yes, (&counter{}).connect(nil)).Staged()
+			_, old := s.Stage(context.Background(), key, "v")
+			_, newer := s.Stage(context.Background(), key, "v")
+			if end == "Failed" {
+				old.Failed()
+			} else {
+				old.Done()
+			}
+			if !s.Registered(key, "v") {
+				t.Fatalf("the older registration's %s removed the newer one", end)
+			}
+			// The newer registration still defers a release to itself.
+			var c counter
+			if st, err := s.Release(context.Background(), key, "other", false, c.disconnect(Absent)); err != nil || st != Ready || c.n.Load() != 0 {
+				t.Fatalf("release while the newer registration holds: %s, %v, %d disconnects; want kept", st, err, c.n.Load())
+			}
+			if deferred, _ := newer.Failed(); !deferred {
+				t.Fatal("the newer registration lost the release deferred to it")
+			}
+			if s.Registered(key, "v") {
+				t.Fatal("the newer registration's Failed left it registered")
+			}
+		})
+	}
+}
+
+// TestReconnectAfterADeferredReleaseKeepsIt: a release deferred to a stage
+// that then runs its own connect (the resource had to be made again)
+// stays deferred: when the stage fails after that, it must release the
+// resource the unstage meant to remove.
+func TestReconnectAfterADeferredReleaseKeepsIt(t *testing.T) {
+	s, _ := newSet(t)
+	stage(t, s, "old", yes, (&counter{}).connect(nil)).Staged()
+	ctx, u := s.Stage(context.Background(), key, "new")
+	var c counter
+	if st, err := s.Release(context.Background(), key, "old", true, c.disconnect(Absent)); err != nil || st != Ready || c.n.Load() != 0 {
+		t.Fatalf("release while a stage is registered: %s, %v, %d disconnects; want deferred", st, err, c.n.Load())
+	}
+	no := func(context.Context, *string) (bool, error) { return false, nil }
+	connected, err := u.Acquire(ctx, no, c.connect(nil))
+	if err != nil || !connected || c.n.Load() != 1 {
+		t.Fatalf("acquire: %t, %v, %d connects; want one connect", connected, err, c.n.Load())
+	}
+	if deferred, running := u.Failed(); !deferred || running {
+		t.Fatalf("Failed() after a reconnect = %t, %t; want the deferred release (true, false)", deferred, running)
+	}
+}
+
+// TestGoneMarkerOutlivesItsRegistration: a volume seen to leave a resource
+// the process knows nothing else of (after a restart: Unknown, nobody
+// registered) stays marked gone once its unstage's registration ends, so
+// that the release counts users without it; the marker goes with the
+// journal entry.
+func TestGoneMarkerOutlivesItsRegistration(t *testing.T) {
+	s, jr := newSet(t)
+	put(t, jr, "v")
+	_, u, err := s.Unstage(context.Background(), key, "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Gone()
+	u.Done()
+	if !s.IsGone(key, "v") {
+		t.Fatal("the gone marker went with the registration")
+	}
+	var check []journal.Entry
+	if _, err := s.Release(context.Background(), key, "other", false, func(ctx context.Context, tr *Transition[string]) (State, error) {
+		_, check, err = tr.Others(ctx)
+		return tr.Prev(), err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(check) != 0 {
+		t.Fatalf("a release asks the host about %v, which was seen to leave", check)
+	}
+}
+
+// TestWaitersOfALaterTransitionTakeItsResult: the stages that wait for a
+// resource's second transition get what that one kept, as those of the
+// first did, and nobody is left counted as waiting.
+func TestWaitersOfALaterTransitionTakeItsResult(t *testing.T) {
+	s, _ := newSet(t)
+	for round, made := range []string{"first", "second"} {
+		inConnect, release := make(chan struct{}), make(chan struct{})
+		no := func(context.Context, *string) (bool, error) { return false, nil } // the resource needs connecting again
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			stage(t, s, fmt.Sprint("maker", round), no, func(_ context.Context, tr *Transition[string]) error {
+				tr.Keep(made)
+				close(inConnect)
+				<-release
+				return nil
+			})
+		}()
+		<-inConnect
+		ctx, u := s.Stage(context.Background(), key, fmt.Sprint("waiter", round))
+		var got *string
+		waited := make(chan error, 1)
+		go func() {
+			_, err := u.Acquire(ctx, func(_ context.Context, fresh *string) (bool, error) { got = fresh; return true, nil },
+				(&counter{}).connect(nil))
+			waited <- err
+		}()
+		for s.waiting.Load() == 0 {
+			runtime.Gosched()
+		}
+		close(release)
+		<-done
+		if err := <-waited; err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || *got != made {
+			t.Fatalf("round %d: the waiter's verify got %v, want %q", round, got, made)
+		}
+		if n := s.waiting.Load(); n != 0 {
+			t.Fatalf("round %d: %d still counted as waiting", round, n)
+		}
+	}
+}
+
+// TestReleaseHonoursContextWhileWaiting: a release waiting for another
+// transition gives up when its context ends.
+func TestReleaseHonoursContextWhileWaiting(t *testing.T) {
+	s, _ := newSet(t)
+	inConnect, release := make(chan struct{}), make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stage(t, s, "a", yes, func(context.Context, *Transition[string]) error { close(inConnect); <-release; return nil })
+	}()
+	<-inConnect
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var c counter
+	if _, err := s.Release(ctx, key, "b", false, c.disconnect(Absent)); !errors.Is(err, context.Canceled) || c.n.Load() != 0 {
+		t.Fatalf("release during a transition, context ended: %v, %d disconnects; want Canceled, none", err, c.n.Load())
+	}
+	close(release)
+	<-done
 }

@@ -21,8 +21,11 @@ type Record struct {
 	// UNC is the volume's directory, \\server\share[\dir], as given.
 	UNC string
 	// User is the user name of the node-stage secret the volume was
-	// staged with, "" for anonymous access; never a password.
+	// staged with, "" for a mapping without credentials; never a password.
 	User string
+	// SecretMAC is the MAC of the password the volume was staged with
+	// (backend.Credential), "" when none is recorded; never the password.
+	SecretMAC string
 }
 
 var _ backend.Record = Record{}
@@ -46,13 +49,22 @@ func (r Record) Attrs() map[string]string {
 	if r.User != "" {
 		a[attrUser] = r.User
 	}
+	if r.SecretMAC != "" {
+		a[attrSecretMAC] = r.SecretMAC
+	}
 	return a
+}
+
+// Credential is the credential the record names.
+func (r Record) Credential() backend.Credential {
+	return backend.Credential{User: r.User, SecretMAC: r.SecretMAC}
 }
 
 // The Entry.Attrs keys of an SMB record.
 const (
-	attrUNC  = "unc"
-	attrUser = "user"
+	attrUNC       = "unc"
+	attrUser      = "user"
+	attrSecretMAC = "secretMAC"
 )
 
 // resourceKeyPrefix starts the ResourceKey of the volumes of a share.
@@ -67,7 +79,7 @@ func DecodeRecord(e journal.Entry) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	return Record{Share: share, UNC: e.Attrs[attrUNC], User: e.Attrs[attrUser]}, nil
+	return Record{Share: share, UNC: e.Attrs[attrUNC], User: e.Attrs[attrUser], SecretMAC: e.Attrs[attrSecretMAC]}, nil
 }
 
 // recordOf returns the SMB record of an entry, and false when the entry
@@ -82,7 +94,9 @@ func (b *Backend) Record(vol contract.Volume) (backend.Record, error) {
 	if vol.SMB == nil {
 		return nil, fmt.Errorf("volume has no smb spec: %w", host.ErrInvalid)
 	}
-	return RecordOf(vol.SMB), nil
+	r := RecordOf(vol.SMB)
+	r.SecretMAC = b.credentialOf(vol.SMB).SecretMAC
+	return r, nil
 }
 
 // DecodeRecord implements the node's Backend.
@@ -96,6 +110,12 @@ func (b *Backend) DecodeRecord(e journal.Entry) (backend.Record, error) {
 // the user name (never a password). A mapping with such a note is the
 // plugin's; tools that take stock of a node read them (pkg/inventory).
 var MappingNotePrefix = notePrefix
+
+// MappingSecretNotePrefix starts the key of the note of the MAC of the
+// password a mapping was made with (the rest is the share root; none for a
+// mapping without credentials, or made by an earlier version): compare it
+// with Record.SecretMAC, never show it.
+var MappingSecretNotePrefix = secretNotePrefix
 
 // ShareRoot returns the lower-cased share root \\server\share of a UNC
 // path or link target, in the form of Record.Share, or false when the path

@@ -1,6 +1,7 @@
 package smb_test
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -20,6 +21,9 @@ const recordPW = "Record-Pw-3c1e9d7f"
 func smbVolume(t *testing.T, source, subDir string, secrets map[string]string) contract.Volume {
 	t.Helper()
 	vc := map[string]string{"source": source}
+	if secrets == nil {
+		vc["mapWithoutCredentials"] = "true"
+	}
 	if subDir != "" {
 		vc["subDir"] = subDir
 	}
@@ -43,7 +47,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	}{
 		{"user and directory", smbVolume(t, `//Srv/Data`, "pvc-1", map[string]string{"username": "alice", "password": recordPW}),
 			smb.Record{Share: `\\srv\data`, UNC: `\\Srv\Data\pvc-1`, User: "alice"}, `\\srv\data\pvc-1`},
-		{"anonymous share root", smbVolume(t, `\\srv\open`, "", nil),
+		{"share root without credentials", smbVolume(t, `\\srv\open`, "", nil),
 			smb.Record{Share: `\\srv\open`, UNC: `\\srv\open`}, `\\srv\open`},
 	}
 	for _, tt := range tests {
@@ -97,5 +101,43 @@ func TestDecodeRecordRefuses(t *testing.T) {
 	rec, err := b.DecodeRecord(good)
 	if err != nil || !reflect.DeepEqual(rec, smb.Record{Share: `\\srv\data`, UNC: `\\srv\data\v`}) {
 		t.Errorf("Backend.DecodeRecord = %+v, %v", rec, err)
+	}
+}
+
+// TestCredentialCounts: the staged volumes whose recorded credential
+// differs from their share's mapping's, by kind; intents, shares without a
+// note and records without a MAC are not counted as drift.
+func TestCredentialCounts(t *testing.T) {
+	ctx := context.Background()
+	jr, err := journal.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(id, share, user, mac string, staged bool) {
+		t.Helper()
+		r := smb.Record{Share: share, UNC: share + `\` + id, User: user, SecretMAC: mac}
+		e := entryOf(id, r)
+		e.Staged, e.StagingPath = staged, "/k/"+id
+		if err := jr.Put(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range map[string]string{
+		smb.MappingNotePrefix + `\\srv\data`: "alice", smb.MappingSecretNotePrefix + `\\srv\data`: "m1",
+		smb.MappingNotePrefix + `\\srv\legacy`: "alice", // made by an earlier version: no MAC
+	} {
+		if err := jr.PutNote(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("same", `\\srv\data`, "ALICE", "m1", true)
+	put("drift", `\\srv\data`, "alice", "m2", true)
+	put("drift-intent", `\\srv\data`, "alice", "m2", false)
+	put("other", `\\srv\data`, "bob", "m3", true)
+	put("legacy", `\\srv\legacy`, "alice", "m2", true)
+	put("unmapped", `\\srv\none`, "bob", "m2", true)
+	drift, other, err := smb.CredentialCounts(ctx, jr)
+	if err != nil || drift != 1 || other != 1 {
+		t.Fatalf("CredentialCounts = %d drift, %d other, %v; want 1 and 1", drift, other, err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"k8s.io/klog/v2"
 
@@ -24,17 +23,16 @@ type Options struct {
 	// the next stage of the share faster but leaves a connection, and the
 	// credentials it was made with, on the node until it reboots.
 	KeepMappings bool
+	// CredentialKey is the node's credential key (journal.Journal.CredentialKey):
+	// the backend records the password a mapping and a volume were made
+	// with as a MAC under it, never the password. Nil records none.
+	CredentialKey []byte
 }
-
-// rollbackTimeout bounds the host calls that undo a failed stage. They run
-// even when the RPC's context has ended, so that a stage that timed out
-// does not leave a mapping nobody uses.
-const rollbackTimeout = 30 * time.Second
 
 // notePrefix starts the key of a mapping's note: "smb/mapping/" and the
 // share root; the value is the user name the mapping was made with ("" for
-// anonymous), never a password. MSFT_SmbGlobalMapping cannot tell the user,
-// so the note is how a volume whose secret names another user is noticed,
+// none), never a password. MSFT_SmbGlobalMapping cannot tell the user, so
+// the note is how a volume whose secret names another user is noticed,
 // even after a restart, and how a mapping is known to be the plugin's.
 var notePrefix = backend.NotePrefix(contract.KindSMB, "mapping")
 
@@ -42,6 +40,15 @@ var notePrefix = backend.NotePrefix(contract.KindSMB, "mapping")
 // versions wrote (backend.NoteRename): "smb-mapping:" until the note keys
 // were spelled one way.
 var RenamedNotes = []backend.NoteRename{{From: "smb-mapping:", To: notePrefix}}
+
+// secretNotePrefix starts the key of the note of a mapping's password:
+// "smb/mapping-secret/" and the share root; the value is the MAC of the
+// password the mapping was made with under the node's credential key
+// (backend.Credential.SecretMAC), never the password. It is a note of its
+// own, so that the user note keeps the form earlier versions wrote and
+// read, and a mapping made by an earlier version has none: its password
+// is unknown, never taken as different.
+var secretNotePrefix = backend.NotePrefix(contract.KindSMB, "mapping-secret")
 
 // Backend is the SMB backend.
 type Backend struct {
@@ -105,7 +112,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 		})
 	}()
 	connect := func(ctx context.Context, t *shared.Transition[mapped]) error {
-		m, err := b.ensureMapping(ctx, t, spec)
+		m, err := b.ensureMapping(ctx, t, spec, state == stagingLinked)
 		made = made || (m && err == nil)
 		return err
 	}
@@ -176,7 +183,9 @@ func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec, fre
 			return false, nil
 		}
 	}
-	if made, ok := b.maker(ctx, root); ok && !strings.EqualFold(made, spec.Credential.User) {
+	if made, ok := b.maker(ctx, root); ok && made.Compare(b.credentialOf(spec)) != backend.CredentialSame {
+		// Another user or another password: the transition decides
+		// (reconcile).
 		return false, nil
 	}
 	return true, nil
@@ -216,10 +225,22 @@ func (b *Backend) inspectStaging(ctx context.Context, staging, unc string) (stag
 // ensureMapping makes sure one healthy global mapping of the share root
 // exists, and reports whether it made one. It runs as a transition of the
 // share.
-func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition[mapped], spec *contract.SMBSpec) (bool, error) {
+//
+// A mapping made with another user's credentials is never used by this
+// volume, nor made again with this volume's while other volumes use it
+// (otherUser): the volume would reach the share with another volume's
+// credentials, or they with its. restaging says the volume is staged
+// already (its link is there).
+func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition[mapped], spec *contract.SMBSpec, restaging bool) (bool, error) {
 	root := spec.MappingPath()
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 
+	made, known := b.maker(ctx, root)
+	if known && made.Compare(b.credentialOf(spec)) == backend.CredentialOtherUser {
+		if other := b.otherUser(ctx, t, root); other != "" {
+			return false, userConflict(spec, made.User, other)
+		}
+	}
 	m, err := b.h.SMB.Mapping(ctx, root)
 	if errors.Is(err, host.ErrNotFound) {
 		log.V(4).Info("Share is not mapped yet")
@@ -246,7 +267,25 @@ func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition[mapped
 		log.V(2).Info("Global mapping lost access to the share (credentials changed on the server?); mapping the share again", "err", err)
 		return true, keepMapping(t, spec.RequirePrivacy, b.remap(ctx, spec))
 	}
-	return b.reconcile(ctx, t, spec, m)
+	return b.reconcile(ctx, t, spec, m, restaging)
+}
+
+// userConflict is the refusal of a volume whose user differs from the one
+// the share's mapping was made with while other volumes use the mapping.
+func userConflict(spec *contract.SMBSpec, mappedAs, other string) error {
+	return fmt.Errorf("share %s is mapped as user %s for other staged volumes (such as %q), and this volume's node-stage secret names user %s: "+
+		"a volume reaches a share only through a mapping made with its own user's credentials, or it would use another volume's; "+
+		"give this volume the Secret of user %s, or unstage the volumes of user %s on this node first (csi-windows-node diagnose lists them): %w",
+		spec.MappingPath(), userName(mappedAs), other, userName(spec.Credential.User), userName(mappedAs), userName(mappedAs), host.ErrConflict)
+}
+
+// userName names a user in messages: "(none)" for a mapping without
+// credentials.
+func userName(u string) string {
+	if u == "" {
+		return "(none: mapped without credentials)"
+	}
+	return u
 }
 
 // errStaleCredentials marks a mapping that the server no longer accepts.
@@ -288,16 +327,30 @@ func (b *Backend) checkMapping(ctx context.Context, spec *contract.SMBSpec) erro
 }
 
 // reconcile decides whether a healthy mapping suits the volume: made with
-// the same user name and with encryption when the volume requires it. A
-// mapping that does not suit is remade only when no other staged volume
-// uses the share.
-func (b *Backend) reconcile(ctx context.Context, t *shared.Transition[mapped], spec *contract.SMBSpec, m host.SMBMapping) (bool, error) {
+// the volume's user (ensureMapping refused it already when another user's
+// mapping has other users) and password, and with encryption when the
+// volume requires it. A mapping that does not suit is made again when no
+// other staged volume uses the share. One made with the same user and
+// another password is kept while other volumes use it, or the volume is
+// staged already (a rotation, or a wrong password: the node cannot check
+// the new password without disturbing the mapping they use, see
+// docs/parameters.md); the volume's journal entry then records the drift,
+// which diagnose and csi_windows_node_credential_drift report.
+func (b *Backend) reconcile(ctx context.Context, t *shared.Transition[mapped], spec *contract.SMBSpec, m host.SMBMapping, restaging bool) (bool, error) {
 	root, user := spec.MappingPath(), spec.Credential.User
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 
 	var why string
-	if made, ok := b.maker(ctx, root); ok && !strings.EqualFold(made, user) {
-		why = fmt.Sprintf("it was made as user %q and this volume's secret names user %q", made, user)
+	made, known := b.maker(ctx, root)
+	match := backend.CredentialSame
+	if known {
+		match = made.Compare(b.credentialOf(spec))
+	}
+	switch match {
+	case backend.CredentialOtherUser:
+		why = fmt.Sprintf("it was made as user %s and this volume's secret names user %s", userName(made.User), userName(user))
+	case backend.CredentialDrift:
+		why = "it was made with another password of user " + user + " than this volume's secret holds"
 	}
 	privacy := spec.RequirePrivacy && !m.RequirePrivacy
 	if privacy && why == "" {
@@ -307,13 +360,23 @@ func (b *Backend) reconcile(ctx context.Context, t *shared.Transition[mapped], s
 		log.V(4).Info("Reusing global mapping")
 		return false, keepMapping(t, m.RequirePrivacy, nil)
 	}
-	if other := b.otherUser(ctx, t, root); other != "" {
-		if privacy {
-			return false, fmt.Errorf("share %s is mapped without SMB encryption (requirePrivacy false) for other staged volumes (such as %q), "+
-				"and this volume requires it; all volumes of a share must agree on requirePrivacy: %w", root, other, host.ErrConflict)
+	other := b.otherUser(ctx, t, root)
+	switch {
+	case other != "" && privacy:
+		return false, fmt.Errorf("share %s is mapped without SMB encryption (requirePrivacy false) for other staged volumes (such as %q), "+
+			"and this volume requires it; all volumes of a share must agree on requirePrivacy: %w", root, other, host.ErrConflict)
+	case other != "" && match == backend.CredentialOtherUser:
+		// Users came since ensureMapping counted none: the same refusal.
+		return false, userConflict(spec, made.User, other)
+	case match == backend.CredentialDrift && (other != "" || restaging):
+		volumes := []string{other}
+		if other == "" {
+			volumes = nil
 		}
-		log.V(2).Info("Keeping the global mapping of the share although "+why+": other staged volumes use it and removing it would break them; "+
-			"all volumes of a share should use the same credentials", "volumes", []string{other})
+		log.V(2).Info("Keeping the global mapping of the share although "+why+": other staged volumes, or this one, use it, and the "+
+			"node cannot check the new password without disturbing them; recorded as drift (csi-windows-node diagnose, "+
+			"csi_windows_node_credential_drift). Finish the rotation on every volume of the share, or fix this volume's secret",
+			"user", user, "volumes", volumes)
 		return false, keepMapping(t, m.RequirePrivacy, nil)
 	}
 	log.V(2).Info("Mapping the share again because " + why)
@@ -346,8 +409,12 @@ func (b *Backend) remap(ctx context.Context, spec *contract.SMBSpec) error {
 // leave a mapping of unknown origin.
 func (b *Backend) mapShare(ctx context.Context, spec *contract.SMBSpec) error {
 	root, user := spec.MappingPath(), spec.Credential.User
+	cred := b.credentialOf(spec)
 	if err := b.store.PutNote(ctx, notePrefix+root, user); err != nil {
 		return fmt.Errorf("record the user of the global mapping of %s: %w", root, err)
+	}
+	if err := b.putSecretNote(ctx, root, cred.SecretMAC); err != nil {
+		return err
 	}
 	err := b.h.SMB.Map(ctx, root, spec.Credential, spec.RequirePrivacy)
 	if err == nil {
@@ -373,6 +440,16 @@ func mapError(spec *contract.SMBSpec, err error) error {
 		return fmt.Errorf("this node is already connected to server %s under another user name; "+
 			"all volumes of one server must use the same credentials, or the other mapping must be removed "+
 			"(Get-SmbGlobalMapping, Remove-SmbGlobalMapping): %w", spec.Server, err)
+	case errors.Is(err, host.ErrGuestLogonBlocked):
+		// Windows Server 2019 and later refuse guest logons by default
+		// ("Guest access in SMB2 and SMB3 disabled by default":
+		// https://learn.microsoft.com/windows-server/storage/file-server/enable-insecure-guest-logons-smb2-and-smb3).
+		return fmt.Errorf("the server offered guest access to a mapping without credentials, which this node's policy refuses "+
+			"(\"Enable insecure guest logons\", off by default since Windows Server 2019; turning it on lowers the node's security): "+
+			"give the volume a node-stage secret with username and password instead: %w", err)
+	case errors.Is(err, host.ErrLogonFailure) && spec.Credential.User == "":
+		return fmt.Errorf("the server refused a mapping without credentials (mapWithoutCredentials): it wants a user; "+
+			"give the volume a node-stage secret with username and password: %w", err)
 	case errors.Is(err, host.ErrLogonFailure):
 		return fmt.Errorf("the server rejected the credentials of the node-stage secret "+
 			"(wrong user name or password, or a locked or disabled account): %w", err)
@@ -439,9 +516,10 @@ func (b *Backend) link(ctx context.Context, staging, unc string, state stagingSt
 // that made it, or to which an unstage left the decision, unless a staged
 // volume uses the share. The failed volume counts itself from the host
 // (its staging path may hold a link from an earlier stage). It runs with
-// its own deadline, because the stage's context may have ended.
+// its own deadline (backend.CleanupContext), because the stage's context
+// may have ended.
 func (b *Backend) releaseAfterFailure(ctx context.Context, root string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	ctx, cancel := backend.CleanupContext(ctx)
 	defer cancel()
 	if b.opts.KeepMappings {
 		return
@@ -452,16 +530,54 @@ func (b *Backend) releaseAfterFailure(ctx context.Context, root string) {
 	}
 }
 
-// maker returns the user name the share's mapping was made with, when
+// maker returns the credential the share's mapping was made with, when
 // known. A note that cannot be read counts as unknown: the mapping is then
 // kept as it is.
-func (b *Backend) maker(ctx context.Context, root string) (string, bool) {
+func (b *Backend) maker(ctx context.Context, root string) (backend.Credential, bool) {
 	user, ok, err := b.store.Note(ctx, notePrefix+root)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot read the note of a global mapping", "remotePath", root)
-		return "", false
+		return backend.Credential{}, false
 	}
-	return user, ok
+	if !ok {
+		return backend.Credential{}, false
+	}
+	mac, _, err := b.store.Note(ctx, secretNotePrefix+root)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot read the note of a global mapping's password", "remotePath", root)
+		mac = "" // unknown: never taken as different
+	}
+	return backend.Credential{User: user, SecretMAC: mac}, true
+}
+
+// putSecretNote records the MAC of the password a mapping is being made
+// with; a mapping without a password has no such note.
+func (b *Backend) putSecretNote(ctx context.Context, root, mac string) error {
+	if mac == "" {
+		return b.deleteSecretNote(ctx, root)
+	}
+	if err := b.store.PutNote(ctx, secretNotePrefix+root, mac); err != nil {
+		return fmt.Errorf("record the password of the global mapping of %s (its MAC): %w", root, err)
+	}
+	return nil
+}
+
+func (b *Backend) deleteSecretNote(ctx context.Context, root string) error {
+	if err := b.store.DeleteNote(ctx, secretNotePrefix+root); err != nil {
+		return fmt.Errorf("drop the record of the password of the global mapping of %s: %w", root, err)
+	}
+	return nil
+}
+
+// credentialOf is what the journal records of the volume's credential:
+// its user and the MAC of its password, bound to the share root and the
+// user (lower case, as Windows compares user names).
+func (b *Backend) credentialOf(spec *contract.SMBSpec) backend.Credential {
+	c := backend.Credential{User: spec.Credential.User}
+	if c.User != "" {
+		c.SecretMAC = spec.Credential.Password.MAC(b.opts.CredentialKey, "smb", spec.MappingPath(), strings.ToLower(c.User))
+	}
+	return c
 }
 
 // forgetMaker drops the note of a mapping that no longer exists. A note
@@ -470,5 +586,8 @@ func (b *Backend) maker(ctx context.Context, root string) (string, bool) {
 func (b *Backend) forgetMaker(ctx context.Context, root string) {
 	if err := b.store.DeleteNote(ctx, notePrefix+root); err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot drop the note of a removed global mapping", "remotePath", root)
+	}
+	if err := b.deleteSecretNote(ctx, root); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot drop the note of a removed global mapping's password", "remotePath", root)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 )
@@ -275,21 +277,100 @@ func TestRestageIsIdempotent(t *testing.T) {
 	e.wantLink("v1", "srv", "data", "v1")
 }
 
-// The user a mapping was made with is recorded; another user remaps the
-// share only when no other staged volume uses it.
-func TestCredentialsChanged(t *testing.T) {
+// The user a mapping was made with is recorded: a volume of another user
+// is refused while other staged volumes use the mapping (it would reach
+// the share with their credentials), naming the share, the user it is
+// mapped as and what to do; once they are gone the share is mapped again
+// as the new user.
+func TestAnotherUserIsRefused(t *testing.T) {
 	e := newEnv(t)
 	e.mustStage(vol{id: "v1"}) // alice
-	e.mustStage(vol{id: "v2", secrets: bob()})
-	e.wantMappings(map[string]string{`\\srv\data`: "alice"}) // kept: v1 uses it
-	e.wantLink("v2", "srv", "data", "v2")
+	err := e.stage(vol{id: "v2", secrets: bob()})
+	wantCode(t, "stage as bob while alice's mapping is used", err, codes.FailedPrecondition)
+	for _, want := range []string{`share \\srv\data is mapped as user alice`, `"v1"`, "names user bob", "give this volume the Secret of user alice"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q: %v", want, err)
+		}
+	}
+	e.wantMappings(map[string]string{`\\srv\data`: "alice"})
+	e.wantEmptyDir("v2")
+	if _, ok := e.journal().Get(context.Background(), "v2"); ok {
+		t.Error("the refused stage left its journal entry")
+	}
 
 	e.mustUnstage("v1")
-	e.restart() // the record of who made the mapping survives
-	e.mustStage(vol{id: "v2", secrets: bob()})
-	e.wantMappings(map[string]string{`\\srv\data`: "bob"}) // v2 alone: remapped as bob
+	e.keepMappings = true
+	e.restart() // the record of who made the mapping survives; the mapping stays
+	e.mustStage(vol{id: "v1"})
+	e.mustUnstage("v1")
+	e.wantMappings(map[string]string{`\\srv\data`: "alice"})
+	e.mustStage(vol{id: "v2", secrets: bob()}) // no volume uses alice's mapping: remapped as bob
+	e.wantMappings(map[string]string{`\\srv\data`: "bob"})
+}
+
+// noteOf returns the credential the journal records for the mapping of
+// the share root.
+func (e *env) noteOf(root string) backend.Credential {
+	e.t.Helper()
+	user, ok, err := e.journal().Note(context.Background(), smb.MappingNotePrefix+root)
+	if err != nil || !ok {
+		e.t.Fatalf("note of %s: %v, %v", root, ok, err)
+	}
+	mac, _, err := e.journal().Note(context.Background(), smb.MappingSecretNotePrefix+root)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return backend.Credential{User: user, SecretMAC: mac}
+}
+
+// entryOf returns the credential the journal records for volume id.
+func (e *env) entryOf(id string) backend.Credential {
+	e.t.Helper()
+	en, ok := e.journal().Get(context.Background(), id)
+	if !ok {
+		e.t.Fatalf("no journal entry of %s", id)
+	}
+	r, err := smb.DecodeRecord(en)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r.Credential()
+}
+
+// A volume of the same user with another password (a rotation begun, or a
+// wrong password) while the mapping has other users is staged through it,
+// as the node cannot check the password without disturbing them; its
+// journal entry records the drift, never the password. With no other
+// user the share is mapped again with the volume's password, which checks
+// it.
+func TestSameUserAnotherPassword(t *testing.T) {
+	e := newEnv(t)
+	e.mustStage(vol{id: "v1"})
+	e.mustStage(vol{id: "v2", secrets: secret("alice", alicePW2)})
+	e.wantMappings(map[string]string{`\\srv\data`: "alice"})
+	e.wantLink("v2", "srv", "data", "v2")
+	note, v1, v2 := e.noteOf(`\\srv\data`), e.entryOf("v1"), e.entryOf("v2")
+	if note.Compare(v1) != backend.CredentialSame || note.Compare(v2) != backend.CredentialDrift {
+		t.Fatalf("mapping %+v, v1 %+v, v2 %+v: want v1 the same and v2 drifted", note, v1, v2)
+	}
+	for _, c := range []backend.Credential{note, v1, v2} {
+		for _, pw := range allPasswords {
+			if strings.Contains(c.SecretMAC, pw) {
+				t.Fatal("a record holds a password")
+			}
+		}
+	}
+
+	// Alone on a kept mapping, a wrong password is checked by mapping
+	// again, and refused.
+	e.mustUnstage("v1")
 	e.mustUnstage("v2")
-	e.wantMappings(nil)
+	e.keepMappings = true
+	e.restart()
+	e.mustStage(vol{id: "v1"})
+	e.mustUnstage("v1")
+	err := e.stage(vol{id: "v3", secrets: secret("alice", bobPW)})
+	wantCode(t, "stage alone with a wrong password", err, codes.Unauthenticated)
 }
 
 // DOMAIN\user and user@domain both reach the server as the user Windows
@@ -341,6 +422,13 @@ func TestStageErrors(t *testing.T) {
 		{"staging path holds data", func(e *env) error {
 			return os.WriteFile(filepath.Join(mkdirAll(e, e.stagingPath("v1")), "f"), nil, 0o600)
 		}, vol{id: "v1"}, codes.FailedPrecondition, "", false},
+		{"no credentials", nil, vol{id: "v1", secrets: map[string]string{}}, codes.InvalidArgument, `parameter "username"`, false},
+		{"refused without credentials", nil, vol{id: "v1", secrets: map[string]string{}, ctx: noCred},
+			codes.Unauthenticated, `the server refused a mapping without credentials`, false},
+		{"guest logon blocked", func(e *env) error {
+			e.sim.Faults().Add(sim.Rule{Op: sim.OpSMBMap, Nth: 1, Err: "guestlogonblocked"})
+			return nil
+		}, vol{id: "v1", secrets: map[string]string{}, ctx: noCred}, codes.FailedPrecondition, `"Enable insecure guest logons"`, false},
 		{"link fails after mapping", func(e *env) error {
 			e.sim.Faults().Add(sim.Rule{Op: sim.OpFilesSymlink, Nth: 1, Err: "internal"})
 			return nil
@@ -376,6 +464,9 @@ func TestStageErrors(t *testing.T) {
 		})
 	}
 }
+
+// noCred is the opt-in to a mapping without credentials.
+var noCred = map[string]string{"mapWithoutCredentials": "true"}
 
 func mkdirAll(e *env, p string) string {
 	e.t.Helper()

@@ -25,6 +25,13 @@ var iscsiCases = []Case{
 		if len(s) != 0 {
 			t.Fatalf("sessions %+v", s)
 		}
+		// REPORT LUNS needs a session to go through. ErrNotFound says
+		// there is none; Windows may also fail the initiator's class when
+		// its service is stopped, which callers read as "unknown" too.
+		luns, err := f.Host.ISCSI.ReportLUNs(ctx, f.MissingTarget)
+		if err == nil || len(luns) != 0 {
+			t.Fatalf("ReportLUNs of a target without a session: %v, %v; want an error", luns, err)
+		}
 	}},
 	// A portal added runs discovery (its targets are listed at once),
 	// is listed, refreshes, and is gone after RemovePortal; adding it
@@ -93,6 +100,11 @@ var iscsiCases = []Case{
 		s := login(t, ctx, f, false)
 		if disks := sessionDisks(t, ctx, f, s); len(disks) == 0 {
 			t.Fatal("SessionDisks: the session reaches no disk")
+		}
+		// The target reports its LUNs (SCSI REPORT LUNS) through the
+		// session: the fixture's target has at least one.
+		if luns, err := f.Host.ISCSI.ReportLUNs(ctx, f.Target); err != nil || len(luns) == 0 {
+			t.Fatalf("ReportLUNs of a logged-in target: %v, %v; want its LUNs", luns, err)
 		}
 		_, err := f.Host.ISCSI.Connect(ctx, host.ConnectRequest{TargetIQN: f.Target, Portal: f.Portal, Auth: host.AuthOneWay, CHAP: f.CHAP})
 		is(t, "Connect again through the same portal", err, host.ErrAlreadyExists)
@@ -218,13 +230,8 @@ var iscsiBulkCases = []Case{
 		is(t, "AddPortal", f.Host.ISCSI.AddPortal(ctx, f.Portal, "", nil), nil)
 		s := login(t, ctx, f, true)
 		listed := func() *host.PersistentLogin {
-			logins, err := f.Host.ISCSI.PersistentLogins(ctx)
-			is(t, "PersistentLogins", err, nil)
-			for i, l := range logins {
-				if strings.EqualFold(l.TargetNodeAddress, f.Target) && strings.EqualFold(l.Portal.Address, f.Portal.Address) &&
-					l.Portal.Port == f.Portal.Port {
-					return &logins[i]
-				}
+			if logins := persistentLoginsOf(t, ctx, f); len(logins) > 0 {
+				return &logins[0]
 			}
 			return nil
 		}
@@ -240,6 +247,36 @@ var iscsiBulkCases = []Case{
 			t.Fatalf("Sessions after RemovePersistentLogin: %+v, want the session, connected", got)
 		}
 		is(t, "RemovePersistentLogin again", f.Host.ISCSI.RemovePersistentLogin(ctx, *l), host.ErrNotFound)
+		is(t, "Disconnect", f.Host.ISCSI.Disconnect(ctx, s), nil)
+		is(t, "RemovePortal", f.Host.ISCSI.RemovePortal(ctx, f.Portal), nil)
+	}},
+	// A second persistent login of the target through the same portal,
+	// after the first's session was logged out (which keeps its
+	// persistent login). Uncertain: whether Windows keeps one persistent
+	// login per target and portal or stores the second beside the first
+	// (no page says; docs/windows.md). Both are accepted and the answer
+	// logged; removing what is listed leaves nothing listed either way
+	// (removing one of two listed may remove both: ErrNotFound for the
+	// second is accepted).
+	{Name: "iscsi/persistent-login-twice", Given: ISCSITarget, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "AddPortal", f.Host.ISCSI.AddPortal(ctx, f.Portal, "", nil), nil)
+		first := login(t, ctx, f, true)
+		is(t, "Disconnect", f.Host.ISCSI.Disconnect(ctx, first), nil)
+		s := login(t, ctx, f, true)
+		listed := persistentLoginsOf(t, ctx, f)
+		if len(listed) != 1 && len(listed) != 2 {
+			t.Fatalf("PersistentLogins after a second persistent login through %s: %+v, want one or two", f.Portal, listed)
+		}
+		t.Logf("a second persistent login through the same portal: %d listed", len(listed))
+		for i, l := range listed {
+			err := f.Host.ISCSI.RemovePersistentLogin(ctx, l)
+			if err != nil && (i == 0 || !errors.Is(err, host.ErrNotFound)) {
+				t.Fatalf("RemovePersistentLogin %d of %d: %v", i+1, len(listed), err)
+			}
+		}
+		if left := persistentLoginsOf(t, ctx, f); len(left) != 0 {
+			t.Fatalf("PersistentLogins after removing what was listed: %+v, want none", left)
+		}
 		is(t, "Disconnect", f.Host.ISCSI.Disconnect(ctx, s), nil)
 		is(t, "RemovePortal", f.Host.ISCSI.RemovePortal(ctx, f.Portal), nil)
 	}},
@@ -271,6 +308,22 @@ func login(t *testing.T, ctx context.Context, f Fixture, persistent bool) host.I
 		t.Fatalf("Sessions after Connect: %+v, want session %s, connected, persistent %t", got, s.SessionID, persistent)
 	}
 	return s
+}
+
+// persistentLoginsOf lists the persistent logins of f.Target through
+// f.Portal.
+func persistentLoginsOf(t *testing.T, ctx context.Context, f Fixture) []host.PersistentLogin {
+	t.Helper()
+	logins, err := f.Host.ISCSI.PersistentLogins(ctx)
+	is(t, "PersistentLogins", err, nil)
+	var out []host.PersistentLogin
+	for _, l := range logins {
+		if strings.EqualFold(l.TargetNodeAddress, f.Target) && strings.EqualFold(l.Portal.Address, f.Portal.Address) &&
+			l.Portal.Port == f.Portal.Port {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // sessionsOf lists the sessions of f.Target.

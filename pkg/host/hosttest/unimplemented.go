@@ -228,6 +228,10 @@ func (unimplementedISCSI) SessionDisks(context.Context, host.ISCSISession) ([]ui
 	return nil, notImpl("iscsi.SessionDisks")
 }
 
+func (unimplementedISCSI) ReportLUNs(context.Context, string) ([]uint32, error) {
+	return nil, notImpl("iscsi.ReportLUNs")
+}
+
 func (unimplementedISCSI) DisksBySession(context.Context) (map[string][]uint32, error) {
 	return nil, notImpl("iscsi.DisksBySession")
 }

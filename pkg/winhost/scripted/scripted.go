@@ -51,7 +51,7 @@ type Call struct {
 type Reply struct {
 	Instances []winhost.Instance // Query, Associators
 	Result    winhost.Result     // Call
-	Bytes     []byte             // raw IOCTL output; GetFileSecurity's descriptor; LookupAccountName's SID
+	Bytes     []byte             // raw IOCTL output; the descriptor FileSecurity and UpdateFileDACL read; LookupAccountName's SID
 	String    string             // GetVolumeNameForVolumeMountPoint
 	Uint32    uint32             // GetFileAttributes; LookupAccountName's SID_NAME_USE
 	Bool      bool               // DirectoryHasEntries
@@ -441,16 +441,27 @@ func (e *Executor) RemoveIScsiPersistentTarget(ctx context.Context, initiatorIns
 	return e.win32(ctx, "RemoveIScsiPersistentTarget", initiatorInstance, initiatorPort, targetName, portal).Err
 }
 
-// GetFileSecurity implements winhost.Executor.
-func (e *Executor) GetFileSecurity(ctx context.Context, path string, info uint32) ([]byte, error) {
-	r := e.win32(ctx, "GetFileSecurity", path, info)
+// FileSecurity implements winhost.Executor.
+func (e *Executor) FileSecurity(ctx context.Context, path string, info uint32) ([]byte, error) {
+	r := e.win32(ctx, "FileSecurity", path, info)
 	return r.Bytes, r.Err
 }
 
-// SetFileSecurity implements winhost.Executor. The descriptor is recorded
-// as given, so a script states the exact bytes it expects.
-func (e *Executor) SetFileSecurity(ctx context.Context, path string, info uint32, sd []byte) error {
-	return e.win32(ctx, "SetFileSecurity", path, info, append([]byte(nil), sd...)).Err
+// UpdateFileDACL implements winhost.Executor as two scripted calls: the
+// open and read, "UpdateFileDACL" (path), whose Reply.Bytes is the
+// descriptor read (Reply.Err: the open or the read failed); then, when
+// update returns an ACL, the write, "SetSecurityInfo" (path, info, the ACL
+// as given, so a script states the exact bytes it expects).
+func (e *Executor) UpdateFileDACL(ctx context.Context, path string, update func(sd []byte) ([]byte, uint32, error)) error {
+	r := e.win32(ctx, "UpdateFileDACL", path)
+	if r.Err != nil {
+		return r.Err
+	}
+	acl, info, err := update(r.Bytes)
+	if err != nil || acl == nil {
+		return err
+	}
+	return e.win32(ctx, "SetSecurityInfo", path, info, append([]byte(nil), acl...)).Err
 }
 
 // LookupAccountName implements winhost.Executor.

@@ -8,30 +8,37 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// The security functions golang.org/x/sys/windows does not bind (v0.49.0
-// has GetSecurityInfo and SetSecurityInfo, which propagate inheritable
-// entries to existing children when they set a DACL, but not the
-// low-level pair, which does not).
-var (
-	modadvapi32          = windows.NewLazySystemDLL("advapi32.dll")
-	procGetFileSecurityW = modadvapi32.NewProc("GetFileSecurityW")
-	procSetFileSecurityW = modadvapi32.NewProc("SetFileSecurityW")
-)
-
-// maxDescriptor bounds the security descriptor read: owner, group and two
-// ACLs of at most 64 KiB each fit well below it.
-const maxDescriptor = 1 << 20
-
-// GetFileSecurity implements winhost.Win32.
-func (e *Executor) GetFileSecurity(ctx context.Context, path string, info uint32) ([]byte, error) {
-	return win32Call(ctx, e, "GetFileSecurity", func() ([]byte, error) {
-		return getFileSecurity(path, info)
+// FileSecurity implements winhost.Win32.
+func (e *Executor) FileSecurity(ctx context.Context, path string, info uint32) ([]byte, error) {
+	return win32Call(ctx, e, "GetSecurityInfo", func() ([]byte, error) {
+		h, err := openHandle(path, windows.READ_CONTROL, windows.FILE_FLAG_BACKUP_SEMANTICS)
+		if err != nil {
+			return nil, err
+		}
+		defer closeHandle(h)
+		return securityInfo(h, info)
 	}, "path", path)
 }
 
-// SetFileSecurity implements winhost.Win32.
-func (e *Executor) SetFileSecurity(ctx context.Context, path string, info uint32, sd []byte) error {
-	return win32Do(ctx, e, "SetFileSecurity", func() error { return setFileSecurity(path, info, sd) }, "path", path)
+// UpdateFileDACL implements winhost.Win32: one handle for the read and the
+// write, so the DACL set is built from the DACL of the same object.
+func (e *Executor) UpdateFileDACL(ctx context.Context, path string, update func(sd []byte) ([]byte, uint32, error)) error {
+	return win32Do(ctx, e, "UpdateFileDACL", func() error {
+		h, err := openHandle(path, windows.READ_CONTROL|windows.WRITE_DAC, windows.FILE_FLAG_BACKUP_SEMANTICS)
+		if err != nil {
+			return err
+		}
+		defer closeHandle(h)
+		sd, err := securityInfo(h, uint32(windows.DACL_SECURITY_INFORMATION))
+		if err != nil {
+			return err
+		}
+		acl, info, err := update(sd)
+		if err != nil || acl == nil {
+			return err
+		}
+		return setDACL(h, info, acl)
+	}, "path", path)
 }
 
 // LookupAccountName implements winhost.Win32.
@@ -47,64 +54,38 @@ func (e *Executor) LookupAccountName(ctx context.Context, name string) ([]byte, 
 	return a.sid, a.use, err
 }
 
-// aligned returns a zeroed buffer of at least n bytes whose start is
-// DWORD-aligned, as a security descriptor must be.
-func aligned(n int) []uint32 { return make([]uint32, (n+3)/4) }
-
-func bytesOf(buf []uint32, n int) []byte {
-	return append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), len(buf)*4)[:n]...)
+// securityInfo reads the parts info names of the security descriptor of
+// the object h is a handle of, with GetSecurityInfo
+// (https://learn.microsoft.com/en-us/windows/win32/api/aclapi/nf-aclapi-getsecurityinfo),
+// which x/sys returns self-relative on the Go heap (it frees Windows'
+// copy).
+func securityInfo(h windows.Handle, info uint32) ([]byte, error) {
+	sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.SECURITY_INFORMATION(info))
+	if err != nil {
+		return nil, win32Error("GetSecurityInfo", err)
+	}
+	b := append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(sd)), sd.Length())...)
+	runtime.KeepAlive(sd)
+	return b, nil
 }
 
-// getFileSecurity calls GetFileSecurityW
-// (https://learn.microsoft.com/en-us/windows/win32/api/winbase/nf-winbase-getfilesecurityw):
-// "if the returned number of bytes is less than or equal to nLength, the
-// entire security descriptor is returned in the output buffer; otherwise,
-// none of the descriptor is returned". It asks again, once or twice, with
-// the size needed.
-func getFileSecurity(path string, info uint32) ([]byte, error) {
-	p, err := utf16Ptr("GetFileSecurity", path)
-	if err != nil {
-		return nil, err
+// setDACL sets the DACL of the object h is a handle of with SetSecurityInfo
+// (https://learn.microsoft.com/en-us/windows/win32/api/aclapi/nf-aclapi-setsecurityinfo):
+// DACL_SECURITY_INFORMATION and the flags of info, the ACL acl copied into
+// a DWORD-aligned buffer, as an ACL must be. SetSecurityInfo propagates the
+// ACL's inheritable entries to the existing children.
+func setDACL(h windows.Handle, info uint32, acl []byte) error {
+	if len(acl) < 8 {
+		return win32Error("SetSecurityInfo", windows.ERROR_INVALID_ACL)
 	}
-	size := 512
-	for range 4 {
-		buf := aligned(size)
-		var need uint32
-		r, _, errno := procGetFileSecurityW.Call(uintptr(unsafe.Pointer(p)), uintptr(info),
-			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)*4), uintptr(unsafe.Pointer(&need)))
-		runtime.KeepAlive(p)
-		if r != 0 {
-			if int(need) > len(buf)*4 || need == 0 {
-				need = uint32(len(buf) * 4)
-			}
-			return bytesOf(buf, int(need)), nil
-		}
-		if !isErrno(errno, windows.ERROR_INSUFFICIENT_BUFFER) || int(need) <= size || need > maxDescriptor {
-			return nil, win32Error("GetFileSecurity", errno)
-		}
-		size = int(need)
-	}
-	return nil, win32Error("GetFileSecurity", windows.ERROR_INSUFFICIENT_BUFFER)
-}
-
-// setFileSecurity calls SetFileSecurityW
-// (https://learn.microsoft.com/en-us/windows/win32/api/winbase/nf-winbase-setfilesecurityw)
-// with sd copied into a DWORD-aligned buffer.
-func setFileSecurity(path string, info uint32, sd []byte) error {
-	p, err := utf16Ptr("SetFileSecurity", path)
-	if err != nil {
-		return err
-	}
-	if len(sd) == 0 {
-		return win32Error("SetFileSecurity", windows.ERROR_INVALID_SECURITY_DESCR)
-	}
-	buf := aligned(len(sd))
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), len(buf)*4), sd)
-	r, _, errno := procSetFileSecurityW.Call(uintptr(unsafe.Pointer(p)), uintptr(info), uintptr(unsafe.Pointer(&buf[0])))
-	runtime.KeepAlive(p)
+	buf := make([]uint32, (len(acl)+3)/4)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), len(buf)*4), acl)
+	err := windows.SetSecurityInfo(h, windows.SE_FILE_OBJECT,
+		windows.SECURITY_INFORMATION(info)|windows.DACL_SECURITY_INFORMATION,
+		nil, nil, (*windows.ACL)(unsafe.Pointer(&buf[0])), nil)
 	runtime.KeepAlive(buf)
-	if r == 0 {
-		return win32Error("SetFileSecurity", errno)
+	if err != nil {
+		return win32Error("SetSecurityInfo", err)
 	}
 	return nil
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/winhost"
 )
 
-// Every check runs against every tree and returns one error per problem,
-// prefixed with the tree. A nil result means the call fits both trees.
+// Every check runs against every tree that carries the namespace
+// (Ungenerated) and returns one error per problem, prefixed with the tree.
+// A nil result means the call fits every such tree.
 
 // CheckQuery checks a WQL query sent to namespace ns and the instances it
 // was answered with: the class exists in ns, every selected property and
@@ -23,7 +24,7 @@ func (s *Schema) CheckQuery(ns, wql string, replies []winhost.Instance) []error 
 		return []error{fmt.Errorf("%s: %w", wql, err)}
 	}
 	var errs []error
-	for _, t := range s.Trees {
+	for _, t := range s.treesFor(ns) {
 		c, err := t.Class(ns, q.class)
 		if err != nil {
 			errs = append(errs, err)
@@ -73,7 +74,7 @@ func (s *Schema) CheckAssociators(ns, path, assoc, result string, replies []winh
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, t := range s.Trees {
+	for _, t := range s.treesFor(ns) {
 		a, err := t.Class(ns, assoc)
 		if err != nil {
 			errs = append(errs, err)
@@ -112,7 +113,7 @@ func (s *Schema) CheckCall(ns string, m winhost.Method, r winhost.Result) []erro
 			errs = append(errs, fmt.Errorf("%s.%s invoked on an object of class %s", m.Class, m.Name, pc))
 		}
 	}
-	for _, t := range s.Trees {
+	for _, t := range s.treesFor(ns) {
 		c, err := t.Class(ns, m.Class)
 		if err != nil {
 			errs = append(errs, err)
@@ -165,7 +166,7 @@ func (s *Schema) CheckInstance(ns string, in winhost.Instance) []error {
 		return []error{fmt.Errorf("an instance (path %q) names no class; the executor always reports one", in.Path)}
 	}
 	var errs []error
-	for _, t := range s.Trees {
+	for _, t := range s.treesFor(ns) {
 		c, err := t.Class(ns, in.Class)
 		if err != nil {
 			errs = append(errs, err)

@@ -26,6 +26,33 @@ const (
 // plugin uses only what Windows Server 2019 and 23H2 both have.
 var Trees = []string{"server2019", "server23h2"}
 
+// Ungenerated are namespaces a tree does not carry although that Windows
+// version has them, by tree and lower-case namespace, each with the
+// documentation that says so: microsoft/wmi v0.43.0 generates no Root\WMI
+// for Server 2019. A call in such a namespace is checked against the other
+// trees only; a namespace no tree carries is an error. The plugin's code
+// for such a class must not rely on it (ReportLUNs: an error is "the
+// answer is unknown", and the stage waits for the disk as before).
+var Ungenerated = map[string]map[string]string{
+	"server2019": {
+		`root\wmi`: "the iSCSI initiator's MSiSCSIInitiator_SessionClass and its SendScsiReportLuns: minimum supported server " +
+			"Windows Server 2008 (https://learn.microsoft.com/previous-versions/windows/desktop/iscsidisc/sendscsireportluns-msiscsiinitiator-sessionclass)",
+	},
+}
+
+// treesFor returns the trees a call in namespace ns is checked against:
+// every tree but those Ungenerated lists for ns.
+func (s *Schema) treesFor(ns string) []*Tree {
+	key := strings.ToLower(strings.ReplaceAll(ns, "/", `\`))
+	var out []*Tree
+	for _, t := range s.Trees {
+		if _, skip := Ungenerated[t.Name][key]; !skip {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Class is one WMI class as the generated code describes it, with the
 // properties and methods of its base classes.
 type Class struct {

@@ -187,3 +187,29 @@ func TestParseWQL(t *testing.T) {
 		}
 	}
 }
+
+// A namespace a tree does not generate (Ungenerated) is checked against
+// the other trees: the iSCSI initiator's Root\WMI class fits Server 23H2's
+// MOF, a misspelt property there still fails, and a namespace no tree
+// lists as ungenerated stays an error in the tree that lacks it.
+func TestCheckerUngeneratedNamespace(t *testing.T) {
+	s := schema(t)
+	const ns = winhost.NamespaceWMI
+	path := `\\NODE\root\wmi:MSiSCSIInitiator_SessionClass.InstanceName="x"`
+	m := winhost.Method{Class: "MSiSCSIInitiator_SessionClass", Path: path, Name: "SendScsiReportLuns"}
+	out := winhost.Result{Out: map[string]any{"ScsiStatus": int64(0), "ResponseBuffer": []any{int64(0)}, "SenseBuffer": []any{}}}
+	if errs := s.CheckCall(ns, m, out); len(errs) != 0 {
+		t.Errorf("SendScsiReportLuns: %v", errs)
+	}
+	if errs := s.CheckQuery(ns, "SELECT TargetNodeName FROM MSiSCSIInitiator_SessionClass", nil); len(errs) != 0 {
+		t.Errorf("query: %v", errs)
+	}
+	errs := s.CheckQuery(ns, "SELECT TargetNodName FROM MSiSCSIInitiator_SessionClass", nil)
+	if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "server23h2: ") {
+		t.Errorf("misspelt property: %v, want one error from server23h2", errs)
+	}
+	errs = s.CheckQuery(`Root\Microsoft\Windows\Nowhere`, "SELECT * FROM MSFT_Disk", nil)
+	if len(errs) != len(Trees) {
+		t.Errorf("a namespace no tree has: %v, want an error per tree", errs)
+	}
+}

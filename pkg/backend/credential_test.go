@@ -1,0 +1,43 @@
+package backend
+
+import "testing"
+
+func TestCredentialCompare(t *testing.T) {
+	alice := Credential{User: "CORP\\alice", SecretMAC: "aa"}
+	tests := []struct {
+		name string
+		v    Credential
+		want CredentialMatch
+	}{
+		{"same", Credential{User: "corp\\ALICE", SecretMAC: "aa"}, CredentialSame},
+		{"another secret", Credential{User: "CORP\\alice", SecretMAC: "bb"}, CredentialDrift},
+		{"another user", Credential{User: "CORP\\bob", SecretMAC: "aa"}, CredentialOtherUser},
+		{"no user against a user", Credential{}, CredentialOtherUser},
+		{"a record without a MAC", Credential{User: "CORP\\alice"}, CredentialSame},
+	}
+	for _, tt := range tests {
+		if got := alice.Compare(tt.v); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+	if got := (Credential{User: "alice"}).Compare(Credential{User: "alice", SecretMAC: "aa"}); got != CredentialSame {
+		t.Errorf("a resource record without a MAC: %s, want same", got)
+	}
+}
+
+func TestCredentialNote(t *testing.T) {
+	c := Credential{User: "alice", SecretMAC: "0a1b"}
+	if got := DecodeCredential(c.Encode()); got != c {
+		t.Fatalf("round trip %+v, want %+v", got, c)
+	}
+	// Earlier versions kept the bare user name, "" for anonymous.
+	for _, legacy := range []string{"alice", `CORP\alice`, "", "{not json"} {
+		if got := DecodeCredential(legacy); got != (Credential{User: legacy}) {
+			t.Errorf("legacy note %q read as %+v", legacy, got)
+		}
+	}
+	// A field a later version adds does not turn the note into a user name.
+	if got := DecodeCredential(`{"user":"alice","secretMAC":"0a1b","since":"later"}`); got != c {
+		t.Errorf("note with a later field read as %+v", got)
+	}
+}
