@@ -48,63 +48,67 @@ func TestUpgradeFromTheOldPresetSelectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			preset := "--disk-preset=" + tt.preset
-			n, err := simnode.Open(simnode.Options{Base: base, NoAutoAttach: true, Args: []string{"--sim-config=" + cfg, preset}, Backoff: quick})
-			if err != nil {
-				t.Fatal(err)
+			var n *simnode.Node
+			open := func(args ...string) {
+				t.Helper()
+				if n != nil {
+					if err := n.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if n, err = simnode.Open(simnode.Options{Base: base, NoAutoAttach: true, Args: append(args, preset), Backoff: quick}); err != nil {
+					t.Fatal(err)
+				}
 			}
+			t.Cleanup(func() {
+				if n != nil {
+					_ = n.Close()
+				}
+			})
+			ctx := context.Background()
+			// rewrite sets the volume's recorded selector with the plugin
+			// stopped, and returns the one it replaced.
+			rewrite := func(selector string) string {
+				t.Helper()
+				if err := n.Close(); err != nil {
+					t.Fatal(err)
+				}
+				jr, err := journal.Open(n.StateDir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e, ok := jr.Get(ctx, tt.volumeID)
+				if !ok {
+					t.Fatalf("no journal entry for %s", tt.volumeID)
+				}
+				was := e.Attrs["diskSelector"]
+				e.Attrs["diskSelector"] = selector
+				if err := jr.Put(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+				n = nil
+				open()
+				return was
+			}
+
+			open("--sim-config=" + cfg)
 			staging := simnode.StagingPath(n.Kubelet, "vol")
 			if err := os.MkdirAll(staging, 0o750); err != nil {
 				t.Fatal(err)
 			}
-			ctx := context.Background()
 			stage := &csi.NodeStageVolumeRequest{VolumeId: tt.volumeID, StagingTargetPath: staging, VolumeCapability: simnode.MountCap}
 			if _, err := n.Server.NodeStageVolume(ctx, stage); err != nil {
 				t.Fatalf("stage: %v", err)
 			}
-			if err := n.Close(); err != nil {
-				t.Fatal(err)
-			}
-
 			// The record as an earlier release wrote it.
-			jr, err := journal.Open(n.StateDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, ok := jr.Get(ctx, tt.volumeID)
-			if !ok {
-				t.Fatalf("no journal entry for %s", tt.volumeID)
-			}
-			e.Attrs["diskSelector"] = tt.legacy
-			if err := jr.Put(ctx, e); err != nil {
-				t.Fatal(err)
-			}
-
-			n, err = simnode.Open(simnode.Options{Base: base, NoAutoAttach: true, Args: []string{preset}, Backoff: quick})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = n.Close() })
+			rewrite(tt.legacy)
 			if _, err := n.Server.NodeStageVolume(ctx, stage); err != nil {
 				t.Fatalf("restage after the upgrade: %v", err)
 			}
-			if err := n.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if jr, err = journal.Open(n.StateDir); err != nil {
-				t.Fatal(err)
-			}
-			if e, _ := jr.Get(ctx, tt.volumeID); !strings.Contains(e.Attrs["diskSelector"], tt.upgraded) {
-				t.Errorf("the record after the restage: %s, want %s", e.Attrs["diskSelector"], tt.upgraded)
-			}
 			// Once more as an earlier release wrote it: the unstage finds
 			// the disk by the old record.
-			e.Attrs["diskSelector"] = tt.legacy
-			if err := jr.Put(ctx, e); err != nil {
-				t.Fatal(err)
-			}
-			n, err = simnode.Open(simnode.Options{Base: base, NoAutoAttach: true, Args: []string{preset}, Backoff: quick})
-			if err != nil {
-				t.Fatal(err)
+			if now := rewrite(tt.legacy); !strings.Contains(now, tt.upgraded) {
+				t.Errorf("the record after the restage: %s, want %s", now, tt.upgraded)
 			}
 			if _, err := n.Server.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: tt.volumeID, StagingTargetPath: staging}); err != nil {
 				t.Fatalf("unstage: %v", err)
