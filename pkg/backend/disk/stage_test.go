@@ -643,6 +643,8 @@ func TestResumedStageChecksTheNotedDisk(t *testing.T) {
 			err: host.ErrConflict, in: []string{"does not name disk", "by a serial number it carries"}},
 		{name: "an unreadable note", edit: func(noted) string { return "{broken" },
 			err: host.ErrConflict, in: []string{"cannot be read"}},
+		{name: "an unreadable note of an earlier release", edit: func(noted) string { return "partitioning disk 3" },
+			err: host.ErrConflict, in: []string{`cannot be read ("partitioning disk 3": `}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
