@@ -111,7 +111,7 @@ func (t *taker) smbBacking(ctx context.Context, v *Volume, e journal.Entry, info
 	if user, ok := t.mappingNotes(ctx)[rec.Share]; ok && b.Mapping != "" {
 		b.MappedByPlugin, b.MappingUser = true, user
 		made := backend.Credential{User: user, SecretMAC: t.secretNotes(ctx)[rec.Share]}
-		b.MappingSecret = v.credential("the share's global mapping", "user", made, rec.Credential())
+		b.MappingSecret = v.credential("the share's global mapping", "user", backend.AccountNames, made, rec.Credential())
 	}
 	return b, nil
 }
@@ -135,7 +135,7 @@ func (t *taker) iscsiBacking(ctx context.Context, v *Volume, e journal.Entry, in
 	if made, ok := t.sessionCredentials(ctx)[strings.ToLower(rec.IQN)]; ok && len(sessions) > 0 {
 		u := made.User
 		b.SessionUser = &u
-		b.SessionSecret = v.credential("the target's sessions", "CHAP user", made, rec.Credential())
+		b.SessionSecret = v.credential("the target's sessions", "CHAP user", backend.CHAPNames, made, rec.Credential())
 	}
 	b.Disk = t.mounted(ctx, e.StagingPath, info)
 	if b.Disk == nil && len(sessions) > 0 {

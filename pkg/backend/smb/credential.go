@@ -14,7 +14,7 @@ import (
 // other (another user: staged before the plugin refused it). Volumes of
 // shares the journal records no mapping for are not counted.
 func CredentialCounts(ctx context.Context, store backend.Store) (drift, other int, err error) {
-	return backend.CountCredentials(ctx, store, string(contract.KindSMB), func(ctx context.Context, e journal.Entry) (backend.Credential, backend.Credential, bool, error) {
+	return backend.CountCredentials(ctx, store, string(contract.KindSMB), backend.AccountNames, func(ctx context.Context, e journal.Entry) (backend.Credential, backend.Credential, bool, error) {
 		rec, ok := recordOf(e)
 		if !ok {
 			return backend.Credential{}, backend.Credential{}, false, nil

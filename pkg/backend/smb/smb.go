@@ -183,7 +183,7 @@ func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec, fre
 			return false, nil
 		}
 	}
-	if made, ok := b.maker(ctx, root); ok && made.Compare(b.credentialOf(spec)) != backend.CredentialSame {
+	if made, ok := b.maker(ctx, root); ok && made.Compare(b.credentialOf(spec), backend.AccountNames) != backend.CredentialSame {
 		// Another user or another password: the transition decides
 		// (reconcile).
 		return false, nil
@@ -236,7 +236,7 @@ func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition[mapped
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 
 	made, known := b.maker(ctx, root)
-	if known && made.Compare(b.credentialOf(spec)) == backend.CredentialOtherUser {
+	if known && made.Compare(b.credentialOf(spec), backend.AccountNames) == backend.CredentialOtherUser {
 		if other := b.otherUser(ctx, t, root); other != "" {
 			return false, userConflict(spec, made.User, other)
 		}
@@ -344,7 +344,7 @@ func (b *Backend) reconcile(ctx context.Context, t *shared.Transition[mapped], s
 	made, known := b.maker(ctx, root)
 	match := backend.CredentialSame
 	if known {
-		match = made.Compare(b.credentialOf(spec))
+		match = made.Compare(b.credentialOf(spec), backend.AccountNames)
 	}
 	switch match {
 	case backend.CredentialOtherUser:
