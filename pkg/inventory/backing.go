@@ -112,6 +112,13 @@ func (t *taker) smbBacking(ctx context.Context, v *Volume, e journal.Entry, info
 		b.MappedByPlugin, b.MappingUser = true, user
 		made := backend.Credential{User: user, SecretMAC: t.secretNotes(ctx)[rec.Share]}
 		b.MappingSecret = v.credential("the share's global mapping", "user", backend.AccountNames, made, rec.Credential())
+		if made.Compare(rec.Credential(), backend.AccountNames) == backend.CredentialSame {
+			macs := t.secretNotes(ctx)
+			if other := smb.ServerDrift(rec.Share, rec.User, rec.SecretMAC, t.mappingNotes(ctx), macs); other != "" {
+				v.credential("the global mapping of "+other+" (another share of the server, which Windows may serve through the same SMB session)",
+					"user", backend.AccountNames, backend.Credential{User: rec.User, SecretMAC: macs[other]}, rec.Credential())
+			}
+		}
 	}
 	return b, nil
 }
