@@ -1,8 +1,9 @@
 // Package durable writes small files so that a crash leaves either the old
 // content or the new, never a mix: the stage journal and the simulated
-// host's state use it. It also reads and removes them so that a reader
-// (diagnose, an antivirus scan) never makes the plugin's writes fail.
-// Nothing else belongs here.
+// host's state use it. It also removes them, and retries the reads their
+// users make through handles of their own (RetryRead), so that another
+// process holding a file for a moment (diagnose, an antivirus scan) fails
+// neither the plugin's writes nor its reads. Nothing else belongs here.
 package durable
 
 import (
@@ -45,22 +46,17 @@ func WriteFile(dir, name string, data []byte) (err error) {
 	return SyncDir(dir)
 }
 
-// ReadFile reads dir/name. On Windows it opens the file sharing read, write
-// and delete (os.Root's opens do: golang/go
-// src/internal/syscall/windows/at_windows.go, Openat, at go1.26.8), so that
-// the plugin may replace or remove the file while a tool reads it; os.Open
-// shares only read and write (src/syscall/syscall_windows.go, Open), which
-// makes the writer's rename fail. A file that is not there fails at once
-// with an error wrapping os.ErrNotExist; a sharing refusal is retried.
-func ReadFile(dir, name string) ([]byte, error) {
-	var b []byte
-	err := inRoot(dir, func(r *os.Root) error {
-		var err error
-		b, err = r.ReadFile(name)
-		return err
-	})
-	return b, err
-}
+// RetryRead runs read, a read of one file through a handle its caller
+// opens itself (the journal's owner-checked read, which shares delete as
+// os.Root's opens do), again while it fails because another process holds
+// the file open without sharing it (ERROR_SHARING_VIOLATION, or
+// ERROR_LOCK_VIOLATION), for as long in all as WriteFile and Remove retry:
+// an antivirus scanner that opens a file just written must not fail the
+// plugin's start. A missing file is an answer. ERROR_ACCESS_DENIED, which
+// a rename or a removal meets while the file is held, is for a read the
+// file's own DACL and is not retried (passingReadError). Elsewhere nothing
+// is retried.
+func RetryRead(read func() error) error { return readRetry.do(read) }
 
 // Remove removes dir/name; the error of a missing file wraps
 // os.ErrNotExist. On Windows os.Root removes with POSIX semantics where the

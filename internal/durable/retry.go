@@ -30,9 +30,13 @@ type retry struct {
 	max   time.Duration
 }
 
-// systemRetry is the retry of this system (passingError in
+// systemRetry is the retry of this system's renames and removals, and
+// readRetry of its reads (passingError and passingReadError in
 // retry_windows.go and retry_other.go).
-var systemRetry = retry{passes: passingError, sleep: time.Sleep, max: retryFor}
+var (
+	systemRetry = retry{passes: passingError, sleep: time.Sleep, max: retryFor}
+	readRetry   = retry{passes: passingReadError, sleep: time.Sleep, max: retryFor}
+)
 
 // do runs op until it succeeds, fails for a reason that does not pass, or
 // the waits reach r.max; a missing file never passes. Waits start at 1 ms

@@ -96,8 +96,8 @@ func TestRetryIsBounded(t *testing.T) {
 // waits: each operation succeeds on its second try.
 func TestOperationsRetry(t *testing.T) {
 	dir := t.TempDir()
-	saved := systemRetry
-	t.Cleanup(func() { systemRetry = saved })
+	saved, savedRead := systemRetry, readRetry
+	t.Cleanup(func() { systemRetry, readRetry = saved, savedRead })
 	var (
 		blocked bool
 		release func()
@@ -112,6 +112,7 @@ func TestOperationsRetry(t *testing.T) {
 		},
 		max: retryFor,
 	}
+	readRetry = systemRetry
 	block := func(name string, inside bool) {
 		t.Helper()
 		p := filepath.Join(dir, name)
@@ -150,8 +151,16 @@ func TestOperationsRetry(t *testing.T) {
 
 	block("r.json", false)
 	release = unblock("r.json", func(p string) error { return os.WriteFile(p, []byte("content"), 0o600) })
-	if b, err := ReadFile(dir, "r.json"); err != nil || string(b) != "content" || waits != 1 {
-		t.Fatalf("ReadFile = %q, %v after %d waits; want the content after 1", b, err, waits)
+	var b []byte
+	read := func(name string) func() error {
+		return func() error {
+			var err error
+			b, err = os.ReadFile(filepath.Join(dir, name))
+			return err
+		}
+	}
+	if err := RetryRead(read("r.json")); err != nil || string(b) != "content" || waits != 1 {
+		t.Fatalf("RetryRead = %q, %v after %d waits; want the content after 1", b, err, waits)
 	}
 
 	block("d", true)
@@ -171,7 +180,7 @@ func TestOperationsRetry(t *testing.T) {
 	if err := Remove(dir, "d"); !errors.Is(err, fs.ErrNotExist) || waits != 1 {
 		t.Fatalf("Remove of a missing file = %v after %d more waits, want fs.ErrNotExist at once", err, waits-1)
 	}
-	if _, err := ReadFile(dir, "d"); !errors.Is(err, fs.ErrNotExist) || waits != 1 {
-		t.Fatalf("ReadFile of a missing file = %v, want fs.ErrNotExist at once", err)
+	if err := RetryRead(read("d")); !errors.Is(err, fs.ErrNotExist) || waits != 1 {
+		t.Fatalf("RetryRead of a missing file = %v, want fs.ErrNotExist at once", err)
 	}
 }

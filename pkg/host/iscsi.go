@@ -141,9 +141,10 @@ type ISCSI interface {
 	Sessions(ctx context.Context, iqn string) ([]ISCSISession, error)
 
 	// ResolvePortal returns the IP addresses the portal's host name
-	// resolves to now (an IP address resolves to itself), to tell through
-	// which configured portal a session whose connection reports an IP
-	// address was made. ErrNotFound when the name does not resolve.
+	// resolves to now (an IP address resolves to itself), as PlainAddr
+	// gives them, to tell through which configured portal a session whose
+	// connection reports an IP address was made. ErrNotFound when the name
+	// does not resolve.
 	ResolvePortal(ctx context.Context, p Portal) ([]netip.Addr, error)
 
 	// Disconnect logs out of one session. ErrInUse when Windows refuses
@@ -191,4 +192,14 @@ type ISCSI interface {
 	// listed it, so that Windows no longer logs in at boot; a session of
 	// it stays. ErrNotFound when it is not there.
 	RemovePersistentLogin(ctx context.Context, l PersistentLogin) error
+}
+
+// PlainAddr returns a as it compares with the address of a session's
+// connection: an IPv4 address in IPv6 form (::ffff:a.b.c.d, as a resolver
+// may answer) as IPv4, without a zone.
+func PlainAddr(a netip.Addr) netip.Addr {
+	if a.Is4In6() {
+		return netip.AddrFrom4(a.As4())
+	}
+	return a.WithZone("")
 }

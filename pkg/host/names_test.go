@@ -1,6 +1,7 @@
 package host
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -38,3 +39,16 @@ func TestNamesErrorsAreReasons(t *testing.T) {
 func second[T any](_ T, err error) error { return err }
 
 func third(_, _, _ string, err error) error { return err }
+
+func TestPlainAddr(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"10.0.0.1", "10.0.0.1"},
+		{"::ffff:10.0.0.1", "10.0.0.1"},
+		{"fe80::1%eth0", "fe80::1"},
+		{"fd00::5:2", "fd00::5:2"},
+	} {
+		if got := PlainAddr(netip.MustParseAddr(c.in)).String(); got != c.want {
+			t.Errorf("PlainAddr(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

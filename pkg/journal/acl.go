@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/wincsi/csi-windows-node/internal/durable"
 	"github.com/wincsi/csi-windows-node/pkg/winacl"
 )
 
@@ -165,15 +166,31 @@ type Refused struct {
 	ResourceKey string `json:"resourceKey,omitempty"`
 }
 
+// retryRead retries a read of a journal file that another process holds
+// (durable.RetryRead); tests replace it.
+var retryRead = durable.RetryRead
+
 // readFile reads a journal file through j.sec and refuses it unless its
 // owner is one the journal trusts and it has one name. The decision rests
 // on the file's security alone, never on its contents, and a file refused
 // never fails the read otherwise: a file planted with a DACL that denies
 // the plugin everything is refused like the others. For a refused file it
 // returns the refusal and what could be read of its contents (nil when
-// nothing could), which are never trusted.
+// nothing could), which are never trusted. A file another process holds
+// open without sharing it (a scanner, for a moment: the open for its
+// contents, at least, is refused) is read again, as long as the writes
+// wait for one (retryRead).
 func (j *Journal) readFile(path string) ([]byte, *Refused, error) {
-	f, err := j.sec.read(path)
+	var (
+		f   fileRead
+		err error
+	)
+	_ = retryRead(func() error { // f and err are the last try's
+		if f, err = j.sec.read(path); err != nil {
+			return err
+		}
+		return f.dataErr
+	})
 	if errors.Is(err, fs.ErrPermission) {
 		return nil, &Refused{Path: path, Reason: "its DACL denies the plugin even its owner"}, nil
 	}

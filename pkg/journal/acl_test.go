@@ -26,7 +26,15 @@ type fakeSecurity struct {
 	noData   map[string]bool   // files whose DACL denies the plugin their contents
 	token    string
 	protects [][2][]byte // owner and DACL of each protect call
+	// held fails the reads of the contents of files, by name, with
+	// errHeld, as many times as it says (another process holding them
+	// open without sharing them).
+	held map[string]int
 }
+
+// errHeld stands for ERROR_SHARING_VIOLATION: a scanner holds the file
+// open without sharing it.
+var errHeld = errors.New("the process cannot access the file because it is being used by another process")
 
 func (f *fakeSecurity) descriptor(string) ([]byte, error) { return f.dirSD, nil }
 
@@ -66,6 +74,11 @@ func (f *fakeSecurity) read(path string) (fileRead, error) {
 	}
 	if f.noData[name] {
 		r.dataErr = &fs.PathError{Op: "open", Path: path, Err: fs.ErrPermission}
+		return r, nil
+	}
+	if f.held[name] > 0 {
+		f.held[name]--
+		r.dataErr = &fs.PathError{Op: "open", Path: path, Err: errHeld}
 		return r, nil
 	}
 	r.data, r.dataErr = os.ReadFile(path)
@@ -443,5 +456,42 @@ func TestRefusedEntriesKeepTheirResource(t *testing.T) {
 	}
 	if len(j.Refused()) != 2 {
 		t.Fatalf("after the plugin removed a refused file: refused %+v", j.Refused())
+	}
+}
+
+// TestOpenWaitsForAHeldFile: a journal file another process holds open
+// without sharing it (a scanner that opened it just after the write) fails
+// the read of its contents for a while; Open reads it again as the writes
+// retry theirs (durable.RetryRead), instead of failing the plugin's start.
+// The retry is the test's: it passes errHeld, which off Windows nothing
+// does.
+func TestOpenWaitsForAHeldFile(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Put(ctx, Entry{VolumeID: "v", StagingPath: "/k/v", Backend: "disk"}); err != nil {
+		t.Fatal(err)
+	}
+	saved := retryRead
+	t.Cleanup(func() { retryRead = saved })
+	tries := 0
+	retryRead = func(read func() error) error {
+		for {
+			tries++
+			if err := read(); !errors.Is(err, errHeld) || tries == 10 {
+				return err
+			}
+		}
+	}
+	sec := &fakeSecurity{held: map[string]int{fileName("v"): 2}}
+	sec.dirSD, _ = stateDirDescriptor().Bytes()
+	j, err = open(dir, sec)
+	if err != nil {
+		t.Fatalf("Open with a journal file held for two reads: %v", err)
+	}
+	if _, ok := j.Get(ctx, "v"); !ok || tries != 3 {
+		t.Fatalf("entry loaded %t after %d tries; want it loaded on the third", ok, tries)
 	}
 }

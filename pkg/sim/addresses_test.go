@@ -8,6 +8,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -104,6 +105,89 @@ func TestLoginWithoutID(t *testing.T) {
 	}
 	if got, err := h.ISCSI.Sessions(ctx, iqnOpen); err != nil || len(got) != 1 {
 		t.Fatalf("Sessions = %+v, %v; want the session the login made", got, err)
+	}
+}
+
+// TestSecondSessionAtLogin: every login also makes another session
+// through the same portal, not persistent; the login's own is the one
+// Connect returns, and the only one with a persistent login.
+func TestSecondSessionAtLogin(t *testing.T) {
+	ctx := context.Background()
+	s := newSim(t)
+	if err := s.AddTarget(TargetSpec{IQN: iqnOpen, Portals: []host.Portal{portalA}, LUNs: []LUNSpec{{LUN: 0}}, SecondSessionAtLogin: true}); err != nil {
+		t.Fatal(err)
+	}
+	h := s.Host()
+	if err := h.ISCSI.AddPortal(ctx, portalA, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	made, err := h.ISCSI.Connect(ctx, host.ConnectRequest{TargetIQN: iqnOpen, Portal: portalA, Persistent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.ISCSI.Sessions(ctx, iqnOpen)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Sessions = %+v, %v; want the login's and another", got, err)
+	}
+	for _, g := range got {
+		if g.TargetPortal != portalA || g.IsPersistent != (g.SessionID == made.SessionID) {
+			t.Fatalf("session %+v; want both through %s, only the login's (%s) persistent", g, portalA, made.SessionID)
+		}
+	}
+	if n := len(s.Snapshot().PersistentLogins); n != 1 {
+		t.Fatalf("%d persistent logins, want 1", n)
+	}
+}
+
+// TestSecondPersistentLogin: a persistent login through a portal whose
+// persistent login of the target is there already (its session logged out
+// meanwhile, which keeps the login) replaces it or is stored beside it
+// (WindowsAnswers.SecondPersistentLogin). Both are replayed at boot: a
+// second session through the portal for multipath logins, and only one
+// session otherwise (the second login is refused next to the first).
+func TestSecondPersistentLogin(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		answer    string
+		multipath bool
+		logins    int
+		restored  int
+	}{
+		{SecondPersistentLoginReplace, true, 1, 1},
+		{"", false, 1, 1},
+		{SecondPersistentLoginAdd, true, 2, 2},
+		{SecondPersistentLoginAdd, false, 2, 1},
+	} {
+		t.Run(fmt.Sprintf("%s, multipath %t", c.answer, c.multipath), func(t *testing.T) {
+			s := newSim(t, func(cfg *Config) { cfg.Windows.SecondPersistentLogin = c.answer })
+			if err := s.AddTarget(TargetSpec{IQN: iqnOpen, Portals: []host.Portal{portalA}, LUNs: []LUNSpec{{LUN: 0}}}); err != nil {
+				t.Fatal(err)
+			}
+			h := s.Host()
+			if err := h.ISCSI.AddPortal(ctx, portalA, "", nil); err != nil {
+				t.Fatal(err)
+			}
+			req := host.ConnectRequest{TargetIQN: iqnOpen, Portal: portalA, Multipath: c.multipath, Persistent: true}
+			first, err := h.ISCSI.Connect(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.ISCSI.Disconnect(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.ISCSI.Connect(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			if logins, err := h.ISCSI.PersistentLogins(ctx); err != nil || len(logins) != c.logins {
+				t.Fatalf("PersistentLogins = %+v, %v; want %d", logins, err, c.logins)
+			}
+			if err := s.Reboot(); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := h.ISCSI.Sessions(ctx, iqnOpen); err != nil || len(got) != c.restored {
+				t.Fatalf("Sessions after a reboot = %+v, %v; want %d", got, err, c.restored)
+			}
+		})
 	}
 }
 

@@ -17,12 +17,16 @@ import (
 )
 
 // TestHostContract runs the host contract (pkg/host/hosttest) against the
-// simulated host, once with each answer it can give where Windows' own is
-// uncertain (sim.WindowsAnswers): the contract accepts every one.
+// simulated host, twice, so that each answer it can give where Windows'
+// own is uncertain (sim.WindowsAnswers) is met once: the contract accepts
+// every one.
 func TestHostContract(t *testing.T) {
-	for _, offlineReadOnly := range []string{sim.OfflineReadOnlyAccept, sim.OfflineReadOnlyRefuse} {
-		t.Run("offlineReadOnly="+offlineReadOnly, func(t *testing.T) {
-			hosttest.Run(t, simEnv{windows: sim.WindowsAnswers{OfflineReadOnly: offlineReadOnly}})
+	for _, w := range []sim.WindowsAnswers{
+		{OfflineReadOnly: sim.OfflineReadOnlyAccept, SecondPersistentLogin: sim.SecondPersistentLoginReplace},
+		{OfflineReadOnly: sim.OfflineReadOnlyRefuse, SecondPersistentLogin: sim.SecondPersistentLoginAdd},
+	} {
+		t.Run("offlineReadOnly="+w.OfflineReadOnly+",secondPersistentLogin="+w.SecondPersistentLogin, func(t *testing.T) {
+			hosttest.Run(t, simEnv{windows: w})
 		})
 	}
 }

@@ -91,7 +91,10 @@
 //     host contract accepts each: SetReadOnly on an offline disk changes
 //     the attribute (OfflineReadOnlyAccept, the default) or fails with
 //     ErrNotReady (OfflineReadOnlyRefuse; a clone whose signature collides
-//     is still accepted).
+//     is still accepted); a second persistent iSCSI login of a target
+//     through one portal replaces the first (SecondPersistentLoginReplace,
+//     the default) or is stored beside it and replayed too
+//     (SecondPersistentLoginAdd).
 //   - New disks on shared buses come up offline by SAN policy (wf SAN policy).
 //     Clones whose signature collides with an online disk are offline
 //     (reason Collision) and read-only; SetOnline fails with ErrConflict

@@ -111,12 +111,12 @@ func (st *State) toHostSession(s *SessionState) host.ISCSISession {
 // simulated network: an IP address itself, a name what Names lists.
 func (st *State) resolve(p host.Portal) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(p.Address); err == nil {
-		return []netip.Addr{a.Unmap()}, nil
+		return []netip.Addr{host.PlainAddr(a)}, nil
 	}
 	var out []netip.Addr
 	for _, s := range st.Names[strings.ToLower(p.Address)] {
 		if a, err := netip.ParseAddr(s); err == nil {
-			out = append(out, a.Unmap())
+			out = append(out, host.PlainAddr(a))
 		}
 	}
 	if len(out) == 0 {
@@ -378,36 +378,49 @@ func (h iscsiHost) Connect(ctx context.Context, r host.ConnectRequest) (host.ISC
 		if _, err := st.answerAddress(t, key); err != nil {
 			return host.ISCSISession{}, fmt.Errorf("target %s via portal %s: the DNS name was not resolved: %w", r.TargetIQN, key, err)
 		}
-		for _, s := range st.Sessions {
-			if !strings.EqualFold(s.Target, r.TargetIQN) {
-				continue
-			}
-			// Without MPIO a second session to the same target is refused
-			// (ISDSC_TARGET_ALREADY_LOGGED_IN, which democratic-csi
-			// tolerates; docs/windows.md#iscsi-discovery-and-second-sessions);
-			// uncertain. With multipath on both, Windows makes another
-			// session even through the same portal: "the login is allowed
-			// to proceed and create a new login session even if there is
-			// already a login session to the target"
-			// (VDS_ISCSI_LOGIN_FLAG, VDS_ILF_MULTIPATH_ENABLED, on
-			// learn.microsoft.com).
-			if !s.Multipath || !r.Multipath {
-				return host.ISCSISession{}, fmt.Errorf("target %s: already logged in via portal %s without multipath: %w", r.TargetIQN, s.Portal, host.ErrAlreadyExists)
-			}
+		if err := st.secondLogin(r.TargetIQN, key, r.Multipath); err != nil {
+			return host.ISCSISession{}, err
 		}
 		sess := h.s.newSession(st, r.TargetIQN, key, r.InitiatorPortal, r.Auth, r.Multipath, r.Persistent, false)
 		if r.Persistent {
-			st.PersistentLogins = slices.DeleteFunc(st.PersistentLogins, func(l LoginState) bool {
-				return strings.EqualFold(l.Target, r.TargetIQN) && l.Portal == key
-			})
+			// Whether Windows keeps a second persistent login of the
+			// target through the portal beside the first is uncertain
+			// (WindowsAnswers.SecondPersistentLogin).
+			if h.s.cfg.Windows.SecondPersistentLogin != SecondPersistentLoginAdd {
+				st.PersistentLogins = slices.DeleteFunc(st.PersistentLogins, func(l LoginState) bool {
+					return strings.EqualFold(l.Target, r.TargetIQN) && l.Portal == key
+				})
+			}
 			st.PersistentLogins = append(st.PersistentLogins, LoginState{Target: sess.Target, Portal: key,
 				InitiatorPortal: r.InitiatorPortal, Auth: r.Auth, CHAPUser: user, CHAPSecretSHA256: hash, Multipath: r.Multipath})
+		}
+		made := st.toHostSession(sess)
+		if t.SecondSessionAtLogin {
+			h.s.newSession(st, r.TargetIQN, key, r.InitiatorPortal, r.Auth, r.Multipath, false, false)
 		}
 		if t.LoginWithoutID {
 			return host.ISCSISession{}, fmt.Errorf("target %s via portal %s: %w", r.TargetIQN, key, host.ErrSessionUnknown)
 		}
-		return st.toHostSession(sess), nil
+		return made, nil
 	})
+}
+
+// secondLogin refuses a login to target iqn next to a session of it unless
+// both are multipath. Without MPIO a second session to the same target is
+// refused (ISDSC_TARGET_ALREADY_LOGGED_IN, which democratic-csi tolerates;
+// docs/windows.md#iscsi-discovery-and-second-sessions); uncertain. With
+// multipath on both, Windows makes another session even through the same
+// portal: "the login is allowed to proceed and create a new login session
+// even if there is already a login session to the target"
+// (VDS_ISCSI_LOGIN_FLAG, VDS_ILF_MULTIPATH_ENABLED, on learn.microsoft.com).
+// A persistent login replayed at boot meets the same rule.
+func (st *State) secondLogin(iqn, key string, multipath bool) error {
+	for _, s := range st.Sessions {
+		if strings.EqualFold(s.Target, iqn) && (!s.Multipath || !multipath) {
+			return fmt.Errorf("target %s via portal %s: already logged in via portal %s without multipath: %w", iqn, key, s.Portal, host.ErrAlreadyExists)
+		}
+	}
+	return nil
 }
 
 func (h iscsiHost) ResolvePortal(ctx context.Context, p host.Portal) ([]netip.Addr, error) {
@@ -642,6 +655,12 @@ type TargetSpec struct {
 	// host.ErrSessionUnknown (a Connect that returns no session
 	// identifier; uncertain on Windows).
 	LoginWithoutID bool
+	// SecondSessionAtLogin makes every login also make a second,
+	// non-persistent session through the same portal, as another
+	// initiator's login at the same moment would: with LoginWithoutID,
+	// two new sessions appear for one login and neither can be told to be
+	// the caller's.
+	SecondSessionAtLogin bool
 }
 
 // LUNSpec describes a LUN of a target.
@@ -702,6 +721,7 @@ func (st *State) addTarget(spec TargetSpec) error {
 		t.Redirects[portalKey(from)] = portalKey(to)
 	}
 	t.LoginWithoutID = spec.LoginWithoutID
+	t.SecondSessionAtLogin = spec.SecondSessionAtLogin
 	st.NextTargetOrdinal++
 	st.Targets = append(st.Targets, t)
 	return nil

@@ -301,6 +301,13 @@ func (p *setupParser) windows(n *yaml.Node, at string) WindowsAnswers {
 			}
 			w.VolumeRootACL = v
 		},
+		"secondPersistentLogin": func(n *yaml.Node, at string) {
+			v := p.str(n, at, false)
+			w.SecondPersistentLogin = v
+			if v != "" && checkWindowsAnswers(WindowsAnswers{SecondPersistentLogin: v}) != nil {
+				p.fail(n, at, "%q: want %s or %s", v, SecondPersistentLoginReplace, SecondPersistentLoginAdd)
+			}
+		},
 	})
 	return w
 }

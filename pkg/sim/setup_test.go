@@ -104,8 +104,8 @@ func TestParseSetup(t *testing.T) {
 	if s.Windows.OfflineReadOnly != "" {
 		t.Errorf("windows = %+v, want the defaults", s.Windows)
 	}
-	if s := mustParse(t, "windows:\n  offlineReadOnly: refuse\n  volumeRootACL: client\n"); s.Windows.OfflineReadOnly != OfflineReadOnlyRefuse ||
-		s.Windows.VolumeRootACL != RootACLClient {
+	if s := mustParse(t, "windows:\n  offlineReadOnly: refuse\n  volumeRootACL: client\n  secondPersistentLogin: add\n"); s.Windows.OfflineReadOnly != OfflineReadOnlyRefuse ||
+		s.Windows.VolumeRootACL != RootACLClient || s.Windows.SecondPersistentLogin != SecondPersistentLoginAdd {
 		t.Errorf("windows = %+v", s.Windows)
 	}
 	for _, empty := range []string{"", "# nothing yet\n", "disks: []\nshares:\n"} {
@@ -161,6 +161,7 @@ func TestParseSetupErrors(t *testing.T) {
 		{"two documents", "disks: []\n---\nshares: []\n", 3, ""},
 		{"a broken second document", "disks: []\n---\nshares: [\n", 0, ""},
 		{"unknown Windows answer", "windows:\n  offlineReadOnly: maybe\n", 2, "windows.offlineReadOnly"},
+		{"unknown second persistent login answer", "windows:\n  secondPersistentLogin: merge\n", 2, "windows.secondPersistentLogin"},
 		{"unknown windows key", "windows:\n  offlineReadonly: accept\n", 2, "windows"},
 	}
 	for _, tt := range tests {
@@ -227,6 +228,9 @@ func TestSetupWindowsAnswers(t *testing.T) {
 	}
 	if _, err := New(Config{Dir: t.TempDir(), Windows: WindowsAnswers{OfflineReadOnly: "maybe"}}); err == nil {
 		t.Fatal("New accepted an unknown answer")
+	}
+	if _, err := New(Config{Dir: t.TempDir(), Windows: WindowsAnswers{SecondPersistentLogin: "merge"}}); err == nil {
+		t.Fatal("New accepted an unknown second persistent login answer")
 	}
 }
 

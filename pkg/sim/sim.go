@@ -144,6 +144,12 @@ type WindowsAnswers struct {
 	// VolumeRootACL is the DACL Format gives a volume's root: "" or
 	// RootACLServer (the default), or RootACLClient (security.go).
 	VolumeRootACL string
+	// SecondPersistentLogin is what a persistent login (Connect with
+	// IsPersistent) through a portal that has a persistent login of the
+	// target already does to Windows' list of persistent logins: "" or
+	// SecondPersistentLoginReplace (the default), or
+	// SecondPersistentLoginAdd.
+	SecondPersistentLogin string
 }
 
 // The answers to SetReadOnly on an offline disk. Uncertain on Windows:
@@ -165,6 +171,25 @@ const (
 	OfflineReadOnlyRefuse = "refuse"
 )
 
+// The answers to a second persistent login of a target through one
+// portal. Uncertain on Windows: no page found says what it does to a
+// persistent login of the target through that portal that is there
+// already (MSFT_iSCSITarget.Connect's and Connect-IscsiTarget's
+// IsPersistent, LoginIScsiTargetW's IsPersistent on
+// learn.microsoft.com/windows/win32/api/iscsidsc/nf-iscsidsc-loginiscsitargetw);
+// iscsicli ListPersistentTargets on a node would show it
+// (docs/windows.md, "What stays uncertain").
+const (
+	// SecondPersistentLoginReplace: one persistent login per target and
+	// portal; the second takes the first's place.
+	SecondPersistentLoginReplace = "replace"
+	// SecondPersistentLoginAdd: the second is stored beside the first;
+	// both are listed and both are replayed at boot (a second session
+	// through the portal when both logins are multipath; the second is
+	// refused as a login next to a session otherwise).
+	SecondPersistentLoginAdd = "add"
+)
+
 // checkWindowsAnswers reports an answer the simulated host does not know.
 func checkWindowsAnswers(w WindowsAnswers) error {
 	switch w.OfflineReadOnly {
@@ -174,6 +199,12 @@ func checkWindowsAnswers(w WindowsAnswers) error {
 	}
 	if w.VolumeRootACL != "" && !ValidRootACL(w.VolumeRootACL) {
 		return fmt.Errorf("sim: volume root ACL %q: want %q or %q", w.VolumeRootACL, RootACLServer, RootACLClient)
+	}
+	switch w.SecondPersistentLogin {
+	case "", SecondPersistentLoginReplace, SecondPersistentLoginAdd:
+	default:
+		return fmt.Errorf("sim: second persistent login answer %q: want %q or %q", w.SecondPersistentLogin,
+			SecondPersistentLoginReplace, SecondPersistentLoginAdd)
 	}
 	return nil
 }
@@ -249,6 +280,7 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.Setup != nil {
 		cfg.Windows.OfflineReadOnly = cmp.Or(cfg.Windows.OfflineReadOnly, cfg.Setup.Windows.OfflineReadOnly)
 		cfg.Windows.VolumeRootACL = cmp.Or(cfg.Windows.VolumeRootACL, cfg.Setup.Windows.VolumeRootACL)
+		cfg.Windows.SecondPersistentLogin = cmp.Or(cfg.Windows.SecondPersistentLogin, cfg.Setup.Windows.SecondPersistentLogin)
 	}
 	if err := checkWindowsAnswers(cfg.Windows); err != nil {
 		return nil, err
@@ -310,7 +342,8 @@ func New(cfg Config) (*Sim, error) {
 	go s.persistLoop()
 	s.log.V(2).Info("simulated host opened", "dir", dir, "disks", len(st.Disks), "faultRules", len(s.faults.Rules()),
 		"offlineReadOnly", cmp.Or(cfg.Windows.OfflineReadOnly, OfflineReadOnlyAccept),
-		"volumeRootACL", cmp.Or(cfg.Windows.VolumeRootACL, RootACLServer))
+		"volumeRootACL", cmp.Or(cfg.Windows.VolumeRootACL, RootACLServer),
+		"secondPersistentLogin", cmp.Or(cfg.Windows.SecondPersistentLogin, SecondPersistentLoginReplace))
 	return s, nil
 }
 
@@ -591,9 +624,15 @@ func (s *Sim) Reboot() error {
 				d.Size, d.PendingSize = d.PendingSize, 0
 			}
 		}
-		// Persistent logins come back when they can.
+		// Persistent logins come back when they can; a second login of a
+		// target is refused next to a session unless both are multipath,
+		// as Connect refuses it.
 		for _, l := range st.PersistentLogins {
-			if err := s.checkLogin(st, l.Target, l.Portal, l.Auth, l.CHAPUser, l.CHAPSecretSHA256); err != nil {
+			err := s.checkLogin(st, l.Target, l.Portal, l.Auth, l.CHAPUser, l.CHAPSecretSHA256)
+			if err == nil {
+				err = st.secondLogin(l.Target, l.Portal, l.Multipath)
+			}
+			if err != nil {
 				s.log.V(2).Info("persistent login not restored at boot", "iqn", l.Target, "portal", l.Portal, "err", err)
 				continue
 			}

@@ -182,6 +182,11 @@ type TargetState struct {
 	// host.ErrSessionUnknown, as a provider whose Connect returns no
 	// CreatediSCSISession would (uncertain on Windows: docs/windows.md).
 	LoginWithoutID bool `json:"loginWithoutID,omitempty"`
+	// SecondSessionAtLogin makes every login to the target make a second
+	// session through the same portal, someone else's (another
+	// initiator's login at the same moment), so that a caller looking for
+	// the session its login made finds two new ones.
+	SecondSessionAtLogin bool `json:"secondSessionAtLogin,omitempty"`
 }
 
 // LUNState is one LUN of a target with its backing store: while no session

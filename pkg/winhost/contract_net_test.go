@@ -2,6 +2,7 @@ package winhost_test
 
 import (
 	"net"
+	"slices"
 	"testing"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -377,6 +378,27 @@ func prepareNet(t *testing.T, c *hosttest.Case, e *scripted.Executor, f *hosttes
 		expectSessions(e, iscSessionInst(iscSessionPath, iscSessionID, iscIQN, false))
 		e.ExpectWin32("ReportIScsiPersistentLogins", nil, scripted.Reply{})
 		expectDisconnect(e, iscSessionPath, iscSessionID, iscRV(0))
+		expectRemovePortal(e)
+	case "iscsi/persistent-login-twice":
+		// The answer scripted: Windows stores the second login beside the
+		// first (uncertain; the case accepts one as well), and each
+		// removal removes one.
+		login := loginRecord(iscIQN, swInitiator, host.AnyInitiatorPort, "10.0.0.1", 3260)
+		two := append(slices.Clone(login), login...)
+		portal := winhost.PortalW{Address: "10.0.0.1", Socket: 3260}
+		expectAddPortal(e)
+		expectLogin(e, true)
+		expectDisconnect(e, iscSessionPath, iscSessionID, iscRV(0))
+		e.ExpectCall(iscNS, connectCHAP(iscIQN, host.AuthOneWay, ctCHAP, true), scripted.Reply{Result: winhost.Result{Out: map[string]any{
+			"CreatediSCSISession": iscSessionInst(ctSessionPath2, ctSessionID2, iscIQN, true)}}})
+		expectSessions(e, iscSessionInst(ctSessionPath2, ctSessionID2, iscIQN, true))
+		e.ExpectWin32("ReportIScsiPersistentLogins", nil, scripted.Reply{Count: 2, Bytes: two})
+		e.ExpectWin32("ReportIScsiPersistentLogins", nil, scripted.Reply{Count: 2, Bytes: two})
+		e.ExpectWin32("RemoveIScsiPersistentTarget", []any{swInitiator, host.AnyInitiatorPort, iscIQN, portal}, scripted.Reply{})
+		e.ExpectWin32("ReportIScsiPersistentLogins", nil, scripted.Reply{Count: 1, Bytes: login})
+		e.ExpectWin32("RemoveIScsiPersistentTarget", []any{swInitiator, host.AnyInitiatorPort, iscIQN, portal}, scripted.Reply{})
+		e.ExpectWin32("ReportIScsiPersistentLogins", nil, scripted.Reply{})
+		expectDisconnect(e, ctSessionPath2, ctSessionID2, iscRV(0))
 		expectRemovePortal(e)
 	case "iscsi/resolve-portal":
 		// getaddrinfo's EAI_NONAME, as net.DNSError reports it.

@@ -623,7 +623,7 @@ func (x *ISCSI) SessionDisks(ctx context.Context, s host.ISCSISession) ([]uint32
 // the initiator resolves a portal given by name.
 func (x *ISCSI) ResolvePortal(ctx context.Context, p host.Portal) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(strings.Trim(p.Address, "[]")); err == nil {
-		return []netip.Addr{plainAddr(a)}, nil
+		return []netip.Addr{host.PlainAddr(a)}, nil
 	}
 	names, err := x.s.e.LookupHost(ctx, p.Address)
 	var dns *net.DNSError
@@ -636,22 +636,13 @@ func (x *ISCSI) ResolvePortal(ctx context.Context, p host.Portal) ([]netip.Addr,
 	out := make([]netip.Addr, 0, len(names))
 	for _, n := range names {
 		if a, err := netip.ParseAddr(n); err == nil {
-			out = append(out, plainAddr(a))
+			out = append(out, host.PlainAddr(a))
 		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("resolve the host name of iSCSI portal %s: no address: %w", withPort(p), host.ErrNotFound)
 	}
 	return out, nil
-}
-
-// plainAddr returns a as it compares with the address of a connection: an
-// IPv4 address in IPv6 form as IPv4, without a zone.
-func plainAddr(a netip.Addr) netip.Addr {
-	if a.Is4In6() {
-		return netip.AddrFrom4(a.As4())
-	}
-	return a.WithZone("")
 }
 
 // DisksBySession implements host.ISCSI in two round trips whatever the
@@ -745,10 +736,11 @@ func (x *ISCSI) disksBySession(ctx context.Context) (map[string][]uint32, error)
 // PersistentLogins implements host.ISCSI with ReportIScsiPersistentLoginsW
 // through the executor: Windows' own list of the logins it replays at
 // boot (iscsicli ListPersistentTargets shows the same), whether or not a
-// session of theirs is up. WMI lists them only on Windows Server 2022 and
-// later (root\wmi MSiSCSIInitiator_PersistentLoginClass), and its
-// LoginOptions would carry the CHAP secret into a reply; the executor
-// never hands that part over.
+// session of theirs is up. WMI has them too, as root\wmi
+// MSiSCSIInitiator_PersistentLoginClass, but its LoginOptions carry the
+// CHAP user name and secret into every reply and the class has no method
+// to remove a login (RemovePersistentLogin); the executor never hands the
+// login options over.
 func (x *ISCSI) PersistentLogins(ctx context.Context) ([]host.PersistentLogin, error) {
 	ls, err := x.persistentLogins(ctx)
 	if err != nil {

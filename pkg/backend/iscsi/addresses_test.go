@@ -9,8 +9,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+
+	"google.golang.org/grpc/codes"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend/iscsi"
 	"github.com/wincsi/csi-windows-node/pkg/host"
@@ -32,6 +35,8 @@ func TestTargetAnsweringElsewhere(t *testing.T) {
 	}{
 		{"host names", iqnNamed, "array-a.example.com:3260", "array-b.example.com"},
 		{"redirect", iqnMoved, "10.0.6.1", "10.0.6.2:3260"},
+		{"a name and one of its addresses", iqnMixed, "array-c.example.com", "10.0.7.2"},
+		{"a name whose first address is the other portal", iqnMixed2, "array-d.example.com", "10.0.8.2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, false)
@@ -104,6 +109,129 @@ func TestRestartForgetsNothing(t *testing.T) {
 	}
 }
 
+// TestRebootMakesNoSession: a persistent multipath target whose sessions
+// answer on other addresses than its portals is staged, the node reboots
+// (Windows replays the persistent logins; the sessions come back with new
+// identifiers, which the record does not know) and its volumes are staged
+// again: the restage matches the restored sessions to their portals and
+// logs in nowhere, whether one LUN or several were staged before the
+// reboot. With one LUN, what the record learned at the login is all that
+// matches a redirected session: no later stage listed the sessions before
+// the reboot.
+func TestRebootMakesNoSession(t *testing.T) {
+	for _, c := range []struct {
+		name, iqn, portal, other string
+		luns                     int
+	}{
+		{"redirect, one LUN", iqnMoved, "10.0.6.1", "10.0.6.2", 1},
+		{"redirect, two LUNs", iqnMoved, "10.0.6.1", "10.0.6.2", 2},
+		{"host names, one LUN", iqnNamed, "array-a.example.com", "array-b.example.com", 1},
+		// The session through 10.0.7.2 answers on 10.0.7.2, which the
+		// name also resolves to: it is 10.0.7.2's, not the name's.
+		{"a name and one of its addresses, two LUNs", iqnMixed, "array-c.example.com", "10.0.7.2", 2},
+		{"a name and one of its addresses, one LUN", iqnMixed, "array-c.example.com", "10.0.7.2", 1},
+		// Both sessions answer on 10.0.8.2: one is the address's, the
+		// other the name's.
+		{"a name whose first address is the other portal", iqnMixed2, "array-d.example.com", "10.0.8.2", 2},
+		{"the same, the address first", iqnMixed2, "10.0.8.2", "array-d.example.com", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, false)
+			var vols []volume
+			for i := range c.luns {
+				vols = append(vols, vol(fmt.Sprintf("v%d", i), c.portal, c.iqn, i, "portals", c.other, "persistent", "true"))
+			}
+			for _, v := range vols {
+				must(t, "stage "+v.id, e.stage(v))
+			}
+			onePerPortal(t, e, c.iqn, "before the reboot", 2)
+			e.reboot()
+			for _, v := range vols {
+				must(t, "stage "+v.id+" after the reboot", e.stage(v))
+			}
+			onePerPortal(t, e, c.iqn, "after the reboot and the restage", 2)
+			for _, v := range vols {
+				must(t, "unstage "+v.id, e.unstage(v))
+			}
+			onePerPortal(t, e, c.iqn, "after the last unstage", 0)
+		})
+	}
+}
+
+// onePerPortal checks that target iqn has want sessions, each through
+// another portal, and as many persistent logins.
+func onePerPortal(t *testing.T, e *env, iqn, when string, want int) {
+	t.Helper()
+	ss := e.sessions(iqn)
+	perPortal := map[string]int{}
+	for _, s := range ss {
+		perPortal[s.Portal]++
+	}
+	if len(ss) != want || len(perPortal) != want {
+		t.Fatalf("%s: %d sessions (by portal %v), want %d, one per portal", when, len(ss), perPortal, want)
+	}
+	if n := e.logins(iqn); n != want {
+		t.Fatalf("%s: %d persistent logins, want %d", when, n, want)
+	}
+}
+
+// TestSecondPersistentLogin: a session of a persistent multipath volume is
+// logged out behind the plugin's back (its persistent login stays), and
+// the restage logs in through its portal again, persistently. Whether
+// Windows then lists one persistent login for the portal or two is
+// uncertain (sim.WindowsAnswers.SecondPersistentLogin); with two, the
+// reboot restores two sessions through the portal. Either way the restage
+// after the reboot logs in nowhere, and the last unstage leaves no session
+// and no persistent login, so that nothing comes back at the next boot.
+func TestSecondPersistentLogin(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		answer   string
+		logins   int // after the second login through portal 1
+		restored int // sessions after the reboot
+	}{
+		{sim.SecondPersistentLoginReplace, 2, 2},
+		{sim.SecondPersistentLoginAdd, 3, 3},
+	} {
+		t.Run(c.answer, func(t *testing.T) {
+			e := newEnv(t, false)
+			e.windows.SecondPersistentLogin = c.answer
+			e.restart()
+			v := vol("v", "10.0.0.1", iqnOpen, 0, "portals", "10.0.1.1", "persistent", "true")
+			must(t, "stage", e.stage(v))
+			onePerPortal(t, e, iqnOpen, "after the stage", 2)
+			for _, s := range e.sessions(iqnOpen) {
+				if s.Portal == "10.0.0.1:3260" {
+					must(t, "log out behind the plugin's back", e.sim.Host().ISCSI.Disconnect(ctx, host.ISCSISession{SessionID: s.ID}))
+				}
+			}
+			must(t, "stage again", e.stage(v))
+			if ss := e.sessions(iqnOpen); len(ss) != 2 || ss[0].Portal == ss[1].Portal {
+				t.Fatalf("sessions after the restage: %+v, want one through each portal", ss)
+			}
+			if n := e.logins(iqnOpen); n != c.logins {
+				t.Fatalf("%d persistent logins after the second login through 10.0.0.1, want %d", n, c.logins)
+			}
+			e.reboot()
+			if n := len(e.sessions(iqnOpen)); n != c.restored {
+				t.Fatalf("%d sessions after the reboot, want %d", n, c.restored)
+			}
+			logins := e.sim.Count(sim.OpISCSIConnect)
+			must(t, "stage after the reboot", e.stage(v))
+			if n := e.sim.Count(sim.OpISCSIConnect); n != logins {
+				t.Fatalf("the stage after the reboot logged in %d times, want none", n-logins)
+			}
+			if r := reasons(e.health(v)); len(r) != 0 {
+				t.Fatalf("health %v, want none", r)
+			}
+			must(t, "unstage", e.unstage(v))
+			onePerPortal(t, e, iqnOpen, "after the unstage", 0)
+			e.reboot()
+			onePerPortal(t, e, iqnOpen, "after the unstage and a reboot", 0)
+		})
+	}
+}
+
 // TestLoginWithoutIdentifier: Connect logs in but cannot say which session
 // it made (host.ErrSessionUnknown). The one session that appeared is the
 // login's: the stage records it, and the unstage logs it out.
@@ -121,6 +249,45 @@ func TestLoginWithoutIdentifier(t *testing.T) {
 	}
 	if !slices.Contains(e.sim.CallLog(), sim.OpISCSIConnect) {
 		t.Fatalf("no login was made")
+	}
+}
+
+// TestLoginNotAdoptedAmongSeveral: Connect logs in without saying which
+// session it made (host.ErrSessionUnknown) and two new sessions appear
+// (someone else logged in at the same moment). Which one is the login's
+// cannot be told: the stage fails with Unavailable and an error that
+// names both; neither is recorded, and neither is logged out (one of them
+// is someone else's). The retry finds them through the portal's address
+// and logs in nowhere; the last unstage logs out of the target.
+func TestLoginNotAdoptedAmongSeveral(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, false)
+	v := vol("v", "10.0.0.1", iqnTwo, 0)
+	err := e.stage(v)
+	wantCode(t, "stage", err, codes.Unavailable)
+	ss := e.sessions(iqnTwo)
+	if len(ss) != 2 {
+		t.Fatalf("%d sessions after the failed stage, want both left", len(ss))
+	}
+	for _, s := range ss {
+		if !strings.Contains(err.Error(), s.ID) {
+			t.Errorf("the stage's error does not name session %s: %v", s.ID, err)
+		}
+	}
+	if note, ok, err := e.journal().Note(ctx, iscsi.TargetNotePrefix+iqnTwo); err != nil || ok {
+		t.Fatalf("the target's record after the failed stage: %q, %t, %v; want none (nothing adopted)", note, ok, err)
+	}
+	logins := e.sim.Count(sim.OpISCSIConnect)
+	must(t, "stage again", e.stage(v))
+	if n := e.sim.Count(sim.OpISCSIConnect); n != logins {
+		t.Fatalf("the retry logged in %d more times, want none", n-logins)
+	}
+	if n := len(e.sessions(iqnTwo)); n != 2 {
+		t.Fatalf("%d sessions after the retry, want the two", n)
+	}
+	must(t, "unstage", e.unstage(v))
+	if n := len(e.sessions(iqnTwo)); n != 0 {
+		t.Fatalf("%d sessions after the unstage, want none", n)
 	}
 }
 

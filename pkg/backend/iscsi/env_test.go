@@ -42,6 +42,9 @@ const (
 	iqnNamed  = "iqn.2024-01.test.array:named"
 	iqnMoved  = "iqn.2024-01.test.array:moved"
 	iqnNoID   = "iqn.2024-01.test.array:no-id"
+	iqnTwo    = "iqn.2024-01.test.array:two-at-login"
+	iqnMixed  = "iqn.2024-01.test.array:mixed"
+	iqnMixed2 = "iqn.2024-01.test.array:mixed-first"
 
 	// CHAP secrets are 12 to 16 bytes.
 	chapUser    = "k8s-node"
@@ -58,13 +61,22 @@ func chap(user, secret string) *host.CHAP {
 
 // Portals that are not the address the target answers on: two host names
 // (names), and two group addresses whose logins the array redirects to
-// others (redirects).
+// others (redirects). And portals that overlap: a name that resolves to
+// two addresses, one of which is the target's other portal (mixedName and
+// mixedAddr: the name's login answers on its first address, 10.0.7.1), and
+// a name whose first address is the other portal (mixed2Name and
+// mixed2Addr: both logins answer on 10.0.8.2).
 var (
-	namedA = host.Portal{Address: "array-a.example.com", Port: 3260}
-	namedB = host.Portal{Address: "array-b.example.com", Port: 3260}
-	groupA = host.Portal{Address: "10.0.6.1", Port: 3260}
-	groupB = host.Portal{Address: "10.0.6.2", Port: 3260}
-	names  = map[string][]string{"array-a.example.com": {"10.0.5.1"}, "array-b.example.com": {"10.0.5.2", "fd00::5:2"}}
+	namedA     = host.Portal{Address: "array-a.example.com", Port: 3260}
+	namedB     = host.Portal{Address: "array-b.example.com", Port: 3260}
+	groupA     = host.Portal{Address: "10.0.6.1", Port: 3260}
+	groupB     = host.Portal{Address: "10.0.6.2", Port: 3260}
+	mixedName  = host.Portal{Address: "array-c.example.com", Port: 3260}
+	mixedAddr  = host.Portal{Address: "10.0.7.2", Port: 3260}
+	mixed2Name = host.Portal{Address: "array-d.example.com", Port: 3260}
+	mixed2Addr = host.Portal{Address: "10.0.8.2", Port: 3260}
+	names      = map[string][]string{"array-a.example.com": {"10.0.5.1"}, "array-b.example.com": {"10.0.5.2", "fd00::5:2"},
+		"array-c.example.com": {"10.0.7.1", "10.0.7.2"}, "array-d.example.com": {"10.0.8.2", "10.0.8.1"}}
 )
 
 // targets is the storage every test starts with.
@@ -75,6 +87,9 @@ func targets() []sim.TargetSpec {
 		{IQN: iqnMoved, Portals: []host.Portal{groupA, groupB}, LUNs: luns, Redirects: map[host.Portal]host.Portal{
 			groupA: {Address: "10.0.6.11", Port: 3260}, groupB: {Address: "10.0.6.12", Port: 3260}}},
 		{IQN: iqnNoID, Portals: []host.Portal{groupA}, LUNs: []sim.LUNSpec{{LUN: 0}}, LoginWithoutID: true},
+		{IQN: iqnTwo, Portals: []host.Portal{portal1}, LUNs: []sim.LUNSpec{{LUN: 0}}, LoginWithoutID: true, SecondSessionAtLogin: true},
+		{IQN: iqnMixed, Portals: []host.Portal{mixedName, mixedAddr}, LUNs: luns},
+		{IQN: iqnMixed2, Portals: []host.Portal{mixed2Name, mixed2Addr}, LUNs: luns},
 		{IQN: iqnOpen, Portals: []host.Portal{portal1, portal2}, LUNs: []sim.LUNSpec{{LUN: 0}, {LUN: 1}}},
 		{IQN: iqnCHAP, Portals: []host.Portal{portal1}, LUNs: []sim.LUNSpec{{LUN: 0}}, CHAP: chap(chapUser, chapSecret)},
 		{IQN: iqnMutual, Portals: []host.Portal{portal1}, LUNs: []sim.LUNSpec{{LUN: 0}},
@@ -101,6 +116,7 @@ type env struct {
 	kubelet     string
 	keepPortals bool // --keep-iscsi-portals
 	wrap        func(host.Host) host.Host
+	windows     sim.WindowsAnswers // the sim's answers where Windows' are uncertain
 
 	sim    *sim.Sim
 	srv    csi.NodeServer
@@ -146,7 +162,7 @@ func newEnv(t *testing.T, keepPortals bool) *env {
 // kubelet directory.
 func (e *env) open() {
 	e.t.Helper()
-	s, err := sim.New(sim.Config{Dir: e.simDir})
+	s, err := sim.New(sim.Config{Dir: e.simDir, Windows: e.windows})
 	if err != nil {
 		e.t.Fatal(err)
 	}

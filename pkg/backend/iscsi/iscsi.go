@@ -219,7 +219,8 @@ func unregistered(spec *contract.ISCSISpec, sessions []host.ISCSISession) []host
 // portal that answers when the target has no session at all. Each session
 // it makes is recorded in the target's note with the portal it was made
 // through, as are the sessions it finds through a portal's resolved name
-// (paths.go). It returns the sessions it created and the portals it
+// (paths.go), and once it has logged in, the addresses the target's
+// sessions answer on (learnAnswers). It returns the sessions it created and the portals it
 // registered, also on error, so that the caller can roll them back, and
 // the target's sessions once it is done. It runs as a transition of the
 // target.
@@ -365,7 +366,32 @@ func (b *Backend) ensureSessions(ctx context.Context, t *shared.Transition[logge
 		log.Info("Target logged in through some portals only; the volume is degraded until the others answer",
 			"down", len(down))
 	}
-	return created, added, append(existing, created...), nil
+	if len(created) == 0 {
+		return created, added, existing, nil
+	}
+	now, err = b.learnAnswers(ctx, spec, rec)
+	return created, added, now, err
+}
+
+// learnAnswers lists the target's sessions once after logins and records
+// what the listing adds to rec (pathsOf): above all the address each
+// session just made answers on. Connect cannot say it (MSFT_iSCSITarget's
+// Connect returns the session without its connection, so winhost reports
+// the portal the login named), and without it a session that Windows
+// restores at boot with a new identifier matches no portal when the
+// target redirects logins: the restage would log in through every portal
+// again.
+func (b *Backend) learnAnswers(ctx context.Context, spec *contract.ISCSISpec, rec targetRecord) ([]host.ISCSISession, error) {
+	now, err := b.h.ISCSI.Sessions(ctx, spec.IQN)
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.pathsOf(ctx, rec, spec.Portals, now)
+	if err != nil || !p.pending() {
+		return now, err
+	}
+	p.record(&rec)
+	return now, b.putTargetRecord(ctx, spec.IQN, rec, now)
 }
 
 // login registers the portal when needed, makes sure the target is among

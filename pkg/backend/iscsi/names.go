@@ -7,11 +7,11 @@ import (
 )
 
 // portalKey is the canonical "address:port" of a portal: port 0 means the
-// default 3260 and host names compare case-insensitively. Uncertain: a
-// session's portal comes from MSFT_iSCSIConnection.TargetAddress, which is
-// an IP address even when the portal was registered by host name, so a
-// host-name portal never matches its own session's portal; the backend
-// tolerates that (Connect then reports the existing login).
+// default 3260 and host names compare case-insensitively. A session's
+// portal comes from MSFT_iSCSIConnection.TargetAddress, an IP address even
+// when the portal was registered by host name, so a host-name portal's key
+// never equals its own session's: which portal a session goes through is
+// the record's to say, or its address's (paths.go).
 func portalKey(p host.Portal) string {
 	if p.Port == 0 {
 		p.Port = host.DefaultISCSIPort

@@ -30,11 +30,14 @@ import (
 // (targetRecord), by SessionIdentifier. A session the note does not know
 // (made before the note existed, by someone else, or lost by a crash
 // between the login and the note's write) is matched to a configured
-// portal only by its connection's address and port: one the portal's name
-// resolves to now, or one a session recorded as made through that portal
-// was seen answering on (a redirect the record has watched: after a
-// reboot, Windows replays the persistent logins and their sessions come
-// back with new identifiers). Nothing else is assumed: an unknown session
+// portal only by its connection's address and port: the portal's own
+// address, one a session recorded as made through that portal was seen
+// answering on (a redirect the record has watched, learned by listing the
+// sessions after every login: after a reboot, Windows replays the
+// persistent logins and their sessions come back with new identifiers),
+// or one the portal's name resolves to now (pathsOf says in which order,
+// and how a session that could be several portals' is given to one).
+// Nothing else is assumed: an unknown session
 // that matches no portal covers none, and the stage logs in through the
 // portal (making one session more, which the note then knows) rather than
 // guess.
@@ -181,18 +184,27 @@ func (p paths) unknown(sessions []host.ISCSISession) []host.ISCSISession {
 	return out
 }
 
-// pathsOf tells through which of portals the target's sessions go: the
-// record first; a session it does not know is matched by its connection's
-// address and port against the addresses each portal's name resolves to
-// now (an IP portal resolves to itself without asking the host). A name
-// that does not resolve matches nothing; any other failure to resolve is
-// returned.
+// pathsOf tells through which of portals the target's sessions go. The
+// record decides for the sessions it knows. A session it does not know is
+// matched by its connection's address and port, by the strongest evidence
+// first: (1) a portal whose own address it is, (2) a portal whose recorded
+// sessions were seen answering on it, (3) a portal whose name resolves to
+// it now (an IP portal resolves to itself without asking the host; names
+// are resolved only when the first two leave a session without a portal
+// of its own). Evidence can name several portals (a name that resolves to
+// another portal's address; a redirect to where another portal's sessions
+// answer), and a portal has one session of the target's: an unknown
+// session goes to a candidate that no session covers yet, and to a covered
+// one only when every candidate is covered (match). A name that does not
+// resolve matches nothing; any other failure to resolve is returned.
 func (b *Backend) pathsOf(ctx context.Context, rec targetRecord, portals []host.Portal, sessions []host.ISCSISession) (paths, error) {
 	p := paths{through: map[string]string{}, adopted: map[string]string{}, learned: map[string][]string{}}
+	covered := map[string]bool{}
 	var unknown []host.ISCSISession
 	for _, s := range sessions {
 		if r, ok := rec.Sessions[s.SessionID]; ok {
 			p.through[s.SessionID] = r.Portal
+			covered[r.Portal] = true
 			if a := portalKey(s.TargetPortal); s.TargetPortal.Address != "" && a != r.Portal &&
 				!slices.Contains(rec.Answers[r.Portal], a) && !slices.Contains(p.learned[r.Portal], a) {
 				p.learned[r.Portal] = append(p.learned[r.Portal], a)
@@ -203,17 +215,39 @@ func (b *Backend) pathsOf(ctx context.Context, rec targetRecord, portals []host.
 			unknown = append(unknown, s)
 		}
 	}
-	unknown = slices.DeleteFunc(unknown, func(s host.ISCSISession) bool {
-		a := portalKey(s.TargetPortal)
-		for _, pt := range portals {
-			if k := portalKey(pt); slices.Contains(rec.Answers[k], a) {
-				p.through[s.SessionID], p.adopted[s.SessionID] = k, k
-				return true
-			}
-		}
-		return false
-	})
 	if len(unknown) == 0 {
+		return p, nil
+	}
+	byEvidence := func(resolved map[string][]netip.Addr) func(s host.ISCSISession) []string {
+		return func(s host.ISCSISession) []string {
+			var out []string
+			add := func(k string) {
+				if !slices.Contains(out, k) {
+					out = append(out, k)
+				}
+			}
+			a, isAddr := sessionAddr(s)
+			port := withDefaultPort(s.TargetPortal).Port
+			for _, pt := range portals {
+				if pa, ok := literalAddr(pt); ok && isAddr && pa == a && withDefaultPort(pt).Port == port {
+					add(portalKey(pt))
+				}
+			}
+			for _, pt := range portals {
+				if slices.Contains(rec.Answers[portalKey(pt)], portalKey(s.TargetPortal)) {
+					add(portalKey(pt))
+				}
+			}
+			for _, pt := range portals {
+				if isAddr && withDefaultPort(pt).Port == port && slices.Contains(resolved[portalKey(pt)], a) {
+					add(portalKey(pt))
+				}
+			}
+			return out
+		}
+	}
+	if m, ok := match(unknown, maps.Clone(covered), byEvidence(nil)); ok {
+		p.adopt(m)
 		return p, nil
 	}
 	resolved := map[string][]netip.Addr{}
@@ -228,29 +262,79 @@ func (b *Backend) pathsOf(ctx context.Context, rec targetRecord, portals []host.
 		}
 		resolved[k] = addrs
 	}
-	for _, s := range unknown {
-		a, err := netip.ParseAddr(strings.Trim(s.TargetPortal.Address, "[]"))
-		if err != nil {
-			continue // not an address: nothing to compare
-		}
-		a = plainAddr(a)
-		for _, pt := range portals {
-			k := portalKey(pt)
-			if withDefaultPort(pt).Port == withDefaultPort(s.TargetPortal).Port && slices.Contains(resolved[k], a) {
-				p.through[s.SessionID], p.adopted[s.SessionID] = k, k
-				break
-			}
-		}
-	}
+	m, _ := match(unknown, covered, byEvidence(resolved))
+	p.adopt(m)
 	return p, nil
+}
+
+// match gives each of the unknown sessions one of its candidate portals
+// (candidates, strongest evidence first): the first candidate no session
+// covers yet, else its first candidate. Sessions with fewer candidates
+// choose first, so that a session that can only be one portal's is not
+// left without it by one that could be another's. ok reports whether
+// every session found an uncovered candidate. covered gains the portals
+// given.
+func match(unknown []host.ISCSISession, covered map[string]bool, candidates func(host.ISCSISession) []string) (map[string]string, bool) {
+	type choice struct {
+		id    string
+		cands []string
+	}
+	cs := make([]choice, 0, len(unknown))
+	for _, s := range unknown {
+		cs = append(cs, choice{id: s.SessionID, cands: candidates(s)})
+	}
+	slices.SortStableFunc(cs, func(a, b choice) int { return len(a.cands) - len(b.cands) })
+	out := map[string]string{}
+	ok := true
+	for _, c := range cs {
+		if len(c.cands) == 0 {
+			ok = false
+			continue
+		}
+		k := c.cands[0]
+		if i := slices.IndexFunc(c.cands, func(k string) bool { return !covered[k] }); i >= 0 {
+			k = c.cands[i]
+		} else {
+			ok = false
+		}
+		out[c.id] = k
+		covered[k] = true
+	}
+	return out, ok
+}
+
+// adopt records the portals match gave to sessions the record did not
+// know.
+func (p paths) adopt(m map[string]string) {
+	for id, k := range m {
+		p.through[id], p.adopted[id] = k, k
+	}
+}
+
+// sessionAddr is the IP address a session's connection answered on.
+func sessionAddr(s host.ISCSISession) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(strings.Trim(s.TargetPortal.Address, "[]"))
+	if err != nil {
+		return netip.Addr{}, false // not an address: nothing to compare
+	}
+	return host.PlainAddr(a), true
+}
+
+// literalAddr is the IP address a portal is given as, if it is one.
+func literalAddr(pt host.Portal) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(strings.Trim(pt.Address, "[]"))
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return host.PlainAddr(a), true
 }
 
 // resolve returns the addresses portal pt's name resolves to: an IP
 // address itself, without asking the host; a name that does not resolve,
 // none.
 func (b *Backend) resolve(ctx context.Context, pt host.Portal) ([]netip.Addr, error) {
-	if a, err := netip.ParseAddr(strings.Trim(pt.Address, "[]")); err == nil {
-		return []netip.Addr{plainAddr(a)}, nil
+	if a, ok := literalAddr(pt); ok {
+		return []netip.Addr{a}, nil
 	}
 	addrs, err := b.h.ISCSI.ResolvePortal(ctx, pt)
 	if errors.Is(err, host.ErrNotFound) {
@@ -262,18 +346,9 @@ func (b *Backend) resolve(ctx context.Context, pt host.Portal) ([]netip.Addr, er
 	}
 	out := make([]netip.Addr, len(addrs))
 	for i, a := range addrs {
-		out[i] = plainAddr(a)
+		out[i] = host.PlainAddr(a)
 	}
 	return out, nil
-}
-
-// plainAddr is a as a connection's address compares with it: IPv4 in IPv6
-// form as IPv4, without a zone.
-func plainAddr(a netip.Addr) netip.Addr {
-	if a.Is4In6() {
-		return netip.AddrFrom4(a.As4())
-	}
-	return a.WithZone("")
 }
 
 func withDefaultPort(p host.Portal) host.Portal {
@@ -290,6 +365,15 @@ func withDefaultPort(p host.Portal) host.Portal {
 // as the stage's error (retryable), never a guess. The caller holds the
 // target's transition and the portal's lock, so no login of this plugin
 // runs in between.
+//
+// Sessions that appeared beside the login's (another initiator, or a tool,
+// logging in to the target at the same moment) are neither recorded nor
+// logged out: a session can be told to be this login's only by the
+// identifier Connect did not give, and logging out the wrong one would cut
+// another initiator's path (under multipath Windows refuses no logout but
+// the last). They are named in the error and the log instead; the retry
+// matches them to the portals by their addresses (pathsOf) or logs in
+// again, and the stock-take lists every session of the target.
 func (b *Backend) adoptLogin(ctx context.Context, iqn string, before []host.ISCSISession, rec targetRecord, loginErr error) (host.ISCSISession, error) {
 	now, err := b.h.ISCSI.Sessions(ctx, iqn)
 	if err != nil {
@@ -302,10 +386,19 @@ func (b *Backend) adoptLogin(ctx context.Context, iqn string, before []host.ISCS
 			fresh = append(fresh, s)
 		}
 	}
-	if len(fresh) != 1 {
-		klog.FromContext(ctx).Info("Cannot tell which session the login made; failing the stage for a retry",
-			"iqn", iqn, "sessions", len(fresh))
+	if len(fresh) == 1 {
+		return fresh[0], nil
+	}
+	names := make([]string, len(fresh))
+	for i, s := range fresh {
+		names[i] = s.SessionID + " at " + s.TargetPortal.String()
+	}
+	klog.FromContext(ctx).Info("Cannot tell which session the login made; leaving the target's new sessions as they are and failing the stage for a retry",
+		"iqn", iqn, "sessions", names)
+	if len(fresh) == 0 {
 		return host.ISCSISession{}, loginErr
 	}
-	return fresh[0], nil
+	return host.ISCSISession{}, fmt.Errorf("%w; %d sessions of the target appeared meanwhile (%s) and which is this login's cannot be told: "+
+		"none is recorded or logged out (all but one are another initiator's), the retry matches them to the portals by their addresses",
+		loginErr, len(fresh), strings.Join(names, ", "))
 }

@@ -230,13 +230,8 @@ var iscsiBulkCases = []Case{
 		is(t, "AddPortal", f.Host.ISCSI.AddPortal(ctx, f.Portal, "", nil), nil)
 		s := login(t, ctx, f, true)
 		listed := func() *host.PersistentLogin {
-			logins, err := f.Host.ISCSI.PersistentLogins(ctx)
-			is(t, "PersistentLogins", err, nil)
-			for i, l := range logins {
-				if strings.EqualFold(l.TargetNodeAddress, f.Target) && strings.EqualFold(l.Portal.Address, f.Portal.Address) &&
-					l.Portal.Port == f.Portal.Port {
-					return &logins[i]
-				}
+			if logins := persistentLoginsOf(t, ctx, f); len(logins) > 0 {
+				return &logins[0]
 			}
 			return nil
 		}
@@ -252,6 +247,36 @@ var iscsiBulkCases = []Case{
 			t.Fatalf("Sessions after RemovePersistentLogin: %+v, want the session, connected", got)
 		}
 		is(t, "RemovePersistentLogin again", f.Host.ISCSI.RemovePersistentLogin(ctx, *l), host.ErrNotFound)
+		is(t, "Disconnect", f.Host.ISCSI.Disconnect(ctx, s), nil)
+		is(t, "RemovePortal", f.Host.ISCSI.RemovePortal(ctx, f.Portal), nil)
+	}},
+	// A second persistent login of the target through the same portal,
+	// after the first's session was logged out (which keeps its
+	// persistent login). Uncertain: whether Windows keeps one persistent
+	// login per target and portal or stores the second beside the first
+	// (no page says; docs/windows.md). Both are accepted and the answer
+	// logged; removing what is listed leaves nothing listed either way
+	// (removing one of two listed may remove both: ErrNotFound for the
+	// second is accepted).
+	{Name: "iscsi/persistent-login-twice", Given: ISCSITarget, Check: func(t *testing.T, ctx context.Context, f Fixture) {
+		is(t, "AddPortal", f.Host.ISCSI.AddPortal(ctx, f.Portal, "", nil), nil)
+		first := login(t, ctx, f, true)
+		is(t, "Disconnect", f.Host.ISCSI.Disconnect(ctx, first), nil)
+		s := login(t, ctx, f, true)
+		listed := persistentLoginsOf(t, ctx, f)
+		if len(listed) != 1 && len(listed) != 2 {
+			t.Fatalf("PersistentLogins after a second persistent login through %s: %+v, want one or two", f.Portal, listed)
+		}
+		t.Logf("a second persistent login through the same portal: %d listed", len(listed))
+		for i, l := range listed {
+			err := f.Host.ISCSI.RemovePersistentLogin(ctx, l)
+			if err != nil && (i == 0 || !errors.Is(err, host.ErrNotFound)) {
+				t.Fatalf("RemovePersistentLogin %d of %d: %v", i+1, len(listed), err)
+			}
+		}
+		if left := persistentLoginsOf(t, ctx, f); len(left) != 0 {
+			t.Fatalf("PersistentLogins after removing what was listed: %+v, want none", left)
+		}
 		is(t, "Disconnect", f.Host.ISCSI.Disconnect(ctx, s), nil)
 		is(t, "RemovePortal", f.Host.ISCSI.RemovePortal(ctx, f.Portal), nil)
 	}},
@@ -283,6 +308,22 @@ func login(t *testing.T, ctx context.Context, f Fixture, persistent bool) host.I
 		t.Fatalf("Sessions after Connect: %+v, want session %s, connected, persistent %t", got, s.SessionID, persistent)
 	}
 	return s
+}
+
+// persistentLoginsOf lists the persistent logins of f.Target through
+// f.Portal.
+func persistentLoginsOf(t *testing.T, ctx context.Context, f Fixture) []host.PersistentLogin {
+	t.Helper()
+	logins, err := f.Host.ISCSI.PersistentLogins(ctx)
+	is(t, "PersistentLogins", err, nil)
+	var out []host.PersistentLogin
+	for _, l := range logins {
+		if strings.EqualFold(l.TargetNodeAddress, f.Target) && strings.EqualFold(l.Portal.Address, f.Portal.Address) &&
+			l.Portal.Port == f.Portal.Port {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // sessionsOf lists the sessions of f.Target.

@@ -3,6 +3,7 @@ package comworker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -429,25 +430,55 @@ func TestClose(t *testing.T) {
 // runs on a background worker only, and while it holds that worker an RPC's
 // call runs at once on a worker of its own; background calls queue behind
 // each other, never behind or in front of RPCs.
+//
+// A pool that sent background calls to the RPCs' workers would queue the
+// RPC's call behind the held one: the test waits for the RPC's call a
+// bounded number of attempts (eventually), then fails, and its cleanup lets
+// the held call go before the pool is closed, so that nothing waits for
+// ever.
 func TestBackgroundCallsRunApart(t *testing.T) {
 	h := &fakeHooks{}
 	p := newPool(t, h, 1, 4, 2)
 	bg := host.Background(context.Background())
 
 	started, release := make(chan int64, 1), make(chan struct{})
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo) // before newPool's Close: cleanups run last first
 	bgDone := make(chan error, 1)
 	go func() { bgDone <- p.Do(bg, opTest, hang(started, release)) }()
 	bgThread := <-started
 
-	// The RPC's call does not wait for the background call. The deadline
-	// only turns a call that waits for ever into a failure.
-	rpc, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	got, err := Call(rpc, p, opTest, func(t *thread) (int64, error) { return t.id, nil })
-	if err != nil {
-		t.Fatalf("RPC call while a background call runs: %v", err)
+	// rpcCall makes an RPC's call and waits for it as long as eventually
+	// does.
+	rpcCall := func(what string) int64 {
+		t.Helper()
+		type result struct {
+			id  int64
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			id, err := Call(context.Background(), p, opTest, func(t *thread) (int64, error) { return t.id, nil })
+			done <- result{id, err}
+		}()
+		var r result
+		eventually(t, what+" returned", func() bool {
+			select {
+			case r = <-done:
+				return true
+			default:
+				return false
+			}
+		})
+		if r.err != nil {
+			t.Fatalf("%s: %v", what, r.err)
+		}
+		return r.id
 	}
-	if got == bgThread {
+
+	// The RPC's call does not wait for the background call.
+	if got := rpcCall("an RPC's call while a background call runs"); got == bgThread {
 		t.Fatalf("the RPC's call ran on the background worker %d", got)
 	}
 
@@ -461,12 +492,10 @@ func TestBackgroundCallsRunApart(t *testing.T) {
 		second <- id
 	}()
 	eventually(t, "background call queued", func() bool { return p.Stats().Queued == 1 })
-	for range 3 {
-		if _, err := Call(rpc, p, opTest, func(*thread) (int64, error) { return 0, nil }); err != nil {
-			t.Fatalf("RPC call while background calls wait: %v", err)
-		}
+	for i := range 3 {
+		rpcCall(fmt.Sprintf("RPC call %d while background calls wait", i+1))
 	}
-	close(release)
+	letGo()
 	if err := <-bgDone; err != nil {
 		t.Fatalf("background call: %v", err)
 	}

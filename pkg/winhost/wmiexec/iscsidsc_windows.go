@@ -9,14 +9,17 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/winhost"
 )
 
-// The iSCSI discovery API (iscsidsc.dll): the persistent logins, which WMI
-// lists only on Windows Server 2022 and later (root\wmi
-// MSiSCSIInitiator_PersistentLoginClass is absent from the Server 2019 MOF
-// tree of microsoft/wmi v0.43.0) and cannot remove at all (that class has
-// no method). Signatures: ReportIScsiPersistentLoginsW and
-// RemoveIScsiPersistentTargetW on learn.microsoft.com
-// (windows/win32/api/iscsidsc/). Both return an ISDSC_STATUS: 0, a Win32
-// error code or an iSCSI status (0xEFFF...), the *Win32Error's Code.
+// The iSCSI discovery API (iscsidsc.dll): the persistent logins. WMI has a
+// class for them, root\wmi MSiSCSIInitiator_PersistentLoginClass, one of
+// the long-standing iSCSI discovery WMI classes
+// (learn.microsoft.com/previous-versions/windows/desktop/iscsidisc/msiscsiinitiator-persistentloginclass),
+// but its instances carry the login options, the CHAP user name and secret
+// included (MSIscsiInitiator_TargetLoginOptions, Username and Password),
+// and it has no method to remove a login. Signatures:
+// ReportIScsiPersistentLoginsW and RemoveIScsiPersistentTargetW on
+// learn.microsoft.com (windows/win32/api/iscsidsc/). Both return an
+// ISDSC_STATUS: 0, a Win32 error code or an iSCSI status (0xEFFF...), the
+// *Win32Error's Code.
 var (
 	modiscsidsc                      = windows.NewLazySystemDLL("iscsidsc.dll")
 	procReportIScsiPersistentLoginsW = modiscsidsc.NewProc("ReportIScsiPersistentLoginsW")
