@@ -21,6 +21,7 @@ import (
 // are not counted.
 func CredentialCounts(ctx context.Context, store backend.Store) (drift, other int, err error) {
 	var users, macs map[string]string // read once, when needed
+	var used map[string]bool
 	return backend.CountCredentials(ctx, store, string(contract.KindSMB), backend.AccountNames, func(ctx context.Context, e journal.Entry) (backend.Credential, backend.Credential, bool, error) {
 		rec, ok := recordOf(e)
 		if !ok {
@@ -39,11 +40,11 @@ func CredentialCounts(ctx context.Context, store backend.Store) (drift, other in
 			// Another mapping of the server by the same user, with
 			// another password, is drift too (ServerDrift).
 			if users == nil {
-				if users, macs, err = mappingNotes(ctx, store); err != nil {
+				if users, macs, used, err = mappingNotes(ctx, store); err != nil {
 					return backend.Credential{}, backend.Credential{}, false, err
 				}
 			}
-			if other := ServerDrift(rec.Share, rec.User, rec.SecretMAC, users, macs); other != "" {
+			if other := ServerDrift(rec.Share, rec.User, rec.SecretMAC, users, macs, used); other != "" {
 				made.SecretMAC = macs[other]
 			}
 		}
@@ -52,24 +53,30 @@ func CredentialCounts(ctx context.Context, store backend.Store) (drift, other in
 }
 
 // mappingNotes returns the notes of the global mappings' users and
-// passwords, by share root.
-func mappingNotes(ctx context.Context, store backend.Store) (users, macs map[string]string, err error) {
+// passwords, by share root, and the shares staged volumes use.
+func mappingNotes(ctx context.Context, store backend.Store) (users, macs map[string]string, used map[string]bool, err error) {
 	u, err := store.Notes(ctx, notePrefix)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	m, err := store.Notes(ctx, secretNotePrefix)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return trimKeys(u, notePrefix), trimKeys(m, secretNotePrefix), nil
+	entries, err := store.ByBackend(ctx, string(contract.KindSMB))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return trimKeys(u, notePrefix), trimKeys(m, secretNotePrefix), UsedShares(entries), nil
 }
 
 // ServerDrift returns a share root of the same server as share whose
 // global mapping was made by user (compared as Windows compares account
 // names) with another password than mac, or "" when there is none (or
 // mac is ""). users and macs are the notes of the mappings' users and
-// passwords by share root.
+// passwords by share root; only the shares in used (UsedShares) count: a
+// note can outlive its mapping (forgetMaker), and a share no staged
+// volume uses shares no session with this one that matters.
 //
 // The records of one share cannot see it: Windows keeps one set of
 // credentials per server name and logon session ("Multiple connections to
@@ -86,18 +93,30 @@ func mappingNotes(ctx context.Context, store backend.Store) (users, macs map[str
 // as it is to the rule of error 1219, by the common account of that
 // error's workaround (not verified on Windows), and each name's session
 // authenticates for itself.
-func ServerDrift(share, user, mac string, users, macs map[string]string) string {
+func ServerDrift(share, user, mac string, users, macs map[string]string, used map[string]bool) string {
 	if mac == "" {
 		return ""
 	}
 	server := serverPrefix(share)
 	var out string
 	for root, u := range users {
-		if root == share || !strings.HasPrefix(root, server) || !strings.EqualFold(u, user) {
+		if root == share || !used[root] || !strings.HasPrefix(root, server) || !strings.EqualFold(u, user) {
 			continue
 		}
 		if m := macs[root]; m != "" && !backend.SameMAC(m, mac) && (out == "" || root < out) {
 			out = root
+		}
+	}
+	return out
+}
+
+// UsedShares returns the share roots of the staged SMB volumes among
+// entries.
+func UsedShares(entries []journal.Entry) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range entries {
+		if rec, ok := recordOf(e); ok && e.Staged {
+			out[rec.Share] = true
 		}
 	}
 	return out
@@ -116,7 +135,11 @@ func (b *Backend) serverDrift(ctx context.Context, spec *contract.SMBSpec, cred 
 	if err == nil {
 		var macs map[string]string
 		if macs, err = b.store.Notes(ctx, secretNotePrefix+serverPrefix(spec.MappingPath())); err == nil {
-			return ServerDrift(spec.MappingPath(), cred.User, cred.SecretMAC, trimKeys(users, notePrefix), trimKeys(macs, secretNotePrefix))
+			var entries []journal.Entry
+			if entries, err = b.store.ByBackend(ctx, string(contract.KindSMB)); err == nil {
+				return ServerDrift(spec.MappingPath(), cred.User, cred.SecretMAC, trimKeys(users, notePrefix), trimKeys(macs, secretNotePrefix),
+					UsedShares(entries))
+			}
 		}
 	}
 	klog.FromContext(ctx).Error(err, "Cannot read the notes of the server's global mappings", "remotePath", spec.MappingPath())

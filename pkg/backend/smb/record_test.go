@@ -108,8 +108,9 @@ func TestDecodeRecordRefuses(t *testing.T) {
 // differs from their share's mapping's, by kind; intents, shares without a
 // note and records without a MAC are not counted as drift. Two shares of
 // one server mapped by one user with two passwords count their volumes as
-// drift (ServerDrift); another user's share of the server, or the same
-// user's share of another server, does not.
+// drift (ServerDrift); another user's share of the server, the same
+// user's share of another server, or a note of a share no staged volume
+// uses, does not.
 func TestCredentialCounts(t *testing.T) {
 	ctx := context.Background()
 	jr, err := journal.Open(t.TempDir())
@@ -132,6 +133,8 @@ func TestCredentialCounts(t *testing.T) {
 		smb.MappingNotePrefix + `\\nas\b`: "Alice", smb.MappingSecretNotePrefix + `\\nas\b`: "m2",
 		smb.MappingNotePrefix + `\\nas\c`: "bob", smb.MappingSecretNotePrefix + `\\nas\c`: "m9",
 		smb.MappingNotePrefix + `\\10.0.0.5\a`: "alice", smb.MappingSecretNotePrefix + `\\10.0.0.5\a`: "m5",
+		// A note left behind by a mapping no staged volume uses.
+		smb.MappingNotePrefix + `\\10.0.0.5\gone`: "alice", smb.MappingSecretNotePrefix + `\\10.0.0.5\gone`: "m6",
 	} {
 		if err := jr.PutNote(ctx, k, v); err != nil {
 			t.Fatal(err)
