@@ -114,7 +114,7 @@ func (t *taker) smbBacking(ctx context.Context, v *Volume, e journal.Entry, info
 		b.MappingSecret = v.credential("the share's global mapping", "user", backend.AccountNames, made, rec.Credential())
 		if made.Compare(rec.Credential(), backend.AccountNames) == backend.CredentialSame {
 			macs := t.secretNotes(ctx)
-			if other := smb.ServerDrift(rec.Share, rec.User, rec.SecretMAC, t.mappingNotes(ctx), macs, t.usedShares(ctx)); other != "" {
+			if other := smb.ServerDrift(rec.Share, rec.User, rec.SecretMAC, t.mappingNotes(ctx), macs, t.usedShares()); other != "" {
 				v.credential("the global mapping of "+other+" (another share of the server, which Windows may serve through the same SMB session)",
 					"user", backend.AccountNames, backend.Credential{User: rec.User, SecretMAC: macs[other]}, rec.Credential())
 			}
@@ -200,7 +200,7 @@ func (t *taker) disksOfTarget(ctx context.Context, iqn string, sessions []host.I
 // mappingNotes returns the SMB backend's mapping notes, by share root
 // (read once).
 // usedShares returns the share roots staged SMB volumes use (read once).
-func (t *taker) usedShares(ctx context.Context) map[string]bool {
+func (t *taker) usedShares() map[string]bool {
 	if t.shares == nil {
 		t.shares = smb.UsedShares(t.entries)
 	}
