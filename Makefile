@@ -109,12 +109,12 @@ test-deploy: ## render and validate deploy/ (kustomize, Helm chart, examples) an
 test-unit: check-cgo ## unit tests only (no sanity, no binary-level tests)
 	go test -race -count=1 $$(go list ./... | grep -v /test/)
 
-# Windows only, elevated, with the Hyper-V PowerShell module: real VHDX disks
-# through the WMI/Win32 executor. checkptr is off because go-ole (under
+# Windows only, elevated: real VHDX disks (made with the virtual disk API, as
+# selftest makes them) through the WMI/Win32 executor. checkptr is off because go-ole (under
 # microsoft/wmi) converts COM pointers in ways -race's checkptr rejects.
 # CSI_WINDOWS_NODE_TIMINGS=<file> records one JSON line per RPC.
 .PHONY: test-integration
-test-integration: ## Windows integration tests (admin + Hyper-V PowerShell; see test/integration)
+test-integration: ## Windows integration tests (elevated; see test/integration)
 	go test -v -race -count=1 -gcflags=all=-d=checkptr=0 -tags integration -timeout 30m ./test/integration/...
 
 verify: fmt tidy generated vet lint ## gofmt, go mod tidy -diff, generated files up to date, go vet and golangci-lint for GOOS=linux and GOOS=windows

@@ -3,17 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"time"
 
 	"k8s.io/klog/v2"
 
-	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 )
 
@@ -25,7 +20,8 @@ const diagnoseUsage = `Usage: csi-windows-node diagnose [-o table|json] [--timeo
 Reports, read-only, what the plugin's stage journal records set against the
 host as it is: every staged volume, what backs it and whether it is healthy;
 its publications; every SMB global mapping, iSCSI session and portal and
-whether the plugin made it; and what nothing explains. It changes nothing and
+whether the plugin made it; what nothing explains; and the preflight
+checks (csi-windows-node preflight). It changes nothing and
 can run while the plugin serves (inside its pod: kubectl exec). It takes the
 plugin's own flags, so the container's arguments can be reused: it reads
 --driver-name, --kubelet-dir, --state-dir, --host, --sim-dir,
@@ -42,63 +38,47 @@ Flags:
 // host read-only, takes stock of the node (plugin.Inventory) and prints the
 // report on stdout, as a table or as JSON.
 func diagnose(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csi-windows-node "+diagnoseCommand, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	sc := newSubcommand(diagnoseCommand, diagnoseUsage, stdout, stderr)
 	var output string
-	fs.StringVar(&output, "o", "table", "output format: table, or json for scripts")
-	fs.StringVar(&output, "output", "table", "the same as -o")
-	timeout := fs.Duration("timeout", 2*time.Minute, "how long reading the node may take before diagnose gives up")
-	logging := config.RegisterLogging(fs)
-	opts := config.Register(fs, runtime.GOOS)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), diagnoseUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	sc.fs.StringVar(&output, "o", "table", "output format: table, or json for scripts")
+	sc.fs.StringVar(&output, "output", "table", "the same as -o")
+	timeout := sc.fs.Duration("timeout", 2*time.Minute, "how long reading the node may take before diagnose gives up")
+	code, ok := sc.parse(args, func() error {
+		switch {
+		case output != "table" && output != "json":
+			return fmt.Errorf("-o=%s: want table or json", output)
+		case *timeout <= 0:
+			return fmt.Errorf("--timeout=%s: must be positive", *timeout)
 		}
-		return 2
+		return nil
+	})
+	if !ok {
+		return code
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "csi-windows-node %s: "+format+"\n", append([]any{diagnoseCommand}, a...)...)
-		return 2
-	}
-	switch {
-	case fs.NArg() > 0:
-		return fail("unexpected argument %q", fs.Arg(0))
-	case output != "table" && output != "json":
-		return fail("-o=%s: want table or json", output)
-	case *timeout <= 0:
-		return fail("--timeout=%s: must be positive", *timeout)
-	}
-	if err := logging.Apply(); err != nil {
-		return fail("invalid flags:\n%v", err)
-	}
-	hostname, _ := os.Hostname() // only --node-id's default, which diagnose does not use
-	if err := opts.Finish(fs, runtime.GOOS, hostname); err != nil {
-		return fail("invalid flags:\n%v", err)
-	}
-	popts, err := plugin.FromConfig(opts, runtime.GOOS)
-	if err != nil {
-		return fail("invalid flags:\n%v", err)
+	opts := sc.opts
+	popts, code, ok := sc.pluginOptions()
+	if !ok {
+		return code
 	}
 	defer klog.Flush()
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	ctx = klog.NewContext(ctx, klog.Background().WithValues("driver", opts.DriverName))
-	h, closeHost, err := diagnoseHost(ctx, opts)
+	n, err := readHost(ctx, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", diagnoseCommand, err)
-		return 1
+		return sc.failed(err)
 	}
-	defer closeHost()
-	rep, err := plugin.Inventory(ctx, popts, h)
+	defer n.close()
+	rep, err := plugin.Inventory(ctx, popts, n.plugin.Host)
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: %v\n", diagnoseCommand, err)
-		return 1
+		return sc.failed(err)
 	}
+	checks, err := plugin.Preflight(ctx, popts, n.plugin.Host, n.admin.System)
+	if err != nil {
+		return sc.failed(err)
+	}
+	rep.Preflight = &checks
 	if output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -107,8 +87,7 @@ func diagnose(args []string, stdout, stderr io.Writer) int {
 		err = writeTable(stdout, rep)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "csi-windows-node %s: write the report: %v\n", diagnoseCommand, err)
-		return 1
+		return sc.failed(fmt.Errorf("write the report: %w", err))
 	}
-	return 0
+	return exitOK
 }

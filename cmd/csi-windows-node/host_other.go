@@ -7,11 +7,10 @@ import (
 	"errors"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
-	"github.com/wincsi/csi-windows-node/pkg/plugin"
 )
 
 // windowsHost is unavailable off Windows; config.Finish already refuses
 // --host=windows there, so this is only reached by a programming error.
-func windowsHost(context.Context, *config.Options) (plugin.Host, func(), error) {
-	return plugin.Host{}, nil, errors.New("the Windows host only runs on Windows; use --host=sim")
+func windowsHost(context.Context, *config.Options, *record) (*node, error) {
+	return nil, errors.New("the Windows host only runs on Windows; use --host=sim")
 }

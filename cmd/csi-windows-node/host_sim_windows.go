@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	"github.com/wincsi/csi-windows-node/pkg/config"
-	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/plugin"
 )
 
 // The Windows binary does not link the simulated host (test/wiring checks
@@ -20,10 +18,6 @@ type simSetup struct{}
 
 func loadSimSetup(string) (simSetup, error) { return simSetup{}, errNoSim }
 
-func simHost(context.Context, *config.Options, simSetup) (plugin.Host, func(), error) {
-	return plugin.Host{}, nil, errNoSim
-}
+func simHost(context.Context, *config.Options, simSetup) (*node, error) { return nil, errNoSim }
 
-func simDiagnoseHost(context.Context, *config.Options) (host.Host, func(), error) {
-	return host.Host{}, nil, errNoSim
-}
+func simReadHost(context.Context, *config.Options) (*node, error) { return nil, errNoSim }

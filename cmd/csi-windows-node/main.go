@@ -40,8 +40,15 @@ const (
 // then the start-up. Every flag error ends it with exitFlagError before
 // the "Starting" line.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == diagnoseCommand {
-		return diagnose(args[1:], stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case diagnoseCommand:
+			return diagnose(args[1:], stdout, stderr)
+		case preflightCommand:
+			return preflightCmd(args[1:], stdout, stderr)
+		case selftestCommand:
+			return selftestCmd(args[1:], stdout, stderr)
+		}
 	}
 	fs := flag.NewFlagSet("csi-windows-node", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // run reports errors and --help itself
@@ -57,7 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitFlagError
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "csi-windows-node: unexpected argument %q: every setting is a --flag, and the only subcommand, %s, comes first\nRun csi-windows-node --help for the flags (docs/flags.md).\n", fs.Arg(0), diagnoseCommand)
+		fmt.Fprintf(stderr, "csi-windows-node: unexpected argument %q: every setting is a --flag, and a subcommand (%s, %s or %s) comes first\nRun csi-windows-node --help for the flags (docs/flags.md).\n",
+			fs.Arg(0), diagnoseCommand, preflightCommand, selftestCommand)
 		return exitFlagError
 	}
 	if err := logging.Apply(); err != nil {
@@ -209,12 +217,12 @@ func serve(ctx context.Context, opts *config.Options, st startup) (err error) {
 		}
 		defer closeOnError(&err, ls.HTTP)
 	}
-	h, closeHost, err := newHost(ctx, opts, st.setup)
+	n, err := newHost(ctx, opts, st.setup, nil)
 	if err != nil {
 		return err
 	}
-	defer closeHost()
-	p, err := plugin.New(st.plugin, h)
+	defer n.close()
+	p, err := plugin.New(st.plugin, n.plugin)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
+	"github.com/wincsi/csi-windows-node/pkg/preflight"
 )
 
 // writeTable prints the report as tables, one section each: volumes, their
@@ -94,6 +95,9 @@ func writeTable(w io.Writer, rep *inventory.Report) error {
 			}
 		}
 	}
+	if rep.Preflight != nil {
+		findingsSection(p, rep.Preflight.Findings)
+	}
 	if len(rep.Incomplete) > 0 {
 		p.section("INCOMPLETE (could not be read; the rest stands)", len(rep.Incomplete), "WHAT")
 		for _, s := range rep.Incomplete {
@@ -102,6 +106,18 @@ func writeTable(w io.Writer, rep *inventory.Report) error {
 	}
 	p.flush()
 	return p.err
+}
+
+// findingsSection prints the preflight checks: one row each, and a fix row
+// under each that has one.
+func findingsSection(p *printer, fs []preflight.Finding) {
+	p.section("PREFLIGHT", len(fs), "CHECK", "RESULT", "DETAIL")
+	for _, f := range fs {
+		p.row(f.Check, strings.ToUpper(string(f.Result)), f.Detail)
+		if f.Fix != "" {
+			p.row("", "", "fix: "+f.Fix)
+		}
+	}
 }
 
 // backedBy says in one cell what backs a volume.

@@ -79,6 +79,10 @@ type Options struct {
 	OrphanSweep         string
 	OrphanSweepInterval time.Duration
 
+	// RecordHostCalls is the file every Windows host call is recorded to
+	// (pkg/winhost/recording); empty records none.
+	RecordHostCalls string
+
 	// Node identity from the cloud's instance metadata service.
 	Cloud                 string
 	CloudMetadataEndpoint string
@@ -185,6 +189,7 @@ func Register(fs *flag.FlagSet, goos string) *Options {
 	fs.BoolVar(&o.KeepISCSIPortals, "keep-iscsi-portals", false, "never remove iSCSI target portals, even when no target on them is in use")
 	fs.StringVar(&o.OrphanSweep, "orphan-sweep", OrphanSweepReport, "what to do, at start and every --orphan-sweep-interval, with host resources this plugin made that no staged volume uses: off, report (log and count them) or clean (also remove them)")
 	fs.DurationVar(&o.OrphanSweepInterval, "orphan-sweep-interval", 10*time.Minute, "time between two rounds of the orphan sweep")
+	fs.StringVar(&o.RecordHostCalls, "record-host-calls", "", "write every WMI and Win32 call of the Windows host and its answer to this file, as JSON lines, for a bug report or a test (docs/selftest.md#recordings; secrets are never written). Empty: off")
 	fs.StringVar(&o.Cloud, "cloud", CloudNone, "read the node ID and topology from this cloud's instance metadata service at start, as its CSI controller expects them: none, aws, gce or azure (--node-id and --topology win)")
 	fs.StringVar(&o.CloudMetadataEndpoint, "cloud-metadata-endpoint", "", "with --cloud: base URL of the instance metadata service. Default: http://169.254.169.254")
 	fs.DurationVar(&o.CloudMetadataTimeout, "cloud-metadata-timeout", 30*time.Second, "with --cloud: how long start-up may spend reading the instance metadata service, retries included, before the plugin exits")
@@ -296,6 +301,9 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 	}
 	if o.SimLatency < 0 {
 		errs = append(errs, fmt.Errorf("--sim-latency=%s: must not be negative", o.SimLatency))
+	}
+	if o.RecordHostCalls != "" && o.Host != HostWindows {
+		errs = append(errs, errors.New("--record-host-calls only applies with --host=windows: the simulated host makes no WMI or Win32 call"))
 	}
 	if o.Host != HostSim {
 		for _, f := range []string{"sim-dir", "sim-config", "sim-latency", "sim-auto-attach", "sim-disk-size"} {

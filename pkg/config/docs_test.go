@@ -25,6 +25,8 @@ var docsNamingFlags = []string{
 	"../../docs/metrics.md",
 	"../../docs/sim-config.md",
 	"../../docs/reliability.md",
+	"../../docs/selftest.md",
+	"../../docs/windows.md",
 	"../../README.md",
 }
 
@@ -155,7 +157,8 @@ func checkTable(t *testing.T, doc string, header string, fs *flag.FlagSet, all b
 	}
 	var missing []string
 	fs.VisitAll(func(f *flag.Flag) {
-		if !documented[f.Name] {
+		// -o is --output's short form, documented in its row.
+		if !documented[f.Name] && !(f.Name == "o" && documented["output"]) {
 			missing = append(missing, "--"+f.Name)
 		}
 	})
@@ -174,6 +177,24 @@ func TestFlagsDocumented(t *testing.T) {
 	}
 	checkTable(t, string(b), "flag", pluginFlags(), true)
 	checkTable(t, string(b), "logging flag", loggingFlags(), true)
+	checkTable(t, string(b), "preflight flag", preflightFlags(), true)
+	checkTable(t, string(b), "selftest flag", selftestFlags(), true)
+}
+
+// preflightFlags and selftestFlags register the subcommands' own flags as
+// cmd/csi-windows-node does on Windows.
+func preflightFlags() *flag.FlagSet {
+	fs := flag.NewFlagSet("preflight", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	config.RegisterPreflight(fs)
+	return fs
+}
+
+func selftestFlags() *flag.FlagSet {
+	fs := flag.NewFlagSet("selftest", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	config.RegisterSelftest(fs, "windows", `C:\Windows\Temp`)
+	return fs
 }
 
 var flagMention = regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])--([a-z][a-z0-9_-]*[a-z0-9])`)
@@ -182,7 +203,7 @@ var flagMention = regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])--([a-z][a-z0-9_-]*[a-
 // plugin (its logging flags included), nor one of the other programs the
 // pages show has, such as a misspelt --drivername.
 func TestDocsNameRealFlags(t *testing.T) {
-	plugin, logging := pluginFlags(), loggingFlags()
+	plugin, logging, pre, self := pluginFlags(), loggingFlags(), preflightFlags(), selftestFlags()
 	for _, path := range docsNamingFlags {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -194,7 +215,7 @@ func TestDocsNameRealFlags(t *testing.T) {
 				if m[3] < len(line) && strings.ContainsRune("-*", rune(line[m[3]])) {
 					continue // a prefix such as --sim-*
 				}
-				if plugin.Lookup(name) != nil || logging.Lookup(name) != nil || otherFlags[name] {
+				if plugin.Lookup(name) != nil || logging.Lookup(name) != nil || pre.Lookup(name) != nil || self.Lookup(name) != nil || otherFlags[name] {
 					continue
 				}
 				t.Errorf("%s:%d: --%s is not a flag of csi-windows-node (docs/flags.md) nor of a program the docs use", path, i+1, name)

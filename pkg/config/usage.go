@@ -34,7 +34,7 @@ var groupFlags = map[Group][]string{
 		"context-alias", "disk-preset", "volume-id-disk", "smb-require-privacy", "smb-default-domain", "volume-root-access", "version"},
 	GroupCloud: {"cloud", "cloud-metadata-endpoint", "cloud-metadata-timeout"},
 	GroupWindows: {"host", "offline-disk-on-unstage", "smb-keep-mappings", "keep-iscsi-portals",
-		"orphan-sweep", "orphan-sweep-interval"},
+		"orphan-sweep", "orphan-sweep-interval", "record-host-calls"},
 	GroupSim:     {"sim-dir", "sim-config", "sim-auto-attach", "sim-disk-size", "sim-latency"},
 	GroupLogging: loggingFlags,
 }
@@ -60,11 +60,66 @@ A CSI node plugin for Windows nodes: it serves the CSI Identity and Node
 services on --endpoint and does the host work (disks, SMB, iSCSI) itself.
 Every flag, with its default and meaning: docs/flags.md
 (https://github.com/wincsi/csi-windows-node/blob/main/docs/flags.md).
+
+Subcommands (each takes these flags too; <subcommand> --help for its own):
+  %[1]s diagnose    what is staged on this node, what backs it, what is wrong
+  %[1]s preflight   is this node ready to serve? pass, warn or fail per check; --fix
+  %[1]s selftest    stage, publish, write, read, grow and unstage a scratch disk, end to end
 `, name)
+	byGroup := groupedFlags(fs, func(string) bool { return true })
+	for _, g := range Groups {
+		if len(byGroup[g]) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s:\n", g)
+		for _, f := range byGroup[g] {
+			printFlag(w, f, "--")
+		}
+	}
+}
+
+// SubcommandUsage writes the flags of a subcommand (diagnose, preflight,
+// selftest) after its usage text: its own flags, those own reports, in
+// full; then the plugin's flags, which it accepts too so that the
+// container's arguments can be reused, by name and group only, as the
+// plugin's --help and docs/flags.md explain them.
+func SubcommandUsage(w io.Writer, fs *flag.FlagSet, own func(name string) bool) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if own(f.Name) {
+			printFlag(w, f, dashes(f.Name))
+		}
+	})
+	byGroup := groupedFlags(fs, func(name string) bool { return !own(name) })
+	fmt.Fprintf(w, "\nThe plugin's flags are accepted too (csi-windows-node --help and docs/flags.md explain them):\n")
+	for _, g := range Groups {
+		if len(byGroup[g]) == 0 {
+			continue
+		}
+		line := "  " + string(g) + ":"
+		for i, f := range byGroup[g] {
+			name := " --" + f.Name
+			if i < len(byGroup[g])-1 {
+				name += ","
+			}
+			if len(line)+len(name) > 78 {
+				fmt.Fprintln(w, line)
+				line = "   "
+			}
+			line += name
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// groupedFlags returns the flags of fs that keep reports, by group, each
+// group in --help order.
+func groupedFlags(fs *flag.FlagSet, keep func(name string) bool) map[Group][]*flag.Flag {
 	byGroup := map[Group][]*flag.Flag{}
 	fs.VisitAll(func(f *flag.Flag) {
-		g := GroupOf(f.Name)
-		byGroup[g] = append(byGroup[g], f)
+		if keep(f.Name) {
+			g := GroupOf(f.Name)
+			byGroup[g] = append(byGroup[g], f)
+		}
 	})
 	for g, flags := range byGroup {
 		order := groupFlags[g]
@@ -81,21 +136,22 @@ Every flag, with its default and meaning: docs/flags.md
 			return 0 // flags no group names, by name
 		})
 	}
-	for _, g := range Groups {
-		if len(byGroup[g]) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "\n%s:\n", g)
-		for _, f := range byGroup[g] {
-			printFlag(w, f)
-		}
-	}
+	return byGroup
 }
 
-// printFlag writes one flag as flag.PrintDefaults does, with two dashes.
-func printFlag(w io.Writer, f *flag.Flag) {
+// dashes is how a subcommand's own flag is written: -o, --timeout.
+func dashes(name string) string {
+	if len(name) == 1 {
+		return "-"
+	}
+	return "--"
+}
+
+// printFlag writes one flag as flag.PrintDefaults does, after the dashes
+// given.
+func printFlag(w io.Writer, f *flag.Flag, dashes string) {
 	typ, usage := flag.UnquoteUsage(f)
-	line := "  --" + f.Name
+	line := "  " + dashes + f.Name
 	if typ != "" {
 		line += " " + typ
 	}

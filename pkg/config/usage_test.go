@@ -79,6 +79,52 @@ func TestUsage(t *testing.T) {
 	})
 }
 
+// TestSubcommandUsage: a subcommand's --help explains its own flags in
+// full (a one-letter flag with one dash) and names every plugin flag once,
+// under its group, without explaining it again.
+func TestSubcommandUsage(t *testing.T) {
+	fs := helpFlags()
+	plugin := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { plugin[f.Name] = true })
+	fs.String("o", "table", "output format")
+	fs.Bool("fix", false, "make the one change")
+	var b strings.Builder
+	config.SubcommandUsage(&b, fs, func(name string) bool { return !plugin[name] })
+	own, rest, ok := strings.Cut(b.String(), "\nThe plugin's flags are accepted too")
+	if !ok {
+		t.Fatalf("no plugin flags section:\n%s", b.String())
+	}
+	if own != "  --fix\n    \tmake the one change\n  -o string\n    \toutput format (default \"table\")\n" {
+		t.Errorf("own flags:\n%s", own)
+	}
+	if strings.Contains(rest, "\t") {
+		t.Errorf("the plugin's flags are explained again:\n%s", rest)
+	}
+	seen := map[string]int{}
+	group := config.Group("")
+	for _, line := range strings.Split(rest, "\n")[1:] { // after the heading
+		if g, names, ok := strings.Cut(line, ":"); ok && strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") {
+			group, line = config.Group(strings.TrimSpace(g)), names
+		}
+		for _, w := range strings.Fields(line) {
+			if name, ok := strings.CutPrefix(strings.TrimSuffix(w, ","), "--"); ok {
+				seen[name]++
+				if want := config.GroupOf(name); group != want {
+					t.Errorf("--%s is named under %q, want %q", name, group, want)
+				}
+			}
+		}
+	}
+	for name := range plugin {
+		if seen[name] != 1 {
+			t.Errorf("--%s is named %d times:\n%s", name, seen[name], rest)
+		}
+	}
+	if seen["fix"]+seen["o"] != 0 {
+		t.Errorf("an own flag is among the plugin's:\n%s", rest)
+	}
+}
+
 // TestFlagsDocGroupedAsHelp: docs/flags.md has one section per group of
 // --help, holding the flags of that group.
 func TestFlagsDocGroupedAsHelp(t *testing.T) {

@@ -1,5 +1,7 @@
 package inventory
 
+import "github.com/wincsi/csi-windows-node/pkg/preflight"
+
 // Report is what Take found. Its JSON form is what csi-windows-node
 // diagnose -o json prints; the field names are kept across versions.
 type Report struct {
@@ -13,6 +15,9 @@ type Report struct {
 	// Incomplete names what could not be read (a host call that failed);
 	// the rest of the report stands, without it.
 	Incomplete []string `json:"incomplete"`
+	// Preflight is what the preflight checks find on the node
+	// (pkg/preflight); diagnose adds it, Take does not.
+	Preflight *preflight.Report `json:"preflight,omitempty"`
 	// StateDir is the stage journal's directory, its ACL and the files
 	// refused; nil when it does not exist (or in the
 	// orphan sweep's own stock-take).

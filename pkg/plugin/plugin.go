@@ -22,6 +22,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/identity"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/preflight"
 	"github.com/wincsi/csi-windows-node/pkg/registration"
 	"github.com/wincsi/csi-windows-node/pkg/server"
 	"github.com/wincsi/csi-windows-node/pkg/sweep"
@@ -151,6 +152,9 @@ type Host struct {
 	// Healthy reports a host that can no longer serve (a wedged Windows
 	// executor); Probe turns not ready while it fails. Nil: always healthy.
 	Healthy func() error
+	// System is what the preflight checks read, which Serve runs once at
+	// start (pkg/preflight); nil runs none.
+	System host.System
 	// Controller, when set, stands in for the controller side of the CSI
 	// driver on a host no controller serves: New calls it with the node
 	// service and the contract options that service parses volumes with,
@@ -188,6 +192,10 @@ type Plugin struct {
 	releasers []backend.Releaser
 	// sweeper is the orphan sweep (Sweep; Serve runs it).
 	sweeper *sweep.Sweeper
+	// system and preflight are the preflight checks Serve runs at start
+	// and their gauge.
+	system    host.System
+	preflight *preflight.Gauge
 	// serving is the gRPC server while Serve runs (Halt names its RPCs).
 	serving atomic.Pointer[server.Server]
 
@@ -278,7 +286,10 @@ func New(o Options, h Host) (*Plugin, error) {
 		served = h.Controller(ns, o.Contract)
 	}
 	p := &Plugin{Identity: ids, Metrics: mm, served: served, node: ns, journal: jr, host: hh, root: root,
-		releasers: releasers, opts: o}
+		releasers: releasers, system: h.System, opts: o}
+	if p.preflight, err = preflight.NewGauge(mm.GetRegistry()); err != nil {
+		return nil, err
+	}
 	if p.Registration, err = newRegistration(o, mm.GetRegistry()); err != nil {
 		return nil, err
 	}

@@ -75,17 +75,24 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	p.Identity.SetReady(true)
 	logger.Info("Ready", "socket", ls.CSI.Addr().String(), "httpEndpoint", httpAddr, "startup", time.Since(p.opts.Started))
 
-	// The orphan sweep's first round runs now, the plugin serving; it is
-	// stopped, and waited for, before the RPCs are.
+	// The orphan sweep's first round runs now, the plugin serving, and so
+	// do the preflight checks; both are stopped, and waited for, before the
+	// RPCs are.
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	swept := make(chan struct{})
+	checked := make(chan struct{})
 	go func() {
 		defer close(swept)
 		p.sweeper.Run(sweepCtx)
 	}()
+	go func() {
+		defer close(checked)
+		p.runPreflight(sweepCtx)
+	}()
 	defer func() {
 		stopSweep()
 		<-swept
+		<-checked
 	}()
 
 	var failure error
@@ -107,6 +114,7 @@ func (p *Plugin) Serve(ctx context.Context, ls Listeners) error {
 	reg.stop()
 	stopSweep()
 	<-swept
+	<-checked
 	p.stop(ctx, srv, web)
 	return failure
 }

@@ -19,7 +19,9 @@
 // paths are host-native absolute paths ("/var/lib/kubelet/...").
 //
 // What belongs here: the model, its persistence, fault injection, the
-// control API tests use to set up and disturb the host (AttachDisk,
+// operator's calls of host.Admin (admin.go: the node's services and
+// settings as preflight reads them, the VHDX files, local users and shares
+// selftest makes), the control API tests use to set up and disturb the host (AttachDisk,
 // AddShare, AddTarget, Reboot, ...) and the setup file a user declares a
 // simulated network in (Setup). What does not: policy (which disk to
 // pick, when to format), which belongs to the backends; the controller's

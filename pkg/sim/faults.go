@@ -122,7 +122,7 @@ func (r *Rule) UnmarshalJSON(data []byte) error {
 }
 
 func (r Rule) validate() error {
-	if r.Op != AnyOp && !slices.Contains(AllOps, r.Op) {
+	if r.Op != AnyOp && !slices.Contains(AllOps, r.Op) && !slices.Contains(AdminOps, r.Op) {
 		return fmt.Errorf("fault rule: unknown op %q", r.Op)
 	}
 	if r.Nth < 0 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -264,7 +265,7 @@ func build(cfg Config, dir string) *Sim {
 		faults: newFaults(),
 		counts: make(map[string]*atomic.Int64, len(AllOps)),
 	}
-	for _, op := range AllOps {
+	for _, op := range slices.Concat(AllOps, AdminOps) {
 		s.counts[op] = new(atomic.Int64)
 	}
 	return s

@@ -70,6 +70,14 @@ type State struct {
 	// Accounts are the account names LookupAccountName resolves besides
 	// the built-in ones (--sim-config accounts).
 	Accounts []AccountState `json:"accounts,omitempty"`
+
+	// The node's own configuration and the operator's scratch objects
+	// (admin.go): services changed from their defaults, VHDX files, local
+	// users and shares of the node itself.
+	Services     []ServiceRecord     `json:"services,omitempty"`
+	VirtualDisks []VirtualDiskRecord `json:"virtualDisks,omitempty"`
+	LocalUsers   []LocalUserRecord   `json:"localUsers,omitempty"`
+	LocalShares  []LocalShareRecord  `json:"localShares,omitempty"`
 }
 
 // DiskState is one disk.

@@ -162,7 +162,7 @@ func providerOf(class string) provider {
 		return provider{returns: volumeCodes}
 	case classTargetPortal, classTarget, classSession, classConnection, classInitiatorSession:
 		return provider{returns: iscsiMethodCodes, statuses: iscsiCodes}
-	case classSmbGlobalMapping:
+	case classSmbGlobalMapping, classSmbShare:
 		// The SMB provider documents no return values (the
 		// MSFT_SmbMapping.Create page lists none); failures are expected
 		// as COM errors or in the error object. A non-zero value is read
@@ -315,6 +315,13 @@ const (
 	ErrorLogonFailure              = 1326
 	ErrorPrivilegeNotHeld          = 1314
 	ErrorNotAReparsePoint          = 4390
+	ErrorServiceAlreadyRunning     = 1056
+	ErrorServiceDisabled           = 1058
+	ErrorServiceDoesNotExist       = 1060
+	NerrUserNotFound               = 2221 // NET_API_STATUS (lmerr.h), in the same code space
+	NerrUserExists                 = 2224
+	NerrPasswordTooShort           = 2245 // also: the password policy refused it
+	NerrNetNameNotFound            = 2310 // no such share
 	RPCServerUnavailable           = 1722 // RPC_S_SERVER_UNAVAILABLE
 	RPCCallFailed                  = 1726 // RPC_S_CALL_FAILED
 	RPCCallFailedDNE               = 1727 // RPC_S_CALL_FAILED_DNE
@@ -387,6 +394,17 @@ var win32Codes = codeTable{
 	// What DeleteVolumeMountPoint answers for a directory that is not a
 	// mount point.
 	ErrorNotAReparsePoint: {"ERROR_NOT_A_REPARSE_POINT", host.ErrNotFound},
+	// The operator's calls (preflight, selftest): the service control
+	// manager's answers (StartService and OpenService pages), the account
+	// lookup's, and netapi32's NET_API_STATUS values (Network Management
+	// Error Codes, learn.microsoft.com/windows/win32/netmgmt/network-management-error-codes).
+	ErrorServiceAlreadyRunning: {"ERROR_SERVICE_ALREADY_RUNNING", nil},
+	ErrorServiceDisabled:       {"ERROR_SERVICE_DISABLED", host.ErrConflict},
+	ErrorServiceDoesNotExist:   {"ERROR_SERVICE_DOES_NOT_EXIST", host.ErrNotFound},
+	NerrUserNotFound:           {"NERR_UserNotFound", host.ErrNotFound},
+	NerrUserExists:             {"NERR_UserExists", host.ErrAlreadyExists},
+	NerrPasswordTooShort:       {"NERR_PasswordTooShort", host.ErrInvalid},
+	NerrNetNameNotFound:        {"NERR_NetNameNotFound", host.ErrNotFound},
 }
 
 func win32Name(code uint32) string {

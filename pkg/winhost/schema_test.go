@@ -57,6 +57,14 @@ func TestMain(m *testing.M) {
 			fmt.Println("FAIL")
 			code = 1
 		}
+		if errs := checkRecordingShapes(scripted.Recorded()); len(errs) > 0 {
+			fmt.Fprintln(os.Stderr, "--- FAIL: scripted replies against Windows recordings (shape_test.go)")
+			for _, err := range errs {
+				fmt.Fprintln(os.Stderr, "    "+err.Error())
+			}
+			fmt.Println("FAIL")
+			code = 1
+		}
 	}
 	os.Exit(code)
 }
@@ -92,6 +100,8 @@ func checkRecordedCalls() []error {
 			found = s.CheckAssociators(c.Namespace, c.Path, c.Assoc, c.Result, r.Reply.Instances)
 		case scripted.KindCall:
 			found = s.CheckCall(c.Namespace, c.Method, r.Reply.Result)
+		case scripted.KindDeleteInstance:
+			found = s.CheckDelete(c.Namespace, c.Path)
 		default:
 			continue // Win32
 		}
@@ -144,8 +154,13 @@ func isProductFile(path string) bool {
 	return filepath.Dir(path) == pkgDir && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go")
 }
 
-// wmiEntryPoints are the executor's WMI methods (Executor, executor.go).
-var wmiEntryPoints = map[string]bool{"Query": true, "Associators": true, "Call": true}
+// wmiEntryPoints are the executor's WMI methods (Executor, executor.go,
+// and AdminCalls' DeleteInstance, admin.go).
+var wmiEntryPoints = map[string]bool{"Query": true, "Associators": true, "Call": true, "DeleteInstance": true}
+
+// wmiKinds are the kinds of the scripted calls that reach WMI.
+var wmiKinds = map[string]bool{scripted.KindQuery: true, scripted.KindAssociators: true, scripted.KindCall: true,
+	scripted.KindDeleteInstance: true}
 
 // callSite is a call expression in the product source, by file and lines.
 type callSite struct {
@@ -163,7 +178,7 @@ func checkCallSites(recs []scripted.Record) []error {
 	}
 	lines := map[string]map[int]bool{}
 	for _, r := range recs {
-		if r.Call.Kind != scripted.KindQuery && r.Call.Kind != scripted.KindAssociators && r.Call.Kind != scripted.KindCall {
+		if !wmiKinds[r.Call.Kind] {
 			continue
 		}
 		for _, f := range r.Stack {

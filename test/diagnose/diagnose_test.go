@@ -22,6 +22,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/wincsi/csi-windows-node/pkg/inventory"
+	"github.com/wincsi/csi-windows-node/pkg/preflight"
 	"github.com/wincsi/csi-windows-node/test/harness/nodestates"
 	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 	"github.com/wincsi/csi-windows-node/test/harness/testbin"
@@ -145,6 +146,22 @@ func TestReportsEveryState(t *testing.T) {
 
 	table, _ := diagnose(t, bin, base)
 	checkTable(t, table, report(t, out))
+
+	// The preflight checks, as the plugin runs them at start: every check,
+	// in JSON and in the table (the node's journal holds iSCSI volumes, so
+	// the stopped MSiSCSI of a fresh node fails).
+	pf := report(t, out).Preflight
+	if pf == nil || len(pf.Findings) != len(preflight.Checks) {
+		t.Fatalf("diagnose -o json reports the preflight checks as %+v", pf)
+	}
+	for _, f := range pf.Findings {
+		if f.Check == preflight.CheckISCSIInitiator && f.Result != preflight.Fail {
+			t.Errorf("iscsi-initiator: %s %q, want fail on a node with iSCSI volumes", f.Result, f.Detail)
+		}
+	}
+	if !strings.Contains(table, "PREFLIGHT (10)") || !strings.Contains(table, "fix: csi-windows-node preflight --fix") {
+		t.Errorf("the table lacks the preflight section:\n%s", table)
+	}
 
 	for _, text := range []string{out, errOut, table} {
 		for _, s := range nodestates.Secrets {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -130,8 +129,7 @@ func TestExpand(t *testing.T) {
 
 	before, err := h.stats(v, v.staging)
 	mustOK(t, "stats before", err)
-	mustPowershell(t, `Resize-VHD -Path $Env:CSI_IT_VHD -SizeBytes ([int64]$Env:CSI_IT_SIZE)`,
-		map[string]string{"VHD": d.path, "SIZE": strconv.FormatInt(2*gib, 10)})
+	d.resize(t, 2*gib)
 
 	capacity, err := h.expand(v, 2*gib)
 	mustOK(t, "expand", err)

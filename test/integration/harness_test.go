@@ -37,20 +37,13 @@ const rpcTimeout = 5 * time.Minute
 // users can report real figures from their machines.
 const timingsEnv = "CSI_WINDOWS_NODE_TIMINGS"
 
-// requireHost skips the test unless the process is elevated and the
-// Hyper-V PowerShell module (New-VHD, Mount-VHD) is present.
+// requireHost skips the test unless the process is elevated: the tests
+// attach VHDX disks (the virtual disk API, as selftest does: no Hyper-V
+// role or module needed), mount volumes and take disks offline.
 func requireHost(t *testing.T) {
 	t.Helper()
 	if !windows.GetCurrentProcessToken().IsElevated() {
 		t.Skip("integration tests need an elevated (administrator) process: they attach VHDX disks, mount volumes and take disks offline")
-	}
-	out, err := powershell(context.Background(), `if (Get-Command New-VHD -ErrorAction SilentlyContinue) { 'yes' } else { 'no' }`, nil)
-	if err != nil {
-		t.Skipf("cannot run PowerShell to set up disks: %v: %s", err, out)
-	}
-	if strings.TrimSpace(out) != "yes" {
-		t.Skip("the Hyper-V PowerShell module (New-VHD, Mount-VHD) is missing: Install-WindowsFeature -Name Hyper-V-PowerShell on Server, " +
-			"Enable-WindowsOptionalFeature -Online -FeatureName Microsoft-Hyper-V-Management-PowerShell on client editions")
 	}
 }
 
@@ -112,8 +105,9 @@ func mustPowershell(t *testing.T, script string, env map[string]string) string {
 
 // vhd is a VHDX attached to this machine as a disk.
 type vhd struct {
-	path string
-	disk uint32
+	path  string
+	disk  uint32
+	disks host.VirtualDisks
 }
 
 func (v *vhd) env() map[string]string {
@@ -121,29 +115,49 @@ func (v *vhd) env() map[string]string {
 }
 
 // newVHD creates a dynamic VHDX of size bytes and attaches it (a blank,
-// RAW disk). Cleanup detaches it; the file goes with the temporary
-// directory.
+// RAW disk) with the same code as csi-windows-node selftest
+// (host.VirtualDisks over the executor: CreateVirtualDisk,
+// AttachVirtualDisk). Cleanup detaches it; the file goes with the
+// temporary directory.
 func newVHD(t *testing.T, size int64) *vhd {
 	t.Helper()
-	v := &vhd{path: filepath.Join(t.TempDir(), "disk.vhdx")}
-	out := mustPowershell(t, `
-New-VHD -Path $Env:CSI_IT_VHD -SizeBytes ([int64]$Env:CSI_IT_SIZE) -Dynamic | Out-Null
-Mount-VHD -Path $Env:CSI_IT_VHD
-(Get-VHD -Path $Env:CSI_IT_VHD).DiskNumber`, map[string]string{"VHD": v.path, "SIZE": strconv.FormatInt(size, 10)})
-	n, err := strconv.ParseUint(lastLine(out), 10, 32)
+	exec, err := wmiexec.New(wmiexec.Options{})
 	if err != nil {
-		t.Fatalf("disk number of %s: %q: %v", v.path, out, err)
+		t.Fatalf("start the executor: %v", err)
 	}
-	v.disk = uint32(n)
+	v := &vhd{path: filepath.Join(t.TempDir(), "disk.vhdx"), disks: winhost.NewAdmin(exec).VirtualDisks}
+	t.Cleanup(func() {
+		if err := exec.Close(context.Background()); err != nil {
+			t.Errorf("close the executor: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := v.disks.Create(ctx, v.path, uint64(size)); err != nil {
+		t.Fatalf("create %s: %v", v.path, err)
+	}
+	if v.disk, err = v.disks.Attach(ctx, v.path); err != nil {
+		t.Fatalf("attach %s: %v", v.path, err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if out, err := powershell(ctx, `Dismount-VHD -Path $Env:CSI_IT_VHD`, v.env()); err != nil {
-			t.Errorf("detach %s: %v: %s", v.path, err, out)
+		if err := v.disks.Detach(ctx, v.path); err != nil {
+			t.Errorf("detach %s: %v", v.path, err)
 		}
 	})
 	t.Logf("attached %s as disk %d", v.path, v.disk)
 	return v
+}
+
+// resize grows the VHDX, attached, behind the plugin's back.
+func (v *vhd) resize(t *testing.T, size int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := v.disks.Resize(ctx, v.path, uint64(size)); err != nil {
+		t.Fatalf("resize %s to %d bytes: %v", v.path, size, err)
+	}
 }
 
 func lastLine(s string) string {

@@ -1,6 +1,7 @@
 package windowsci
 
 import (
+	"flag"
 	"go/build/constraint"
 	"go/parser"
 	"go/token"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/wincsi/csi-windows-node/pkg/config"
 )
 
 const repoRoot = "../.."
@@ -142,5 +145,68 @@ func TestCheckFlagsViolations(t *testing.T) {
 	}
 	if excludesWindows("//go:build linux || windows\n\npackage x\n") {
 		t.Error("//go:build linux || windows counts as excluding windows")
+	}
+}
+
+// TestWorkflowChecksTheNode: the workflow runs the binary as an operator
+// would on both images: preflight with its fix and a kubelet directory it
+// makes, selftest of the disk backend and of a local share with a
+// recording, uploaded. Every --flag it passes to a subcommand exists (the
+// workflow runs only on Windows, so a renamed flag would otherwise be
+// found there first).
+func TestWorkflowChecksTheNode(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, ".github/workflows/windows.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := string(b)
+	job := wf[strings.Index(wf, "\n  node-check:"):]
+	if i := strings.Index(job[1:], "\n  integration:"); i >= 0 {
+		job = job[:i+1]
+	}
+	for _, want := range []string{
+		"os: [windows-2025, windows-2022]",
+		"New-Item -ItemType Directory -Force -Path C:\\var\\lib\\kubelet",
+		"./csi-windows-node.exe preflight --fix --kubelet-dir=C:\\var\\lib\\kubelet",
+		"./csi-windows-node.exe selftest --backends=disk,smb --smb-local --record=",
+		"uses: actions/upload-artifact@v4",
+		"*.jsonl",
+	} {
+		if !strings.Contains(job, want) {
+			t.Errorf("the node-check job lacks %q", want)
+		}
+	}
+	flags := map[string]*flag.FlagSet{"preflight": flag.NewFlagSet("preflight", flag.ContinueOnError),
+		"selftest": flag.NewFlagSet("selftest", flag.ContinueOnError)}
+	config.RegisterPreflight(flags["preflight"])
+	config.RegisterSelftest(flags["selftest"], "windows", `C:\Windows\Temp`)
+	for _, fs := range flags {
+		config.Register(fs, "windows")
+		config.RegisterLogging(fs)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.ReplaceAll(job, "`\n", " "), "\n") {
+		for cmd, fs := range flags {
+			i := strings.Index(line, "csi-windows-node.exe "+cmd)
+			if i < 0 {
+				continue
+			}
+			for _, f := range strings.Fields(line[i:]) {
+				name, ok := strings.CutPrefix(f, "--")
+				if !ok {
+					if name, ok = strings.CutPrefix(f, "-"); !ok {
+						continue
+					}
+				}
+				name, _, _ = strings.Cut(name, "=")
+				checked++
+				if fs.Lookup(name) == nil {
+					t.Errorf("the workflow passes %s a flag it does not have: %s", cmd, f)
+				}
+			}
+		}
+	}
+	if checked < 6 {
+		t.Fatalf("checked %d flags: the parse of the workflow is broken", checked)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/winhost"
 )
 
@@ -57,6 +58,9 @@ type Reply struct {
 	Bool      bool               // DirectoryHasEntries
 	Strings   []string           // DirectoryEntries
 	Space     [3]uint64          // GetDiskFreeSpaceEx: available, total, free
+	Value     any                // RegistryValue
+	Token     host.Token         // ProcessToken
+	Service   host.Service       // QueryService
 	Count     uint32             // ReportIScsiPersistentLogins (with Bytes)
 	Err       error
 	// Block, when set, makes the call wait until ctx ends (a hung
@@ -313,6 +317,8 @@ func describe(c Call) string {
 		return fmt.Sprintf("Associators(%s, %q, %s, %s)", c.Namespace, c.Path, c.Assoc, c.Result)
 	case KindCall:
 		return fmt.Sprintf("Call(%s, %s.%s path=%q, %s)", c.Namespace, c.Method.Class, c.Method.Name, c.Method.Path, winhost.FormatParams(c.Method.In))
+	case KindDeleteInstance:
+		return fmt.Sprintf("DeleteInstance(%s, %q)", c.Namespace, c.Path)
 	}
 	return fmt.Sprintf("%s%v", c.Kind, c.Args)
 }

@@ -83,12 +83,18 @@ func isConversion(call *ast.CallExpr) bool {
 	return false
 }
 
+// exprName spells an identifier, a selector, or a generic function's name
+// without its type arguments.
 func exprName(e ast.Expr) string {
 	switch e := e.(type) {
 	case *ast.Ident:
 		return e.Name
 	case *ast.SelectorExpr:
 		return exprName(e.X) + "." + e.Sel.Name
+	case *ast.IndexExpr:
+		return exprName(e.X)
+	case *ast.IndexListExpr:
+		return exprName(e.X)
 	}
 	return ""
 }

@@ -156,6 +156,23 @@ func (s *Schema) CheckCall(ns string, m winhost.Method, r winhost.Result) []erro
 	return errs
 }
 
+// CheckDelete checks a deletion of the object at path
+// (SWbemServices.Delete): the path names a class that exists in ns in
+// both trees.
+func (s *Schema) CheckDelete(ns, path string) []error {
+	class, err := pathClass(path)
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	for _, t := range s.Trees {
+		if _, err := t.Class(ns, class); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
 // CheckInstance checks an object as the executor hands it over (a reply
 // instance, an embedded object, an error object): it names its class,
 // the class exists in ns, and every property it carries exists on the

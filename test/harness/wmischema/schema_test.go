@@ -52,6 +52,15 @@ func TestChecker(t *testing.T) {
 		{"query", func() []error {
 			return s.CheckQuery(storage, "SELECT ObjectId, Number, SerialNumber, Size, IsOffline FROM MSFT_Disk WHERE Number = 3", []winhost.Instance{disk})
 		}, ""},
+		{"delete a share", func() []error {
+			return s.CheckDelete(`Root\Microsoft\Windows\SMB`, `\\NODE1\ROOT\Microsoft\Windows\SMB:MSFT_SmbShare.Name="x",ScopeName="*"`)
+		}, ""},
+		{"delete an object of a class the namespace lacks", func() []error {
+			return s.CheckDelete(`Root\Microsoft\Windows\SMB`, `\\NODE1\ROOT\Microsoft\Windows\SMB:MSFT_SmbShar.Name="x"`)
+		}, "MSFT_SmbShar"},
+		{"delete through a path without a class", func() []error {
+			return s.CheckDelete(`Root\Microsoft\Windows\SMB`, `nothing`)
+		}, "names no class"},
 		{"query with a string literal", func() []error {
 			return s.CheckQuery(storage, `SELECT * FROM MSFT_Volume WHERE Path = '\\\\?\\Volume{x}\\'`, nil)
 		}, ""},
