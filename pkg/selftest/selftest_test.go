@@ -216,6 +216,37 @@ func TestNextRunRemovesLeftovers(t *testing.T) {
 	r.nothingLeft(t)
 }
 
+// A run sweeps only what dead runs of its own work directory left: the
+// lock holds one work directory, so a share and user named for a run
+// elsewhere (which may be running) are not its to remove.
+func TestOtherWorkDirIsLeftAlone(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	other := selftest.Prefix + "0123abcd"
+	dir := filepath.Join(t.TempDir(), other, "share")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	smb := r.node.Admin.LocalSMB
+	if err := smb.CreateUser(ctx, other, selftest.NewPassword()); err != nil {
+		t.Fatal(err)
+	}
+	if err := smb.CreateShare(ctx, other, dir, other); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := selftest.Run(ctx, r.node, r.config(selftest.BackendDisk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed() || len(rep.Leftovers) != 0 {
+		t.Errorf("Passed() = %v, leftovers %q", rep.Passed(), rep.Leftovers)
+	}
+	st := r.sim.Snapshot()
+	if len(st.LocalUsers) != 1 || len(st.LocalShares) != 1 {
+		t.Errorf("the other run's user and share were touched: %d users, %d shares", len(st.LocalUsers), len(st.LocalShares))
+	}
+}
+
 // Bad input: a share that does not answer fails the stage step with one
 // line saying so; nothing is left.
 func TestShareThatDoesNotAnswer(t *testing.T) {
