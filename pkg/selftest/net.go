@@ -27,6 +27,7 @@ func (r *runner) smb(ctx context.Context) {
 		smb := r.n.Admin.LocalSMB
 		r.step(ctx, "create local user", func(ctx context.Context) (string, error) {
 			if err := smb.CreateUser(ctx, local, r.cfg.LocalPassword); err != nil {
+				r.unknownOutcome(err, "local user "+local)
 				return "", err
 			}
 			r.push("user "+local, "local user "+local, func(ctx context.Context) error { return smb.DeleteUser(ctx, local) })
@@ -37,6 +38,7 @@ func (r *runner) smb(ctx context.Context) {
 				return "", err
 			}
 			if err := smb.CreateShare(ctx, shareName, shareDir, local); err != nil {
+				r.unknownOutcome(err, "share "+shareName)
 				return "", err
 			}
 			r.push("share "+shareName, "share "+shareName, func(ctx context.Context) error { return smb.DeleteShare(ctx, shareName) })

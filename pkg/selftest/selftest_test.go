@@ -216,6 +216,44 @@ func TestNextRunRemovesLeftovers(t *testing.T) {
 	r.nothingLeft(t)
 }
 
+// Interrupted while Windows still creates the local user (the call is
+// abandoned at the interrupt and completes afterwards), the run cannot
+// remove the user: it says so and keeps its directory, and the next run
+// removes the user.
+func TestInterruptedCreationIsRemovedByTheNextRun(t *testing.T) {
+	r := newRig(t)
+	if err := r.sim.Faults().Add(sim.Rule{Op: sim.OpLocalSMBCreateUser, Hang: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for r.sim.Faults().Hung(sim.OpLocalSMBCreateUser) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	first, err := selftest.Run(ctx, r.node, r.config(selftest.BackendSMB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Passed() || !strings.Contains(strings.Join(first.NotRemoved, "\n"), "local user "+selftest.Prefix+first.Run) {
+		t.Errorf("Passed() = %v, not removed %q; want the local user named", first.Passed(), first.NotRemoved)
+	}
+	r.sim.Faults().Clear() // the abandoned call completes: the user now exists
+	for len(r.sim.Snapshot().LocalUsers) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	second, err := selftest.Run(context.Background(), r.node, r.config(selftest.BackendDisk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := strings.Join(second.Leftovers, "\n"); !strings.Contains(left, "removed local user "+selftest.Prefix+first.Run) {
+		t.Errorf("leftovers report lacks the user:\n%s", left)
+	}
+	r.nothingLeft(t)
+}
+
 // A run sweeps only what dead runs of its own work directory left: the
 // lock holds one work directory, so a share and user named for a run
 // elsewhere (which may be running) are not its to remove.
