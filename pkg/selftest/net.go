@@ -106,8 +106,26 @@ func (r *runner) smb(ctx context.Context) {
 // file again, stats, health, unpublish.
 func (r *runner) sharedSteps(ctx context.Context, v *volume) {
 	r.step(ctx, "publish", func(ctx context.Context) (string, error) { return r.publish(ctx, v) })
-	r.step(ctx, "write and read back", func(ctx context.Context) (string, error) { return r.writeRead(ctx, v) })
-	r.step(ctx, "remove the test file", func(ctx context.Context) (string, error) { return r.removeTestFile(ctx, v) })
+	r.step(ctx, "write and read back", func(ctx context.Context) (string, error) {
+		// The file is the run's own (its name carries the run's ID): it is
+		// removed before the unpublish when a later step fails or the run
+		// is interrupted, and its undo is set before the write, whose
+		// outcome an interrupt leaves unknown.
+		r.push("file "+v.id, "test file "+v.testFile, func(ctx context.Context) error {
+			if err := r.n.Admin.FileData.RemoveFile(ctx, v.testFile); err != nil && !isNotFound(err) {
+				return err
+			}
+			return nil
+		})
+		return r.writeRead(ctx, v)
+	})
+	r.step(ctx, "remove the test file", func(ctx context.Context) (string, error) {
+		detail, err := r.removeTestFile(ctx, v)
+		if err == nil {
+			r.done("file " + v.id)
+		}
+		return detail, err
+	})
 	r.step(ctx, "volume stats", func(ctx context.Context) (string, error) {
 		_, detail, err := r.stats(ctx, v)
 		return detail, err

@@ -254,6 +254,40 @@ func TestInterruptedCreationIsRemovedByTheNextRun(t *testing.T) {
 	r.nothingLeft(t)
 }
 
+// Interrupted after it wrote its test file on the operator's share (a
+// share selftest does not own), the run removes the file before it
+// unpublishes: nothing of the run stays on the share.
+func TestInterruptedRunLeavesNothingOnTheShare(t *testing.T) {
+	r := newRig(t)
+	if err := r.sim.AddShare(sim.ShareSpec{Server: "files", Share: "data", Users: map[string]string{"alice": "alice-password"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := r.config(selftest.BackendSMB)
+	cfg.SMB = selftest.SMBTarget{Source: `//files/data`, User: "alice", Password: host.NewSecret("alice-password")}
+	cfg.Progress = func(s selftest.Step) {
+		if s.Name == "write and read back" {
+			cancel()
+		}
+	}
+	rep, err := selftest.Run(ctx, r.node, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Interrupted || len(rep.NotRemoved) != 0 {
+		t.Errorf("Interrupted = %v, not removed %q", rep.Interrupted, rep.NotRemoved)
+	}
+	entries, err := os.ReadDir(filepath.Join(r.sim.Dir(), "smb", "files", "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("left on the operator's share: %s", e.Name())
+	}
+	r.nothingLeft(t)
+}
+
 // A run sweeps only what dead runs of its own work directory left: the
 // lock holds one work directory, so a share and user named for a run
 // elsewhere (which may be running) are not its to remove.
