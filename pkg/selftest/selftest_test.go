@@ -288,6 +288,65 @@ func TestInterruptedRunLeavesNothingOnTheShare(t *testing.T) {
 	r.nothingLeft(t)
 }
 
+// staleDisks answers Get for a detached disk from a stale cache until the
+// next rescan: what Windows' storage provider may do after a detach
+// (undocumented either way).
+type staleDisks struct {
+	host.Disks
+	vd      host.VirtualDisks
+	last    host.Disk
+	stale   bool
+	rescans int
+}
+
+func (d *staleDisks) Get(ctx context.Context, n uint32) (host.Disk, error) {
+	if d.stale && n == d.last.Number {
+		return d.last, nil
+	}
+	disk, err := d.Disks.Get(ctx, n)
+	if err == nil {
+		d.last = disk
+	}
+	return disk, err
+}
+
+func (d *staleDisks) Rescan(ctx context.Context) error {
+	d.stale = false
+	d.rescans++
+	return d.Disks.Rescan(ctx)
+}
+
+type detachNotice struct {
+	host.VirtualDisks
+	d *staleDisks
+}
+
+func (v detachNotice) Detach(ctx context.Context, path string) error {
+	err := v.VirtualDisks.Detach(ctx, path)
+	v.d.stale = err == nil
+	return err
+}
+
+// A disk the host still lists right after the detach, and no longer after
+// a rescan, passes the detach step.
+func TestDetachedDiskListedUntilRescan(t *testing.T) {
+	r := newRig(t)
+	d := &staleDisks{Disks: r.node.Host.Disks}
+	r.node.Host.Disks = d
+	r.node.Admin.VirtualDisks = detachNotice{VirtualDisks: r.node.Admin.VirtualDisks, d: d}
+	rep, err := selftest.Run(context.Background(), r.node, r.config(selftest.BackendDisk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed() {
+		t.Errorf("failed: %q", steps(rep))
+	}
+	if d.rescans == 0 {
+		t.Error("the stale disk was never rescanned away")
+	}
+	r.nothingLeft(t)
+}
+
 // A run sweeps only what dead runs of its own work directory left: the
 // lock holds one work directory, so a share and user named for a run
 // elsewhere (which may be running) are not its to remove.
