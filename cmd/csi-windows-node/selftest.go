@@ -25,6 +25,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/selftest"
 	"github.com/wincsi/csi-windows-node/pkg/winhost/recording"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
 // selftestCommand proves the plugin on this node end to end.
@@ -75,6 +76,9 @@ func selftestCmd(args []string, stdout, stderr io.Writer) int {
 	popts, code, ok := sc.pluginOptions()
 	if !ok {
 		return code
+	}
+	if _, err := winpath.NewRoot(so.WorkDir, popts.PathStyle); err != nil {
+		return fail("--work-dir: %v", err)
 	}
 	cfg := selftest.Config{
 		Backends: so.Backends, WorkDir: so.WorkDir, Run: selftest.NewRunID(), Plugin: popts,
