@@ -34,6 +34,8 @@ type BusType uint16
 const (
 	BusTypeUnknown     BusType = 0
 	BusTypeSCSI        BusType = 1
+	BusTypeATAPI       BusType = 2
+	BusTypeATA         BusType = 3
 	BusTypeFibre       BusType = 6
 	BusTypeUSB         BusType = 7
 	BusTypeRAID        BusType = 8
@@ -44,6 +46,17 @@ const (
 	BusTypeStorageSpcs BusType = 16
 	BusTypeNVMe        BusType = 17
 )
+
+// String names the bus type as the MSFT_Disk page does
+// (learn.microsoft.com/windows-hardware/drivers/storage/msft-disk).
+func (b BusType) String() string {
+	names := []string{"Unknown", "SCSI", "ATAPI", "ATA", "1394", "SSA", "Fibre Channel", "USB", "RAID", "iSCSI",
+		"SAS", "SATA", "SD", "MMC", "Virtual", "File Backed Virtual", "Storage Spaces", "NVMe"}
+	if int(b) < len(names) {
+		return names[b]
+	}
+	return "BusType(" + itoa(uint64(b)) + ")"
+}
 
 // OfflineReason is MSFT_Disk.OfflineReason.
 type OfflineReason uint16
@@ -100,6 +113,23 @@ const (
 	UniqueIDSCSINameString UniqueIDFormat = 8
 )
 
+// String names the format as the MSFT_Disk page does.
+func (f UniqueIDFormat) String() string {
+	switch f {
+	case UniqueIDVendorSpecific:
+		return "Vendor Specific"
+	case UniqueIDVendorID:
+		return "Vendor Id"
+	case UniqueIDEUI64:
+		return "EUI64"
+	case UniqueIDFCPHName:
+		return "FCPH Name"
+	case UniqueIDSCSINameString:
+		return "SCSI Name String"
+	}
+	return "UniqueIdFormat(" + itoa(uint64(f)) + ")"
+}
+
 // Disk is one MSFT_Disk as the host reports it.
 type Disk struct {
 	// Ref is the implementation's handle for the disk (the WMI object
@@ -117,22 +147,39 @@ type Disk struct {
 	UniqueIDFormat UniqueIDFormat
 	Location       string // e.g. "PCI Slot 3 : Adapter 0 : Port 0 : Target 1 : LUN 0"
 	FriendlyName   string
+	// Manufacturer is MSFT_Disk.Manufacturer, the vendor identifier ("Msft"
+	// for a Hyper-V or Azure virtual disk, "VMware" for a vSphere one).
+	Manufacturer string
 	// Model is MSFT_Disk.Model, the product identifier; Windows sometimes
-	// prefixes "NVMe " to it in FriendlyName.
+	// prefixes "NVMe " to it in FriendlyName. FriendlyName is commonly
+	// Manufacturer and Model ("VMware Virtual disk": ansible/ansible PR
+	// #51595's Get-Disk | Select *).
 	Model string
 	// AdapterSerialNumber is MSFT_Disk.AdapterSerialNumber: the serial of
 	// the adapter (for NVMe, the controller) the disk is reached through,
 	// shared by every namespace of one controller. Blank on Hyper-V SCSI.
 	AdapterSerialNumber string
-	Size                uint64
-	BusType             BusType
-	PartitionStyle      PartitionStyle
-	IsBoot              bool
-	IsSystem            bool
-	IsReadOnly          bool
-	IsOffline           bool
-	OfflineReason       OfflineReason
-	HealthStatus        HealthStatus
+	// GUID is MSFT_Disk.Guid, "the GUID of the disk, if it's GPT
+	// formatted" (the disk GUID of its GPT header; blank on a RAW or MBR
+	// disk, and possibly while it is offline), as Windows renders it
+	// ("{…}"); SameGUID compares two.
+	GUID           string
+	Size           uint64
+	BusType        BusType
+	PartitionStyle PartitionStyle
+	IsBoot         bool
+	IsSystem       bool
+	IsReadOnly     bool
+	IsOffline      bool
+	OfflineReason  OfflineReason
+	HealthStatus   HealthStatus
+}
+
+// SameGUID reports whether two disk GUIDs as MSFT_Disk renders them are
+// the same GUID: braces and case aside.
+func SameGUID(a, b string) bool {
+	trim := func(s string) string { return strings.Trim(strings.TrimSpace(s), "{}") }
+	return strings.EqualFold(trim(a), trim(b))
 }
 
 // IsCritical reports whether the disk holds the running system. Such a

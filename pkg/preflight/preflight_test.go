@@ -26,8 +26,8 @@ const (
 	nsCIMV2    = winhost.NamespaceCIMV2
 	keyCurVer  = `SOFTWARE\Microsoft\Windows NT\CurrentVersion`
 	attrDir    = 0x10
-	wqlDisks   = "SELECT ObjectId, Number, Path, SerialNumber, UniqueId, UniqueIdFormat, Location, FriendlyName, Model, AdapterSerialNumber, " +
-		"Size, BusType, PartitionStyle, IsBoot, IsSystem, IsReadOnly, IsOffline, OfflineReason, HealthStatus FROM MSFT_Disk"
+	wqlDisks   = "SELECT ObjectId, Number, Path, SerialNumber, UniqueId, UniqueIdFormat, Location, FriendlyName, Manufacturer, Model, AdapterSerialNumber, " +
+		"Guid, Size, BusType, PartitionStyle, IsBoot, IsSystem, IsReadOnly, IsOffline, OfflineReason, HealthStatus FROM MSFT_Disk"
 )
 
 // node is what the scripted Windows answers; the zero value of a field
@@ -90,7 +90,8 @@ func or(r *scripted.Reply, def scripted.Reply) scripted.Reply {
 
 var bootDisk = winhost.Instance{Path: `\\NODE1\ROOT\Microsoft\Windows\Storage:MSFT_Disk.ObjectId="{1}"`, Class: "MSFT_Disk", Props: map[string]any{
 	"ObjectId": "{1}", "Number": int64(0), "Path": `\\?\scsi#disk&ven_msft&prod_virtual_disk#1`, "SerialNumber": "os",
-	"UniqueId": "6002248001", "Location": "PCI Slot 0 : Adapter 0 : Port 0 : Target 0 : LUN 0", "UniqueIdFormat": int64(3), "FriendlyName": "Msft Virtual Disk", "Model": "Virtual Disk", "AdapterSerialNumber": "",
+	"UniqueId": "6002248001", "Location": "PCI Slot 0 : Adapter 0 : Port 0 : Target 0 : LUN 0", "UniqueIdFormat": int64(3), "FriendlyName": "Msft Virtual Disk", "Manufacturer": "Msft", "Model": "Virtual Disk", "AdapterSerialNumber": "",
+	"Guid": "{5A8B0D2E-1C3F-4E6A-9B7D-2F4E6A8C0B1D}",
 	"Size": "137438953472", "BusType": int64(10), "PartitionStyle": int64(2), "IsBoot": true, "IsSystem": true,
 	"IsReadOnly": false, "IsOffline": false, "OfflineReason": nil, "HealthStatus": int64(0)}}
 

@@ -92,9 +92,9 @@ func errOffline(d *DiskState) error {
 
 func (d *DiskState) toHost() host.Disk {
 	prod := "virtual_disk"
-	name := "Msft Virtual Disk"
+	mfr, model := "Msft", "Virtual Disk"
 	if d.BusType == host.BusTypeISCSI {
-		prod, name = "sim_iscsi_lun", "SIM iSCSI LUN"
+		prod, mfr, model = "sim_iscsi_lun", "SIM", "iSCSI LUN"
 	}
 	out := host.Disk{
 		Ref:            d.ref(),
@@ -103,7 +103,9 @@ func (d *DiskState) toHost() host.Disk {
 		SerialNumber:   d.Serial,
 		UniqueID:       d.Page83,
 		Location:       d.Location,
-		FriendlyName:   name,
+		FriendlyName:   mfr + " " + model,
+		Manufacturer:   mfr,
+		Model:          model,
 		Size:           d.Size,
 		BusType:        d.BusType,
 		PartitionStyle: d.PartitionStyle,
@@ -113,11 +115,15 @@ func (d *DiskState) toHost() host.Disk {
 		IsOffline:      d.Offline,
 		HealthStatus:   d.Health,
 	}
+	if d.PartitionStyle == host.PartitionStyleGPT && d.GUID != "" {
+		out.GUID = "{" + strings.ToUpper(d.GUID) + "}" // as Get-Disk shows it
+	}
 	if d.Offline {
 		out.OfflineReason = d.OfflineReason
 	}
 	if id := d.Identity; id != nil {
-		out.FriendlyName, out.Model, out.UniqueID, out.UniqueIDFormat = id.FriendlyName, id.Model, id.UniqueID, id.UniqueIDFormat
+		out.FriendlyName, out.Manufacturer, out.Model = id.FriendlyName, id.Manufacturer, id.Model
+		out.UniqueID, out.UniqueIDFormat = id.UniqueID, id.UniqueIDFormat
 		out.AdapterSerialNumber = id.AdapterSerialNumber
 		if id.Path != "" {
 			out.Path = id.Path
@@ -235,6 +241,9 @@ func (st *State) addDisk(d DiskState) uint32 {
 	}
 	d.Number = n
 	d.ID = "disk-" + strconv.FormatUint(st.NextDiskID, 10)
+	if d.PartitionStyle == host.PartitionStyleGPT && d.GUID == "" {
+		d.GUID = newGUID()
+	}
 	st.NextDiskID++
 	st.Disks = append(st.Disks, d)
 	sortDisks(st)
@@ -497,8 +506,10 @@ func (h disks) Initialize(ctx context.Context, disk host.Disk, style host.Partit
 		}
 		d.PartitionStyle = style
 		d.Partitions = nil
+		d.GUID = ""
 		if style == host.PartitionStyleGPT {
 			d.Partitions = []PartitionState{{Offset: msrOffset, Size: msrSize, GptType: host.GptTypeMSR}}
+			d.GUID = newGUID()
 		}
 		return struct{}{}, nil
 	})
@@ -781,6 +792,7 @@ func (st *State) reattach(serial string, spec DiskSpec, auto bool) (uint32, bool
 		d.Serial = old.Serial
 		d.PartitionStyle = old.PartitionStyle
 		d.Partitions = old.Partitions
+		d.GUID = old.GUID
 		if auto {
 			d.Offline, d.OfflineReason = true, host.OfflineReasonPolicy
 		}
@@ -805,6 +817,9 @@ func (s *Sim) layout(d *DiskState, spec DiskSpec) error {
 	switch style {
 	case host.PartitionStyleGPT:
 		d.Partitions = []PartitionState{{Offset: msrOffset, Size: msrSize, GptType: host.GptTypeMSR}}
+		if d.GUID == "" {
+			d.GUID = newGUID()
+		}
 	case host.PartitionStyleMBR:
 	default:
 		return fmt.Errorf("disk spec: partitions need partition style GPT or MBR: %w", host.ErrInvalid)

@@ -17,6 +17,7 @@ import (
 // given. Deciding which disk is meant is the plugin's job.
 type DiskIdentity struct {
 	FriendlyName        string              `json:"friendlyName,omitempty"`
+	Manufacturer        string              `json:"manufacturer,omitempty"`
 	Model               string              `json:"model,omitempty"`
 	Path                string              `json:"path,omitempty"`
 	UniqueID            string              `json:"uniqueId,omitempty"`

@@ -238,6 +238,7 @@ func (s *Sim) attachLUN(st *State, t *TargetState, l *LUNState) {
 		Health:         host.HealthHealthy,
 		PartitionStyle: l.PartitionStyle,
 		Partitions:     l.Partitions,
+		GUID:           l.GUID,
 		Target:         t.IQN,
 		LUN:            l.LUN,
 	})
@@ -259,7 +260,7 @@ func (s *Sim) removeTargetDisks(st *State, iqn string) {
 		}
 		for i := range t.LUNs {
 			if l := &t.LUNs[i]; l.LUN == d.LUN {
-				l.PartitionStyle, l.Partitions = d.PartitionStyle, d.Partitions
+				l.PartitionStyle, l.Partitions, l.GUID = d.PartitionStyle, d.Partitions, d.GUID
 				l.Size = max(d.Size, d.PendingSize)
 			}
 		}

@@ -149,6 +149,10 @@ func TestParseSetupErrors(t *testing.T) {
 		{"mutual equals chap", target + "    chap: {username: u, secret: same-secret-1}\n    mutualSecret: same-secret-1\n", 2, "targets[0]"},
 		{"disk declared twice", "disks:\n  - serial: a\n  - serial: a\n", 0, "disks[1] (serial a)"},
 		{"LUN of two disks", "disks:\n  - {serial: a, lun: 2}\n  - {serial: b, lun: 2}\n", 0, "disks[1] (serial b)"},
+		// A device path names one device instance (the serials of these
+		// two may repeat; their paths may not, in any case).
+		{"device path of two disks", "disks:\n  - {number: 1, path: '\\\\?\\scsi#disk&ven_msft#5&1&0&000001#{x}'}\n" +
+			"  - {number: 2, path: '\\\\?\\SCSI#Disk&Ven_Msft#5&1&0&000001#{x}'}\n", 0, "disks[1] (disk 2)"},
 		{"share declared twice", share + "  - path: '\\\\F\\D'\n    users: [{name: b, password: p}]\n", 0, `shares[1] (\\F\D)`},
 		{"target declared twice", target + "  - iqn: IQN.2026-01.io.example:T\n    portals: [10.0.0.2]\n", 0, "targets[1] (iqn.2026-01.io.example:t)"},
 		{"account without sid", "accounts:\n  - name: a\n", 2, "accounts[0]"},

@@ -165,6 +165,7 @@ func (p *setupParser) disk(n *yaml.Node, at string) SetupDisk {
 			d.Number = &num
 		},
 		"friendlyName":        str(func(d *SetupDisk) *string { return &d.identity().FriendlyName }),
+		"manufacturer":        str(func(d *SetupDisk) *string { return &d.identity().Manufacturer }),
 		"model":               str(func(d *SetupDisk) *string { return &d.identity().Model }),
 		"uniqueId":            str(func(d *SetupDisk) *string { return &d.identity().UniqueID }),
 		"path":                str(func(d *SetupDisk) *string { return &d.identity().Path }),
@@ -266,9 +267,9 @@ func (p *setupParser) scsiAddress(n *yaml.Node, at string, d *SetupDisk) {
 
 // claimDisks reports disks declared twice, and a mix of table and other
 // entries. Outside a table a disk is its serial, page 83 identifier and
-// LUN; in a table only its number is unique: identifiers repeat on real
-// nodes, and it is the plugin that must refuse such a match, not the
-// simulated host.
+// LUN; in a table only its number and device path are unique: identifiers
+// repeat on real nodes, and it is the plugin that must refuse such a
+// match, not the simulated host.
 func (p *setupParser) claimDisks(disks []SetupDisk, claim func(what, value, at string)) {
 	table := len(disks) > 0 && disks[0].Number != nil
 	for i, d := range disks {
@@ -278,7 +279,15 @@ func (p *setupParser) claimDisks(disks []SetupDisk, claim func(what, value, at s
 			return
 		}
 		if table {
-			claim("disk number", strconv.FormatUint(uint64(*d.Number), 10), fmt.Sprintf("disks[%d] (disk %d)", i, *d.Number))
+			at := fmt.Sprintf("disks[%d] (disk %d)", i, *d.Number)
+			claim("disk number", strconv.FormatUint(uint64(*d.Number), 10), at)
+			// The device path holds the device instance ID, which
+			// "uniquely identifies a device in the system"
+			// (learn.microsoft.com/windows-hardware/drivers/install/device-instance-ids):
+			// unlike serials and identifiers, no two disks share one.
+			if d.Identity != nil && d.Identity.Path != "" {
+				claim("device path", strings.ToLower(d.Identity.Path), at)
+			}
 			continue
 		}
 		at := fmt.Sprintf("disks[%d] (serial %s)", i, d.Serial)
@@ -322,6 +331,9 @@ func (d SetupDisk) state(table bool, lun uint32) DiskState {
 	if d.PartitionStyle != nil {
 		s.PartitionStyle = *d.PartitionStyle
 	}
+	if s.PartitionStyle == host.PartitionStyleGPT {
+		s.GUID = newGUID()
+	}
 	if d.IsOffline != nil {
 		s.Offline = *d.IsOffline
 	}
@@ -361,7 +373,8 @@ func identityDiff(have, want DiskState) string {
 		return []string{
 			fmt.Sprintf("serial %q", h.SerialNumber), fmt.Sprintf("location %q", h.Location),
 			fmt.Sprintf("bus type %d", h.BusType), fmt.Sprintf("boot %t", h.IsBoot), fmt.Sprintf("system %t", h.IsSystem),
-			fmt.Sprintf("friendly name %q", h.FriendlyName), fmt.Sprintf("model %q", h.Model), fmt.Sprintf("path %q", h.Path),
+			fmt.Sprintf("friendly name %q", h.FriendlyName), fmt.Sprintf("manufacturer %q", h.Manufacturer),
+			fmt.Sprintf("model %q", h.Model), fmt.Sprintf("path %q", h.Path),
 			fmt.Sprintf("unique ID %q (format %d)", h.UniqueID, h.UniqueIDFormat),
 			fmt.Sprintf("adapter serial %q", h.AdapterSerialNumber),
 			fmt.Sprintf("page 83 %v (answered %t)", ids, idErr == nil), fmt.Sprintf("SCSI address %v (answered %t)", addr, addrErr == nil),

@@ -101,6 +101,9 @@ type DiskState struct {
 	Collision      bool                `json:"collision,omitempty"`
 	PartitionStyle host.PartitionStyle `json:"partitionStyle"`
 	Partitions     []PartitionState    `json:"partitions"`
+	// GUID is the disk GUID of a GPT disk (MSFT_Disk.Guid, without
+	// braces), written by Initialize and kept with the partition table.
+	GUID string `json:"guid,omitempty"`
 	// Target and LUN identify the iSCSI LUN the disk is reached through.
 	Target string `json:"target,omitempty"`
 	LUN    uint32 `json:"lun,omitempty"`
@@ -210,6 +213,7 @@ type LUNState struct {
 	Pending        int                 `json:"pending,omitempty"`
 	PartitionStyle host.PartitionStyle `json:"partitionStyle"`
 	Partitions     []PartitionState    `json:"partitions"`
+	GUID           string              `json:"guid,omitempty"` // the disk GUID of its GPT table
 }
 
 // PortalState is a target portal registered on the initiator.
@@ -456,6 +460,7 @@ func initialState() *State {
 		Health:         host.HealthHealthy,
 		PartitionStyle: host.PartitionStyleGPT,
 		Partitions:     bootPartitions(size, host.PartitionStyleGPT),
+		GUID:           newGUID(),
 	}}
 	return st
 }

@@ -400,6 +400,9 @@ func TestBackendExpand(t *testing.T) {
 		max := uint64(20<<30 - 17<<20 - 1<<20)
 		prelude(r)
 		r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Partition", Path: partRef(1, 2), Name: "GetSupportedSize"}, supported(max))
+		// Read again before the resize: the same disk, still holding the volume.
+		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(grown)}})
+		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
 		r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Partition", Path: partRef(1, 2), Name: "Resize",
 			In: []winhost.Param{{Name: "Size", Value: itoa64(max)}}}, rv(0))
 		r.e.ExpectQuery(ns, wqlVolume(guidA), scripted.Reply{Instances: []winhost.Instance{volInst(guidA, "NTFS", 14, max)}})
@@ -409,9 +412,9 @@ func TestBackendExpand(t *testing.T) {
 		}
 		checkSequence(t, r, "GetFileAttributes", "ReadReparsePoint", "VolumeDiskExtents",
 			"MSFT_StorageSetting.UpdateHostStorageCache", "Query MSFT_Disk", "Query MSFT_Partition",
-			"MSFT_Partition.GetSupportedSize", "MSFT_Partition.Resize", "Query MSFT_Volume")
-		if n := r.e.WMIRoundTrips(); n != 6 {
-			t.Fatalf("expand: %d WMI round trips, want 6", n)
+			"MSFT_Partition.GetSupportedSize", "Query MSFT_Disk", "VolumeDiskExtents", "MSFT_Partition.Resize", "Query MSFT_Volume")
+		if n := r.e.WMIRoundTrips(); n != 7 {
+			t.Fatalf("expand: %d WMI round trips, want 7", n)
 		}
 	})
 	t.Run("growth below 1 MiB is a no-op reporting the real size", func(t *testing.T) {
@@ -532,6 +535,8 @@ func TestBackendStageSignatureCollision(t *testing.T) {
 	prelude := func(r *rig) {
 		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir})
 		r.e.ExpectQuery(ns, wqlDisks, scripted.Reply{Instances: []winhost.Instance{diskInst(bootDisk), diskInst(clone)}})
+		// Read again before its volumes come online: still the disk chosen.
+		r.e.ExpectQuery(ns, wqlDisk(2), scripted.Reply{Instances: []winhost.Instance{diskInst(clone)}})
 		r.e.ExpectCall(ns, setAttributes(2, false), rv(0))
 	}
 	online := winhost.Method{Class: "MSFT_Disk", Path: diskRef(2), Name: "Online"}
@@ -546,7 +551,7 @@ func TestBackendStageSignatureCollision(t *testing.T) {
 		if err := r.b.Stage(context.Background(), stageRequest(contract.DiskSelector{Serial: serial})); err != nil {
 			t.Fatal(err)
 		}
-		checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "MSFT_Disk.SetAttributes", "MSFT_Disk.Online",
+		checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "Query MSFT_Disk", "MSFT_Disk.SetAttributes", "MSFT_Disk.Online",
 			"Query MSFT_Partition", "Associators MSFT_PartitionToVolume", "SetVolumeMountPoint")
 	})
 	t.Run("still refused: a conflict saying what happened", func(t *testing.T) {
@@ -575,6 +580,7 @@ func TestBackendReadOnlyStageOfAnOfflineDisk(t *testing.T) {
 	prelude := func(r *rig, answer uint32) {
 		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir})
 		r.e.ExpectQuery(ns, wqlDisks, scripted.Reply{Instances: []winhost.Instance{diskInst(bootDisk), diskInst(off)}})
+		r.e.ExpectQuery(ns, wqlDisk(2), scripted.Reply{Instances: []winhost.Instance{diskInst(off)}})
 		r.e.ExpectCall(ns, setAttributes(2, true), rv(answer))
 	}
 	t.Run("Windows sets read-only while offline", func(t *testing.T) {
@@ -588,7 +594,7 @@ func TestBackendReadOnlyStageOfAnOfflineDisk(t *testing.T) {
 		if err := r.b.Stage(context.Background(), readOnly); err != nil {
 			t.Fatal(err)
 		}
-		checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "MSFT_Disk.SetAttributes", "MSFT_Disk.Online",
+		checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "Query MSFT_Disk", "MSFT_Disk.SetAttributes", "MSFT_Disk.Online",
 			"Query MSFT_Partition", "Associators MSFT_PartitionToVolume", "SetVolumeMountPoint")
 	})
 	t.Run("Windows refuses while offline", func(t *testing.T) {
@@ -598,7 +604,7 @@ func TestBackendReadOnlyStageOfAnOfflineDisk(t *testing.T) {
 		if !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), "disk 2") {
 			t.Fatalf("err = %v, want a conflict naming disk 2", err)
 		}
-		checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "MSFT_Disk.SetAttributes")
+		checkSequence(t, r, "GetFileAttributes", "Query MSFT_Disk", "Query MSFT_Disk", "MSFT_Disk.SetAttributes")
 	})
 }
 

@@ -39,10 +39,13 @@ func NewDisks(e Executor) *Disks { return &Disks{s: storage{e}} }
 // documentation page, but the class's MOF has it (string; microsoft/wmi
 // v0.43.0, server2019 and server23h2 .../storage/MSFT_Disk.go), which the
 // schema test checks; Azure SCSI disks report it blank
-// (kubernetes-sigs/azuredisk-csi-driver#2661, Get-Disk | select *).
+// (kubernetes-sigs/azuredisk-csi-driver#2661, Get-Disk | select *). Guid
+// (string in the same MOF) is "the GUID of the disk, if it's GPT formatted"
+// (learn.microsoft.com/windows-hardware/drivers/storage/msft-disk); the
+// disk backend compares it before it writes to a partitioned disk.
 var diskProps = []string{
 	"ObjectId", "Number", "Path", "SerialNumber", "UniqueId", "UniqueIdFormat", "Location", "FriendlyName",
-	"Model", "AdapterSerialNumber", "Size", "BusType", "PartitionStyle", "IsBoot", "IsSystem", "IsReadOnly",
+	"Manufacturer", "Model", "AdapterSerialNumber", "Guid", "Size", "BusType", "PartitionStyle", "IsBoot", "IsSystem", "IsReadOnly",
 	"IsOffline", "OfflineReason", "HealthStatus",
 }
 
@@ -85,8 +88,10 @@ func parseDisk(in Instance) (host.Disk, error) {
 		// host-mounted VHD (dataplat/dbaclone PR #78).
 		Location:            p.String("Location"),
 		FriendlyName:        p.String("FriendlyName"),
+		Manufacturer:        p.String("Manufacturer"),
 		Model:               p.String("Model"),
 		AdapterSerialNumber: p.String("AdapterSerialNumber"),
+		GUID:                p.String("Guid"), // NULL on RAW and MBR disks
 		Size:                p.RequiredUint64("Size"),
 		BusType:             host.BusType(p.Uint16("BusType")),
 		PartitionStyle:      host.PartitionStyle(p.RequiredUint16("PartitionStyle")),

@@ -23,8 +23,8 @@ const ns = winhost.NamespaceStorage
 
 // The exact WQL each query must send (built by pkg/winhost/wql).
 const (
-	wqlDisks = "SELECT ObjectId, Number, Path, SerialNumber, UniqueId, UniqueIdFormat, Location, FriendlyName, Model, " +
-		"AdapterSerialNumber, Size, BusType, PartitionStyle, IsBoot, IsSystem, IsReadOnly, IsOffline, OfflineReason, " +
+	wqlDisks = "SELECT ObjectId, Number, Path, SerialNumber, UniqueId, UniqueIdFormat, Location, FriendlyName, Manufacturer, Model, " +
+		"AdapterSerialNumber, Guid, Size, BusType, PartitionStyle, IsBoot, IsSystem, IsReadOnly, IsOffline, OfflineReason, " +
 		"HealthStatus FROM MSFT_Disk"
 	wqlPartitions = "SELECT ObjectId, DiskNumber, PartitionNumber, Offset, Size, GptType, MbrType, AccessPaths, " +
 		"IsReadOnly, IsOffline FROM MSFT_Partition"
@@ -83,21 +83,25 @@ type diskSpec struct {
 	ReadOnly      bool
 	Offline       bool
 	OfflineReason host.OfflineReason
+	GUID          any // MSFT_Disk.Guid: a string, or nil (NULL) as on RAW and MBR disks
 
 	// Identity overrides; zero keeps a Hyper-V SCSI disk's as
 	// kubernetes-sigs/azuredisk-csi-driver#2661 shows them (FriendlyName
 	// "Msft Virtual Disk", BusType SAS, UniqueIdFormat "FCPH Name",
-	// AdapterSerialNumber blank; Model "Virtual Disk" assumed, the issue's
-	// listing cuts it off).
-	Friendly, Model, AdapterSerial, UniqueID, DevPath string
-	Bus                                               host.BusType
-	UniqueIDFormat                                    host.UniqueIDFormat
+	// AdapterSerialNumber blank; Manufacturer "Msft" and Model "Virtual
+	// Disk" assumed, the issue's listing cuts them off).
+	Friendly, Manufacturer, Model, AdapterSerial, UniqueID, DevPath string
+	Bus                                                             host.BusType
+	UniqueIDFormat                                                  host.UniqueIDFormat
 }
 
 // identity fills the defaults of the identity fields.
 func (s diskSpec) identity() diskSpec {
 	if s.Friendly == "" {
 		s.Friendly = "Msft Virtual Disk"
+	}
+	if s.Manufacturer == "" {
+		s.Manufacturer = "Msft"
 	}
 	if s.Model == "" {
 		s.Model = "Virtual Disk"
@@ -137,8 +141,10 @@ func diskInst(s diskSpec) winhost.Instance {
 			"UniqueIdFormat":      int64(s.UniqueIDFormat),
 			"Location":            s.Location,
 			"FriendlyName":        s.Friendly,
+			"Manufacturer":        s.Manufacturer,
 			"Model":               s.Model,
 			"AdapterSerialNumber": s.AdapterSerial,
+			"Guid":                s.GUID,
 			"Size":                strconv.FormatUint(size, 10),
 			"BusType":             int64(s.Bus),
 			"PartitionStyle":      int64(s.Style),
@@ -160,10 +166,11 @@ func diskOf(s diskSpec) host.Disk {
 		size = 10 << 30
 	}
 	loc, _ := s.Location.(string)
-	d := host.Disk{
+	guid, _ := s.GUID.(string)
+	d := host.Disk{GUID: guid,
 		Ref: diskRef(s.Number), Number: s.Number, Path: s.DevPath, SerialNumber: s.Serial,
 		UniqueID: s.UniqueID, UniqueIDFormat: s.UniqueIDFormat, Location: loc,
-		FriendlyName: s.Friendly, Model: s.Model, AdapterSerialNumber: s.AdapterSerial,
+		FriendlyName: s.Friendly, Manufacturer: s.Manufacturer, Model: s.Model, AdapterSerialNumber: s.AdapterSerial,
 		Size: size, BusType: s.Bus, PartitionStyle: s.Style,
 		IsBoot: s.Boot, IsSystem: s.System, IsReadOnly: s.ReadOnly, IsOffline: s.Offline,
 	}

@@ -44,6 +44,7 @@ func TestMessages(t *testing.T) {
 			off := diskSpec{Number: 1, Serial: serial, Style: host.PartitionStyleGPT, Offline: true, OfflineReason: host.OfflineReasonPolicy}
 			e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir})
 			e.ExpectQuery(ns, wqlDisks, scripted.Reply{Instances: []winhost.Instance{diskInst(bootDisk), diskInst(off)}})
+			e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(off)}})
 			e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Online"}, rv(41018))
 			b := disk.New(winhost.New(e), jr(t), disk.Options{Backoff: fast})
 			return b.Stage(context.Background(), stageRequest(contract.DiskSelector{Serial: serial}))
@@ -110,6 +111,7 @@ func TestMessages(t *testing.T) {
 			off := diskSpec{Number: 2, Serial: serial, Style: host.PartitionStyleGPT, Offline: true, OfflineReason: host.OfflineReasonPolicy}
 			e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir})
 			e.ExpectQuery(ns, wqlDisks, scripted.Reply{Instances: []winhost.Instance{diskInst(bootDisk), diskInst(off)}})
+			e.ExpectQuery(ns, wqlDisk(2), scripted.Reply{Instances: []winhost.Instance{diskInst(off)}})
 			e.ExpectCall(ns, setAttributes(2, true), rv(41003))
 			r := stageRequest(contract.DiskSelector{Serial: serial})
 			r.ReadOnly = true

@@ -373,6 +373,9 @@ func scriptDiskPass(s st, suffix, fs string, fsType int64, guid string, firstPas
 	e.ExpectQuery(ns, wqlPartsOf(1), scripted.Reply{Instances: []winhost.Instance{partInst(msr), partInst(part)}})
 	e.ExpectCall(ns, winhost.Method{Class: "MSFT_Partition", Path: partRef(1, 2), Name: "GetSupportedSize"},
 		scripted.Reply{Result: winhost.Result{Out: map[string]any{"SizeMin": "104857600", "SizeMax": itoa64(grownSize)}}})
+	// Read again before the resize: the same disk, still holding the volume.
+	e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{grownDisk}})
+	e.ExpectWin32("VolumeDiskExtents", []any{guid[:len(guid)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
 	e.ExpectCall(ns, winhost.Method{Class: "MSFT_Partition", Path: partRef(1, 2), Name: "Resize",
 		In: []winhost.Param{{Name: "Size", Value: itoa64(grownSize)}}}, rv(0))
 	e.ExpectQuery(ns, wqlVolume(guid), scripted.Reply{Instances: []winhost.Instance{volInst(guid, fs, fsType, grownSize)}})
@@ -412,6 +415,8 @@ func scriptDiskPass(s st, suffix, fs string, fsType int64, guid string, firstPas
 	s.mkdirExisting(staging)
 	s.dir(staging)
 	e.ExpectQuery(ns, wqlDisks, scripted.Reply{Instances: []winhost.Instance{diskInst(bootDisk), vhdxDisk(grown, host.PartitionStyleGPT, true)}})
+	// Read again before its volume comes online: still the disk chosen.
+	e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{vhdxDisk(grown, host.PartitionStyleGPT, true)}})
 	e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Online"}, rv(0))
 	e.ExpectQuery(ns, wqlPartsOf(1), scripted.Reply{Instances: []winhost.Instance{partInst(msr), partInst(bigPart)}})
 	e.ExpectAssociators(ns, partRef(1, 2), "MSFT_PartitionToVolume", "MSFT_Volume",

@@ -161,6 +161,30 @@ func TestAzure(t *testing.T) {
     busType: SAS
     partitionStyle: RAW
 `, publish: map[string]string{"LUN": "1"}, wantCode: codes.FailedPrecondition, wantIn: []string{"disks 3 [", ", 4 ["}},
+		// Found by review: each of these was staged as the data disk at
+		// LUN 0, the iSCSI LUN formatted.
+		{name: "SCSI: never an iSCSI LUN at the LUN", table: "azure-scsi.yaml", args: azure, extra: `
+  - number: 4
+    friendlyName: LIO-ORG iscsi-target-01
+    location: "Integrated : Adapter 3 : Port 0 : Target 0 : LUN 0"
+    busType: iSCSI
+    partitionStyle: RAW
+`, publish: map[string]string{"LUN": "0"}, wantCode: codes.NotFound},
+		// Azure Disk Encryption's key volume (azuredisk-csi-driver#2034).
+		{name: "SCSI: never the BitLocker key volume at target 1", table: "azure-scsi.yaml", args: azure, extra: `
+  - number: 4
+    friendlyName: Msft Virtual Disk
+    location: "Integrated : Adapter 2 : Port 0 : Target 1 : LUN 0"
+    busType: SAS
+    partitionStyle: MBR
+`, publish: map[string]string{"LUN": "0"}, wantCode: codes.NotFound},
+		// A Generation 1 VM: the OS disk on IDE, the temporary disk on a
+		// channel of its own (inferred: how Windows shows it is not known;
+		// here another adapter at LUN 0).
+		{name: "SCSI: a Generation 1 layout is refused", table: "azure-scsi.yaml", args: azure,
+			edit: []string{"busType: SAS                                # inferred: as disk 3", "busType: ATA",
+				"Integrated : Bus 0 : Device 63667 : Function 30746 : Adapter 0 : Port 0 : Target 0 : LUN 1", "Integrated : Adapter 2 : Port 0 : Target 0 : LUN 0"},
+			publish: map[string]string{"LUN": "0"}, wantCode: codes.FailedPrecondition, wantIn: []string{"disk 0 [", "Generation 1"}},
 		{name: "SCSI: without the preset, diskLUN matches both disks at LUN 1", table: "azure-scsi.yaml",
 			vctx: map[string]string{"diskLUN": "1"}, wantCode: codes.FailedPrecondition, wantIn: []string{"disks 1 [", ", 3 ["}},
 
@@ -199,7 +223,7 @@ func TestAzure(t *testing.T) {
 		// disks with nothing to tell them by; the driver took one at random,
 		// the OS disk included.
 		{name: "NVMe: the #3329 table", table: "azure-nvme.yaml", args: azure,
-			edit: []string{"#6&ca10229&0&000000#", "#6&ca10229#", "#6&ca10229&0&000001#", "#6&ca10229#", "#6&ca10229&0&000003#", "#6&ca10229#",
+			edit: []string{"#6&ca10229&0&000000#", "#6&ca10229&a#", "#6&ca10229&0&000001#", "#6&ca10229&b#", "#6&ca10229&0&000003#", "#6&ca10229&c#",
 				"scsiAddress: {port: 1, path: 0, target: 0, lun: 0}", "scsiAddress: unsupported",
 				"scsiAddress: {port: 1, path: 0, target: 0, lun: 1}", "scsiAddress: unsupported",
 				"scsiAddress: {port: 1, path: 0, target: 0, lun: 3}", "scsiAddress: unsupported"},
@@ -215,9 +239,30 @@ func TestAzure(t *testing.T) {
     busType: SAS
     partitionStyle: MBR
 `, publish: map[string]string{"LUN": "1"}, want: 1},
+		// Found by review: staged as LUN 1. Azure documents one
+		// accelerator controller (azure-vm-utils doc/disk-identification.md).
+		{name: "NVMe: a second accelerator controller", table: "azure-nvme.yaml", args: azure, extra: `
+  - number: 4
+    friendlyName: Virtual_Disk NVMe Premium
+    serialNumber: "0A0B_0C0D_0E0F_1011_1213_1415_1617_1819."
+    path: '\\?\scsi#disk&ven_nvme&prod_msft_nvme_accele#6&7d8e9f10&0&000002#{53f56307-b6bf-11d0-94f2-00a0c91efb8b}'
+    location: "Integrated : Bus 12606209 : Device 0 : Function 0 : Adapter 0"
+    busType: NVMe
+    adapterSerialNumber: "SN: 000002"
+    partitionStyle: RAW
+    scsiAddress: {port: 3, path: 0, target: 0, lun: 2}
+`, publish: map[string]string{"LUN": "1"}, wantCode: codes.FailedPrecondition,
+			wantIn: []string{"on 2 controllers", "disks 0 [", "disk 4 ["}},
 		{name: "NVMe: the temporary NVMe disk by its serial", table: "azure-nvme.yaml",
 			vctx: map[string]string{"diskSerial": "68e8d42a7ed4e5f90001_00000001"}, wantCode: codes.FailedPrecondition,
 			wantIn: []string{"disk 3 [", "temporary"}},
+		// Found by review: the adapter serial alone staged disk 1, the
+		// only data namespace of the OS namespace's controller (disk 2
+		// moved to another here).
+		{name: "NVMe: the adapter serial alone", table: "azure-nvme.yaml",
+			edit:     []string{"adapterSerialNumber: \"SN: 000001\"\n    size: 1099511627776                         # #3329: 1 TB\n    partitionStyle: RAW", "adapterSerialNumber: \"SN: 000009\"\n    size: 1099511627776                         # #3329: 1 TB\n    partitionStyle: RAW"},
+			vctx:     map[string]string{"diskAdapterSerial": "SN: 000001"},
+			wantCode: codes.FailedPrecondition, wantIn: []string{"disks 0 [", ", 1 ["}},
 		{name: "NVMe: namespace 4 of the accelerator", table: "azure-nvme.yaml",
 			vctx: map[string]string{"diskNVMeNSID": "4", "diskAdapterSerial": "SN: 000001"}, want: 2},
 	} {
@@ -313,6 +358,24 @@ func TestGCE(t *testing.T) {
 			edit: []string{`"10CC_9636_B6E3_CE3B_0000_0000_0000_0000."`, `"10CC_9636_B6E3_CE3B."`,
 				"value: 10cc9636b6e3ce3b0000000000000000", "value: 10cc9636b6e3ce3b"},
 			wantCode: codes.NotFound},
+		// Windows Server 2025's native NVMe stack may not answer the
+		// device-ID query: the NGUID-form serial still names the
+		// namespace; a namespace that shows no NGUID at all may be the
+		// device, and the stage refuses naming it (the device name in the
+		// namespace's Identify data, which Linux reads, is not read on
+		// Windows).
+		{name: "NVMe: native NVMe, the serial names the namespace", table: "gcp-nvme.yaml", args: gce, metadata: string(metadata),
+			volumeID: "projects/p/zones/z/disks/pvc-4a5b6c7d",
+			edit:     []string{"page83: [{type: EUI64, codeSet: binary, value: 10cc9636b6e3ce3b0000000000000000}]", "deviceIdUnsupported: true"},
+			want:     1},
+		{name: "NVMe: native NVMe, a namespace without a readable NGUID", table: "gcp-nvme.yaml", args: gce, metadata: string(metadata),
+			volumeID: "projects/p/zones/z/disks/pvc-4a5b6c7d", extra: `
+  - number: 3
+    friendlyName: nvme_card-pd
+    serialNumber: "10CC_9636_B6E3_CE3B."
+    busType: NVMe
+    deviceIdUnsupported: true
+`, wantCode: codes.FailedPrecondition, wantIn: []string{"disks 1 [", ", 3 [", "its NGUID cannot be read"}},
 		{name: "NVMe: the local SSD is never a volume", table: "gcp-nvme.yaml",
 			vctx: map[string]string{"diskSerial": "nvme_card_00000001"}, wantCode: codes.FailedPrecondition, wantIn: []string{"disk 2 [", "local SSD"}},
 	} {
@@ -337,9 +400,19 @@ func TestVSphere(t *testing.T) {
 		{name: "vNVMe with the UUID as page 83", table: "vsphere-pvscsi.yaml", args: vsphere, publish: uuid,
 			edit:     []string{"    busType: SAS\n    size: 10737418240", "    busType: NVMe\n    size: 10737418240"},
 			wantCode: codes.FailedPrecondition, wantIn: []string{"disk 1 ["}},
+		// Without an identifier Windows makes UniqueId of the device
+		// instance (ansible/ansible PR #51595: "SCSI\DISK&VEN_VMWARE&…",
+		// format Vendor Specific).
 		{name: "EnableUUID off: no page 83", table: "vsphere-pvscsi.yaml", args: vsphere, publish: uuid,
-			edit:     []string{"    page83: [{type: FCPH Name, codeSet: binary, value: 6000c29a98d05e384a43f0ef189aaf5a}]", "    deviceIdUnsupported: true"},
+			edit: []string{"    page83: [{type: FCPH Name, codeSet: binary, value: 6000c29a98d05e384a43f0ef189aaf5a}]", "    deviceIdUnsupported: true",
+				"uniqueId: 6000C29A98D05E384A43F0EF189AAF5A   # inferred: the NAA in upper case\n    uniqueIdFormat: FCPH Name",
+				"uniqueId: 'SCSI\\DISK&VEN_VMWARE&PROD_VIRTUAL_DISK\\4&1656F219&0&000100:NODE1'\n    uniqueIdFormat: Vendor Specific"},
 			wantCode: codes.NotFound},
+		// The same with the NAA still shown as UniqueId: the disk may be
+		// the one.
+		{name: "no page 83 but the UUID as UniqueId", table: "vsphere-pvscsi.yaml", args: vsphere, publish: uuid,
+			edit:     []string{"    page83: [{type: FCPH Name, codeSet: binary, value: 6000c29a98d05e384a43f0ef189aaf5a}]", "    deviceIdUnsupported: true"},
+			wantCode: codes.FailedPrecondition, wantIn: []string{"disk 1 [", "UniqueId"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) { run(t, tt) })
 	}
@@ -363,6 +436,20 @@ func TestHyperV(t *testing.T) {
     page83: [{type: Vendor Id, codeSet: binary, value: 4d534654202020205d069acaddc11b41bb89b51fd6e51461}]
 `, vctx: map[string]string{"diskPage83": "4d534654202020205d069acaddc11b41bb89b51fd6e51461"},
 			wantCode: codes.FailedPrecondition, wantIn: []string{"disks 2 [", ", 3 ["}},
+		// Found by review: a copy of the guest's VHDX whose device does not
+		// answer the device-ID query; MSFT_Disk still shows its UniqueId.
+		{name: "a copy that does not answer the device-ID query", table: "hyperv-vhdx.yaml", extra: `
+  - number: 3
+    friendlyName: Msft Virtual Disk
+    serialNumber: ""
+    uniqueId: 60022480F48D294F40F18727DF9A6349
+    uniqueIdFormat: FCPH Name
+    location: "Integrated : Adapter 1 : Port 0 : Target 0 : LUN 3"
+    busType: SAS
+    partitionStyle: RAW
+    deviceIdUnsupported: true
+`, vctx: map[string]string{"diskPage83": "60022480-F48D-294F-40F1-8727DF9A6349"},
+			wantCode: codes.FailedPrecondition, wantIn: []string{"disks 1 [", ", 3 [", "UniqueId"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) { run(t, tt) })
 	}

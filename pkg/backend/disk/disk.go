@@ -2,6 +2,7 @@ package disk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -45,10 +46,15 @@ type PrepareRequest struct {
 	// (ResolveRootAccess) added to the root of the volume once it is
 	// mounted; none for a read-only stage.
 	RootAccess contract.RootAccess
+	// Confirm, when set, is the caller's own check of the disk read again
+	// before the plugin first writes to it (writeGuard): the iSCSI
+	// backend's that the disk is still the LUN reached through the session
+	// it was found through. An error refuses the write and is returned.
+	Confirm func(ctx context.Context, now host.Disk) error
 
 	// chosen is the lookup that found the disk (Stage); without it (the
-	// iSCSI backend's disks) the disk is re-checked by its device path
-	// only (writeGuard).
+	// iSCSI backend's disks) the disk is re-checked by its device path and
+	// identity, and Confirm (writeGuard).
 	chosen *choice
 }
 
@@ -177,8 +183,10 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 // this stage, or recorded in a note before an earlier, interrupted stage
 // made it. A partition whose volume Windows does not recognise (ext4 on a
 // Basic Data partition, a BitLocker-locked or damaged NTFS) is refused.
-// Before the first write (initialise, partition, format) the disk is read
-// again and must still be the disk that was chosen (writeGuard).
+// Before the first write (online or read-only attribute, initialise,
+// partition, format, grow) the disk is read again and must still be the
+// disk that was chosen (writeGuard); after the plugin changed it (online,
+// initialised) it is read again before the next.
 func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareRequest) error {
 	if d.IsCritical() {
 		return fmt.Errorf("disk %d is the boot or system disk: %w", d.Number, host.ErrConflict)
@@ -190,16 +198,29 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 	defer unlock()
 
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
-	if r.ReadOnly {
-		if err := b.readOnlyUp(ctx, d); err != nil {
+	g := newWriteGuard(b, d, r.chosen, r.Confirm)
+	if d.IsOffline || d.IsReadOnly != r.ReadOnly {
+		// A partitioned disk holds volumes (its own data, or another
+		// disk's after a renumbering while this stage waited for the
+		// disk's lock): confirm it before bringing them online or
+		// changing them. A blank one is confirmed once online, before
+		// the first write to it (an offline disk may list as RAW).
+		if d.PartitionStyle != host.PartitionStyleRAW {
+			if _, err := g.confirm(ctx); err != nil {
+				return err
+			}
+		}
+		if r.ReadOnly {
+			if err := b.readOnlyUp(ctx, d); err != nil {
+				return err
+			}
+		} else if err := b.BringUp(ctx, d); err != nil {
 			return err
 		}
-	} else if err := b.BringUp(ctx, d); err != nil {
-		return err
+		g.stale()
 	}
 
-	g := &writeGuard{b: b, d: d, chosen: r.chosen}
-	part, ours, err := b.dataPartition(ctx, d, r, g)
+	part, own, err := b.dataPartition(ctx, d, r, g)
 	if err != nil {
 		return err
 	}
@@ -210,10 +231,10 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 	switch {
 	case vol.FileSystem == "" && r.ReadOnly:
 		return fmt.Errorf("disk %d has no file system, and a read-only volume is never formatted: %w", d.Number, host.ErrConflict)
-	case vol.FileSystem == "" && !ours:
+	case vol.FileSystem == "" && !own.ours:
 		return fmt.Errorf("partition %d of disk %d holds a volume with no file system Windows recognises "+
 			"(another operating system's file system, a locked BitLocker volume or a damaged NTFS); "+
-			"the plugin only formats partitions it created and never erases data: %w", part.Number, d.Number, host.ErrConflict)
+			"the plugin only formats partitions it created and never erases data%s: %w", part.Number, d.Number, own.why, host.ErrConflict)
 	case vol.FileSystem == "":
 		if _, err := g.confirm(ctx); err != nil {
 			return err
@@ -231,8 +252,8 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 	case !fsCompatible(vol.FileSystem, r.FS):
 		return fmt.Errorf("disk %d holds a %s file system, not the requested %s: %w",
 			d.Number, vol.FileSystem, r.FS.Type, host.ErrAlreadyExists)
-	case !r.ReadOnly && !ours:
-		if err := b.growToDisk(ctx, d, part); err != nil {
+	case !r.ReadOnly && !own.ours:
+		if err := b.growToDisk(ctx, d, part, g); err != nil {
 			return err
 		}
 	}
@@ -283,28 +304,82 @@ func (b *Backend) online(ctx context.Context, d host.Disk) error {
 }
 
 // notePartitioning records that the plugin is about to create the volume's
-// partition.
+// partition on disk d, with the disk's identity (identity, as JSON).
 func (b *Backend) notePartitioning(ctx context.Context, volumeID string, d host.Disk) error {
 	if volumeID == "" {
 		return nil
 	}
-	if err := b.store.PutNote(ctx, partitionNote(volumeID), fmt.Sprintf("disk %d serial %q", d.Number, d.SerialNumber)); err != nil {
+	v, err := json.Marshal(identityOf(d))
+	if err != nil { // cannot happen: strings and integers
+		return fmt.Errorf("record the partitioning of disk %d: %w", d.Number, err)
+	}
+	if err := b.store.PutNote(ctx, partitionNote(volumeID), string(v)); err != nil {
 		return fmt.Errorf("record the partitioning of disk %d: %w", d.Number, err)
 	}
 	return nil
 }
 
+// ownership says whether a data partition is the plugin's own for a
+// volume, and when not, what the partitioning note says instead.
+type ownership struct {
+	ours bool
+	why  string // "" or ", because …", for the refusal's message
+}
+
 // partitionedByUs reports whether an earlier stage of the volume recorded
-// that it was creating the partition.
-func (b *Backend) partitionedByUs(ctx context.Context, volumeID string) (bool, error) {
+// that it was creating the partition on this disk: the note must exist and
+// name disk d by its identity (serial number, UniqueId, a size it may have
+// grown from, and the GPT disk GUID when the note has one); a stage resumed
+// after a crash formats nothing on another disk. A note written before the
+// identity was recorded ("disk N serial \"S\"") names the disk by its
+// serial number, which must be non-blank and equal.
+func (b *Backend) partitionedByUs(ctx context.Context, volumeID string, g *writeGuard) (ownership, error) {
 	if volumeID == "" {
-		return false, nil
+		return ownership{}, nil
 	}
-	_, ok, err := b.store.Note(ctx, partitionNote(volumeID))
+	v, ok, err := b.store.Note(ctx, partitionNote(volumeID))
 	if err != nil {
-		return false, fmt.Errorf("read the partitioning note of volume %q: %w", volumeID, err)
+		return ownership{}, fmt.Errorf("read the partitioning note of volume %q: %w", volumeID, err)
 	}
-	return ok, nil
+	if !ok {
+		return ownership{}, nil
+	}
+	// The disk as it is now (online, with its GPT disk GUID), confirmed
+	// as the one chosen.
+	d, err := g.confirm(ctx)
+	if err != nil {
+		return ownership{}, err
+	}
+	now := identityOf(d)
+	noted, legacy, err := decodePartitionNote(v)
+	switch {
+	case err != nil:
+		return ownership{why: fmt.Sprintf(", and the partitioning note of volume %q cannot be read (%v)", volumeID, err)}, nil
+	case legacy && (noted.Serial == "" || noted.Serial != now.Serial):
+		return ownership{why: fmt.Sprintf(", and the partitioning note of volume %q (%q) does not name %s by a serial number it carries",
+			volumeID, v, now)}, nil
+	case legacy:
+		return ownership{ours: true}, nil
+	}
+	if diff := noted.differs(now, true); len(diff) > 0 {
+		return ownership{why: fmt.Sprintf(", and the partitioning note of volume %q names another disk (%s differ): noted %s, found %s",
+			volumeID, strings.Join(diff, ", "), noted, now)}, nil
+	}
+	return ownership{ours: true}, nil
+}
+
+// decodePartitionNote reads a partitioning note: an identity as JSON, or
+// the text earlier releases wrote ("disk 3 serial \"SER\"": legacy).
+func decodePartitionNote(v string) (id identity, legacy bool, err error) {
+	if strings.HasPrefix(v, "{") {
+		err = json.Unmarshal([]byte(v), &id)
+		return id, false, err
+	}
+	if _, err := fmt.Sscanf(v, "disk %d serial %q", &id.Number, &id.Serial); err != nil {
+		return identity{}, true, fmt.Errorf("%q: %w", v, err)
+	}
+	id.Serial = strings.TrimSpace(id.Serial)
+	return id, true, nil
 }
 
 func (b *Backend) forgetPartitioning(ctx context.Context, volumeID string) {
@@ -319,8 +394,8 @@ func (b *Backend) forgetPartitioning(ctx context.Context, volumeID string) {
 }
 
 // partitionNote is the key of the note saying that the plugin is creating
-// the partition of a volume ("disk/partitioning/<volume ID>"; the value
-// names the disk, for people reading the journal).
+// the partition of a volume ("disk/partitioning/<volume ID>"; the value is
+// the disk's identity, which a resumed stage compares, partitionedByUs).
 func partitionNote(volumeID string) string {
 	return backend.NotePrefix(contract.KindDisk, "partitioning") + volumeID
 }
@@ -372,18 +447,19 @@ func (b *Backend) setReadOnly(ctx context.Context, d host.Disk, readOnly bool) (
 }
 
 // dataPartition returns the disk's one data partition, initialising the disk
-// and creating the partition when needed. ours reports that the partition
+// and creating the partition when needed. It reports whether the partition
 // is the plugin's own for this volume (created now, or noted before an
-// interrupted earlier stage created it), so its volume may be formatted.
-func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareRequest, g *writeGuard) (host.Partition, bool, error) {
+// interrupted earlier stage created it on this disk), so that its volume
+// may be formatted.
+func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareRequest, g *writeGuard) (host.Partition, ownership, error) {
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
 	if d.PartitionStyle == host.PartitionStyleRAW {
 		if r.ReadOnly {
-			return host.Partition{}, false, fmt.Errorf("disk %d is blank, and a read-only volume is never initialised: %w", d.Number, host.ErrConflict)
+			return host.Partition{}, ownership{}, fmt.Errorf("disk %d is blank, and a read-only volume is never initialised: %w", d.Number, host.ErrConflict)
 		}
 		now, err := g.confirm(ctx)
 		if err != nil {
-			return host.Partition{}, false, err
+			return host.Partition{}, ownership{}, err
 		}
 		// A disk listed while offline may report RAW and show its table
 		// once online: then its partitions decide, as for any other.
@@ -391,21 +467,23 @@ func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareReque
 	}
 	if d.PartitionStyle == host.PartitionStyleRAW {
 		if err := b.notePartitioning(ctx, r.VolumeID, d); err != nil {
-			return host.Partition{}, false, err
+			return host.Partition{}, ownership{}, err
 		}
 		log.V(4).Info("Initialising disk", "partitionStyle", "GPT")
 		if err := b.h.Disks.Initialize(ctx, d, host.PartitionStyleGPT); err != nil {
-			return host.Partition{}, false, err
+			return host.Partition{}, ownership{}, err
 		}
 		// The listing predates Initialize: hand the host the style the disk
 		// has now, so it creates a GPT Basic Data partition. A freshly
-		// initialised GPT disk holds only the MSR: no listing needed.
+		// initialised GPT disk holds only the MSR: no listing needed. Its
+		// note records no GPT disk GUID: the disk had none when it was
+		// written (one more round trip would read it; issue 3's budget).
 		d.PartitionStyle = host.PartitionStyleGPT
 		return b.createPartition(ctx, d)
 	}
 	parts, err := b.h.Disks.Partitions(ctx, d)
 	if err != nil {
-		return host.Partition{}, false, err
+		return host.Partition{}, ownership{}, err
 	}
 	var data []host.Partition
 	for _, p := range parts {
@@ -416,39 +494,41 @@ func (b *Backend) dataPartition(ctx context.Context, d host.Disk, r PrepareReque
 	switch len(data) {
 	case 0:
 		if r.ReadOnly {
-			return host.Partition{}, false, fmt.Errorf("disk %d has no data partition, and a read-only volume is never partitioned: %w", d.Number, host.ErrConflict)
+			return host.Partition{}, ownership{}, fmt.Errorf("disk %d has no data partition, and a read-only volume is never partitioned: %w", d.Number, host.ErrConflict)
 		}
-		if _, err := g.confirm(ctx); err != nil {
-			return host.Partition{}, false, err
+		now, err := g.confirm(ctx)
+		if err != nil {
+			return host.Partition{}, ownership{}, err
 		}
-		if err := b.notePartitioning(ctx, r.VolumeID, d); err != nil {
-			return host.Partition{}, false, err
+		now.PartitionStyle = d.PartitionStyle
+		if err := b.notePartitioning(ctx, r.VolumeID, now); err != nil {
+			return host.Partition{}, ownership{}, err
 		}
-		return b.createPartition(ctx, d)
+		return b.createPartition(ctx, now)
 	case 1:
 		p := data[0]
 		if !ownType(d.PartitionStyle, p) {
-			return host.Partition{}, false, fmt.Errorf("partition %d of disk %d has type %s, which this plugin does not create; "+
+			return host.Partition{}, ownership{}, fmt.Errorf("partition %d of disk %d has type %s, which this plugin does not create; "+
 				"refusing to touch a disk holding other data: %w", p.Number, d.Number, partType(p), host.ErrConflict)
 		}
-		ours, err := b.partitionedByUs(ctx, r.VolumeID)
+		own, err := b.partitionedByUs(ctx, r.VolumeID, g)
 		if err != nil {
-			return host.Partition{}, false, err
+			return host.Partition{}, ownership{}, err
 		}
-		return p, ours, nil
+		return p, own, nil
 	default:
-		return host.Partition{}, false, fmt.Errorf("disk %d holds %d data partitions; the plugin only uses disks with one: %w",
+		return host.Partition{}, ownership{}, fmt.Errorf("disk %d holds %d data partitions; the plugin only uses disks with one: %w",
 			d.Number, len(data), host.ErrConflict)
 	}
 }
 
-func (b *Backend) createPartition(ctx context.Context, d host.Disk) (host.Partition, bool, error) {
+func (b *Backend) createPartition(ctx context.Context, d host.Disk) (host.Partition, ownership, error) {
 	klog.FromContext(ctx).V(4).Info("Creating data partition", "diskNumber", d.Number)
 	p, err := b.h.Disks.CreatePartition(ctx, d)
 	if err != nil {
-		return host.Partition{}, false, err
+		return host.Partition{}, ownership{}, err
 	}
-	return p, true, nil
+	return p, ownership{ours: true}, nil
 }
 
 // volumeOf returns the volume of a partition, waiting briefly for a newly
@@ -474,8 +554,9 @@ func (b *Backend) volumeOf(ctx context.Context, p host.Partition) (host.Volume, 
 
 // growToDisk grows an existing partition when the disk is larger, as after a
 // clone or restore to a bigger size (kubernetes#94929): azuredisk, gcp-pd and
-// aws-ebs resize at stage for that reason.
-func (b *Backend) growToDisk(ctx context.Context, d host.Disk, p host.Partition) error {
+// aws-ebs resize at stage for that reason. The disk is confirmed (g) before
+// the resize.
+func (b *Backend) growToDisk(ctx context.Context, d host.Disk, p host.Partition, g *writeGuard) error {
 	end := p.Offset + p.Size
 	if d.Size <= end || d.Size-end < growSlack {
 		return nil
@@ -486,6 +567,9 @@ func (b *Backend) growToDisk(ctx context.Context, d host.Disk, p host.Partition)
 	}
 	if max < p.Size+minGrowth {
 		return nil
+	}
+	if _, err := g.confirm(ctx); err != nil {
+		return err
 	}
 	klog.FromContext(ctx).V(4).Info("Growing partition to the disk size", "diskNumber", d.Number, "from", p.Size, "to", max)
 	if err := b.h.Disks.ResizePartition(ctx, p, max); err != nil {

@@ -14,11 +14,18 @@
 // system and known temporary disks are never selected; a selector matching
 // two disks, or a disk that might match but whose identity cannot be read
 // for certain (an NVMe namespace with no readable ID, a device path read
-// two ways), is refused naming the candidates; every per-disk IOCTL failure
-// means "no such identifier for this disk"; the cloud presets find the disk
+// two ways, an IOCTL that failed, a device-ID page not answered by a disk
+// whose UniqueId is the value looked for), is refused naming the
+// candidates; a disk that does not implement an IOCTL has no such
+// identifier; the cloud presets find the disk
 // by each cloud's published convention (docs/parameters.md, "Presets");
-// before the first write the disk is read again and must still be the one
-// chosen (guard.go). Preparing it: a disk with more than one data
-// partition, or a partition of a type the plugin does not create, is never
-// touched; a volume with a file system is never formatted.
+// before the first write, and before every write after the plugin changed
+// the disk (grow and expand included), the disk is read again and must
+// still be the one chosen, by its identity (serial number, UniqueId, size,
+// GPT disk GUID) and its selector (guard.go). Preparing it: a disk with
+// more than one data partition, or a partition of a type the plugin does
+// not create, is never touched; a volume with a file system is never
+// formatted, and a partition without one only when the partitioning note
+// names this disk by its identity. Journal records of earlier releases'
+// preset selectors are read as today's (record.go, upgradeSelector).
 package disk

@@ -17,7 +17,9 @@ import (
 // Expand grows the staged volume's partition (and its file system) to fill
 // the disk, after a rescan so that Windows sees the disk's new size, and
 // returns the volume's real size afterwards. Growth below Windows' 1 MiB
-// minimum extent is a no-op that still reports the real size.
+// minimum extent is a no-op that still reports the real size. Before it
+// resizes, the disk is read again (writeGuard): it must have the identity
+// it had when the staged volume led to it, and still hold that volume.
 func (b *Backend) Expand(ctx context.Context, r backend.ExpandRequest) (int64, error) {
 	log := klog.FromContext(ctx)
 	guid, num, err := b.stagedVolume(ctx, r.StagingPath)
@@ -55,6 +57,20 @@ func (b *Backend) Expand(ctx context.Context, r backend.ExpandRequest) (int64, e
 		target = uint64(r.LimitBytes)
 	}
 	if target >= part.Size+minGrowth {
+		g := newWriteGuard(b, d, nil, func(ctx context.Context, now host.Disk) error {
+			n, err := b.h.Volumes.DiskNumber(ctx, guid)
+			if err != nil {
+				return fmt.Errorf("staging path %s: read the disk of volume %s again before growing it: %w", r.StagingPath, guid, err)
+			}
+			if n != now.Number {
+				return fmt.Errorf("volume %s is now on disk %d, not disk %d; refusing to grow a partition of disk %d: %w",
+					guid, n, now.Number, now.Number, host.ErrConflict)
+			}
+			return nil
+		})
+		if _, err := g.confirm(ctx); err != nil {
+			return 0, err
+		}
 		log.V(4).Info("Growing partition", "diskNumber", num, "from", part.Size, "to", target)
 		if err := b.h.Disks.ResizePartition(ctx, part, target); err != nil {
 			return 0, err

@@ -112,6 +112,10 @@ func (b *Backend) choose(ctx context.Context, disks []host.Disk, sel contract.Di
 		}
 		matches = append(matches, candidate{disk: d})
 	}
+	if shared := controllerShared(disks, sel); len(shared) > 1 {
+		return choice{}, fmt.Errorf("%s names a controller that reaches %s; its serial alone tells them apart no more than "+
+			"the controller does (add diskNVMeNSID); refusing to guess: %w", describe(sel), listCandidates(shared), host.ErrConflict)
+	}
 	switch {
 	case len(uncertain) > 0:
 		return choice{}, fmt.Errorf("%s cannot be told apart for certain: %s; refusing to guess: %w",
@@ -129,6 +133,27 @@ func (b *Backend) choose(ctx context.Context, disks []host.Disk, sel contract.Di
 		return choice{}, err
 	}
 	return choice{}, noMatchf("no disk matches %s%s", describe(sel), sc.notFoundHint())
+}
+
+// controllerShared returns, for a selector that names only an adapter
+// serial, every disk reached through that adapter, boot and system disks
+// included. AdapterSerialNumber is the controller's (for NVMe, shared by
+// all its namespaces), so it names a disk only on a controller that has no
+// other: where the OS namespace shares it, the one data namespace seen now
+// is no more certain than any other.
+func controllerShared(disks []host.Disk, sel contract.DiskSelector) []candidate {
+	rest := sel
+	rest.AdapterSerial = ""
+	if sel.AdapterSerial == "" || !rest.IsZero() {
+		return nil
+	}
+	var out []candidate
+	for _, d := range disks {
+		if matchString(d.AdapterSerialNumber, sel.AdapterSerial, contract.MatchExact) {
+			out = append(out, candidate{disk: d})
+		}
+	}
+	return out
 }
 
 // neverChosen reports the disks no selector may choose: the boot and system
@@ -230,13 +255,13 @@ func matchOp(m contract.MatchMode) string {
 	return "="
 }
 
-// logSkip logs a disk whose identifier could not be read: the disk has no
-// such identifier, and the lookup goes on with the others.
+// logSkip logs a disk whose identifier could not be read. The lookup goes
+// on with the others; the disk itself is judged by unreadIDs.
 func logSkip(ctx context.Context, d host.Disk, what string, err error) {
 	level := 4
 	if !errors.Is(err, host.ErrNotFound) {
 		level = 2
 	}
-	klog.FromContext(ctx).V(level).Info("A disk's identifier cannot be read; it has none for this lookup",
+	klog.FromContext(ctx).V(level).Info("A disk's identifier cannot be read",
 		"diskNumber", d.Number, "identifier", what, "err", err)
 }

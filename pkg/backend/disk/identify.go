@@ -2,6 +2,7 @@ package disk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,8 +24,9 @@ const (
 // from MSFT_Disk come first; identifiers that cost an IOCTL per disk (page
 // 83 designators, the SCSI address) are read only for disks every other
 // field already matched, and never for a disk that can never be chosen.
-// Every failure to read one of them means "no such identifier for this
-// disk": the lookup goes on with the others.
+// A failure to read one of them never ends the lookup: a device that does
+// not implement the IOCTL has no such identifier (but its UniqueId may
+// still name it, unreadIDs); after any other failure the disk may match.
 func (b *Backend) judge(ctx context.Context, d host.Disk, sel contract.DiskSelector, sc scope) (verdict, string) {
 	if !matchesFields(d, sel, sc) {
 		return no, ""
@@ -81,11 +83,13 @@ type reader struct {
 
 	ids     []host.Designator
 	idsRead bool
+	idsErr  error
 	addr    *host.SCSIAddress
 	addrErr error
 }
 
-// deviceIDs returns the disk's designators; none when they cannot be read.
+// deviceIDs returns the disk's designators; none when they cannot be read
+// (idsErr says why).
 func (r *reader) deviceIDs(ctx context.Context) []host.Designator {
 	if r.skip || r.idsRead {
 		return r.ids
@@ -94,15 +98,44 @@ func (r *reader) deviceIDs(ctx context.Context) []host.Designator {
 	ids, err := r.b.h.Disks.DeviceIDs(ctx, r.d)
 	if err != nil {
 		logSkip(ctx, r.d, "device identifiers", err)
+		r.idsErr = err
 		return nil
 	}
 	r.ids = ids
 	return ids
 }
 
-// page83 returns csi-proxy's page 83 value of the disk (host.Page83).
-func (r *reader) page83(ctx context.Context) (string, bool) {
-	return host.Page83(r.deviceIDs(ctx))
+// page83Is says whether the disk's page 83 value (csi-proxy's, host.Page83)
+// satisfies match. A disk whose device-ID page cannot be read is judged by
+// unreadIDs.
+func (r *reader) page83Is(ctx context.Context, match func(string) bool) (verdict, string) {
+	if id, ok := host.Page83(r.deviceIDs(ctx)); ok && match(id) {
+		return yes, ""
+	}
+	return r.unreadIDs(match)
+}
+
+// unreadIDs judges a disk whose device identifiers a selector needs but
+// that were not read: a failure other than ErrNotFound (the device did not
+// answer this time: busy, access denied, gone) leaves the disk a possible
+// match; a device that does not implement the query (ErrNotFound) still
+// shows, for free, MSFT_Disk.UniqueId, the page 83 identifier Windows chose
+// ("the unique ID ... that is used to tell whether two objects are the
+// same", MSFT_StorageObject,
+// learn.microsoft.com/windows-hardware/drivers/storage/msft-storageobject):
+// when that is the value looked for, the disk may be the one (a clone of a
+// VHDX, say), and a disk that answered cannot be told from it.
+func (r *reader) unreadIDs(match func(string) bool) (verdict, string) {
+	switch {
+	case r.idsErr == nil:
+		return no, ""
+	case !errors.Is(r.idsErr, host.ErrNotFound):
+		return maybe, fmt.Sprintf("its device-ID page cannot be read: %v", r.idsErr)
+	case strings.TrimSpace(r.d.UniqueID) != "" && match(r.d.UniqueID):
+		return maybe, fmt.Sprintf("it does not answer the device-ID query, and its UniqueId %q (%s) is the identifier looked for",
+			r.d.UniqueID, r.d.UniqueIDFormat)
+	}
+	return no, ""
 }
 
 // address returns the disk's SCSI address, or nil.
@@ -123,22 +156,36 @@ func (r *reader) address(ctx context.Context) *host.SCSIAddress {
 // identifiers applies the selector fields that may need the disk's
 // IOCTL-backed identifiers: page 83, EUI-64, NGUID and namespace ID.
 func identifiers(ctx context.Context, r *reader, sel contract.DiskSelector) (verdict, string) {
+	var v verdict
+	var why string
 	if sel.Page83 != "" {
-		id, ok := r.page83(ctx)
-		if !ok || !matchPage83(id, sel.Page83, sel.Page83Match) {
+		v, why = r.page83Is(ctx, func(id string) bool { return matchPage83(id, sel.Page83, sel.Page83Match) })
+		if v == no {
 			return no, ""
 		}
 	}
-	if sel.EUI != "" && !hasNVMeID(ctx, r, sel.EUI, host.Designator.IsEUI64) {
-		return no, ""
-	}
-	if sel.NGUID != "" && !hasNVMeID(ctx, r, sel.NGUID, host.Designator.IsNGUID) {
-		return no, ""
+	for _, want := range []struct {
+		id   string
+		kind func(host.Designator) bool
+	}{{sel.EUI, host.Designator.IsEUI64}, {sel.NGUID, host.Designator.IsNGUID}} {
+		if want.id == "" {
+			continue
+		}
+		iv, iwhy := hasNVMeID(ctx, r, want.id, want.kind)
+		if iv == no {
+			return no, ""
+		}
+		if iv == maybe {
+			v, why = maybe, iwhy
+		}
 	}
 	if sel.NVMeNSID != nil {
-		// Under stornvme a namespace is storport LUN NSID − 1 (the
-		// SCSIAddress doc comment in pkg/host).
-		return r.storportLUN(ctx).is(*sel.NVMeNSID - 1)
+		if nv, nwhy := r.storportLUN(ctx).namespace(*sel.NVMeNSID); nv != yes {
+			return nv, nwhy
+		}
+	}
+	if v == maybe {
+		return maybe, why
 	}
 	return yes, ""
 }
@@ -149,17 +196,29 @@ func identifiers(ctx context.Context, r *reader, sel contract.DiskSelector) (ver
 // "10CC_9636_…_0000.", kubernetes-sigs/gcp-compute-persistent-disk-csi-driver@b560165
 // pkg/mount-manager/safe-mounter-v1_windows.go), as its UniqueId when that
 // came from an EUI64 designator, or as a device-ID designator of that kind.
-func hasNVMeID(ctx context.Context, r *reader, want string, kind func(host.Designator) bool) bool {
+//
+// A disk whose designators cannot be read is judged by unreadIDs, its
+// UniqueId of any format compared as hex.
+func hasNVMeID(ctx context.Context, r *reader, want string, kind func(host.Designator) bool) (verdict, string) {
 	if serialHex(r.d.SerialNumber) == want ||
 		r.d.UniqueIDFormat == host.UniqueIDEUI64 && serialHex(r.d.UniqueID) == want {
-		return true
+		return yes, ""
 	}
 	for _, id := range r.deviceIDs(ctx) {
 		if kind(id) && id.Text() == want {
-			return true
+			return yes, ""
 		}
 	}
-	return false
+	return r.unreadIDs(func(u string) bool { return hexOf(u) == want })
+}
+
+// hexOf returns s in lower case without dashes when that is hex, else "".
+func hexOf(s string) string {
+	h := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), "-", ""))
+	if !isHex(h) {
+		return ""
+	}
+	return h
 }
 
 // serialHex returns an NVMe serial's identifier as hex in lower case, or
@@ -176,7 +235,7 @@ func serialHex(s string) string {
 // lunReading is what a disk's storport LUN may be.
 type lunReading struct {
 	values []uint8 // one value: certain; two: the path reads both ways
-	source string
+	source string  // sourceIOCTL or sourcePath
 	// conflict says how the sources contradict each other.
 	conflict string
 }
@@ -188,14 +247,50 @@ func (r *reader) storportLUN(ctx context.Context) lunReading {
 	path, pathOK := pathLUN(r.d.Path)
 	a := r.address(ctx)
 	switch {
+	case a == nil && r.addrErr != nil && !errors.Is(r.addrErr, host.ErrNotFound):
+		// The IOCTL failed this time (unreadIDs): what it would have said
+		// is unknown, and the path may disagree with it.
+		return lunReading{conflict: fmt.Sprintf("IOCTL_SCSI_GET_ADDRESS cannot be read: %v", r.addrErr)}
 	case a != nil && pathOK && !slices.Contains(path, a.LUN):
 		return lunReading{conflict: fmt.Sprintf("IOCTL_SCSI_GET_ADDRESS reports LUN %d, its device path %s", a.LUN, readings(path))}
 	case a != nil:
-		return lunReading{values: []uint8{a.LUN}, source: "IOCTL_SCSI_GET_ADDRESS"}
+		return lunReading{values: []uint8{a.LUN}, source: sourceIOCTL}
 	case pathOK:
-		return lunReading{values: path, source: "device path"}
+		return lunReading{values: path, source: sourcePath}
 	}
 	return lunReading{}
+}
+
+// Where a storport LUN was read.
+const (
+	sourceIOCTL = "IOCTL_SCSI_GET_ADDRESS"
+	sourcePath  = "device path"
+)
+
+// namespace says whether the disk is NVMe namespace nsid. Under stornvme a
+// namespace is storport LUN NSID − 1 (the SCSIAddress doc comment in
+// pkg/host), which IOCTL_SCSI_GET_ADDRESS reports. The device path alone
+// does not settle it: azuredisk-csi-driver reads the number in the path as
+// the NSID itself (PR #3632: "…&0&000001#…" is "NSID=1, so LUN=0";
+// kubernetes-sigs/azuredisk-csi-driver@d983d61 pkg/os/disk/disk.go,
+// getNVMeLunFromPath, and its test "valid path with NSID 10 (LUN 9)"),
+// where this plugin reads it as the storport LUN, NSID − 1; and
+// Azure/azure-vm-utils@4113392 doc/disk-identification.md warns that the
+// LUN arithmetic "may be different for Windows VMs". A disk the path rules
+// out under both readings is not the namespace; one it names under either
+// may be (the azure-disk preset is unaffected: both readings put Azure LUN
+// L at the path's L + 1).
+func (l lunReading) namespace(nsid uint32) (verdict, string) {
+	v, why := l.is(nsid - 1)
+	if l.source != sourcePath || v == maybe {
+		return v, why
+	}
+	if alt, _ := l.is(nsid); v == no && alt == no {
+		return no, ""
+	}
+	return maybe, fmt.Sprintf("IOCTL_SCSI_GET_ADDRESS does not answer, and its device path alone does not tell namespace %d: "+
+		"the path %s, namespace LUN + 1 as storport numbers namespaces (LUN = NSID - 1), the LUN itself as "+
+		"azuredisk-csi-driver PR #3632 reads the path", nsid, readings(l.values))
 }
 
 // is says whether the disk is at storport LUN want.

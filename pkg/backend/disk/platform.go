@@ -16,10 +16,12 @@ import (
 // data disks on this node, and the metadata server's entry of a GCE device.
 type scope struct {
 	// azureNVMe: the OS disk is an NVMe namespace, so data disks are
-	// namespaces of the accelerator (AzureLUN only).
+	// namespaces of the accelerator (AzureLUN only), on the OS
+	// namespace's controller.
 	azureNVMe bool
 	// osAdapters are the adapters of the boot and system disks, which on
-	// Azure SCSI sizes also hold the temporary disk (AzureLUN only).
+	// Azure SCSI sizes (Generation 2 VMs) also hold the temporary disk
+	// (AzureLUN only).
 	osAdapters []uint32
 	// gce is the metadata server's entry of the device (GCEDeviceName,
 	// with GCEDisks set); gceBlind is set without GCEDisks.
@@ -40,6 +42,65 @@ func isAzureRemoteNVMe(d host.Disk) bool {
 	return d.IsNVMe() && slices.ContainsFunc(azureRemoteNVMe, func(m string) bool { return strings.Contains(name, m) })
 }
 
+// controllerOf names the NVMe controller a namespace is reached through by
+// what MSFT_Disk shows of it: the controller's serial (AdapterSerialNumber,
+// shared by its namespaces) and its PCI location (Location, "Integrated :
+// Bus 12606208 : Device 0 : Function 0 : Adapter 0", azuredisk-csi-driver
+// PR #3632). Two namespaces that differ in either are on different
+// controllers. "" when MSFT_Disk shows neither.
+func controllerOf(d host.Disk) string {
+	serial, loc := strings.TrimSpace(d.AdapterSerialNumber), strings.TrimSpace(d.Location)
+	if serial == "" && loc == "" {
+		return ""
+	}
+	return fmt.Sprintf("adapter serial %q, location %q", serial, loc)
+}
+
+// azureAccelerator checks that on an Azure NVMe size every accelerator
+// namespace, the OS disk's included, is on one controller, as data disks
+// are namespaces of the OS disk's controller: "All disks
+// are currently found on one controller, future implementations may
+// leverage multiple controllers" (Azure/azure-vm-utils@4113392
+// doc/disk-identification.md). Which namespace of a second controller
+// would be which LUN is not documented, so accelerator namespaces on more
+// than one controller, an OS disk that is not an accelerator namespace, or
+// a namespace whose controller cannot be told are refused.
+func azureAccelerator(disks, boot []host.Disk) error {
+	for _, d := range boot {
+		if !isAzureRemoteNVMe(d) {
+			return fmt.Errorf("azure-disk: the OS disk %s is an NVMe disk but no Azure accelerator namespace "+
+				"(MSFT NVMe Accelerator, Virtual_Disk NVMe Premium): %w", diskName(d), host.ErrConflict)
+		}
+	}
+	byController := map[string][]candidate{}
+	var order []string
+	for _, d := range disks {
+		if !isAzureRemoteNVMe(d) {
+			continue
+		}
+		c := controllerOf(d)
+		if c == "" {
+			return fmt.Errorf("azure-disk: MSFT_Disk shows neither the controller serial nor the location of "+
+				"accelerator namespace %s, so its controller cannot be told from the OS disk's; refusing to guess: %w",
+				diskName(d), host.ErrConflict)
+		}
+		if _, seen := byController[c]; !seen {
+			order = append(order, c)
+		}
+		byController[c] = append(byController[c], candidate{disk: d})
+	}
+	if len(order) > 1 {
+		parts := make([]string, len(order))
+		for i, c := range order {
+			parts[i] = c + ": " + listCandidates(byController[c])
+		}
+		return fmt.Errorf("azure-disk: accelerator namespaces are on %d controllers (%s); Azure documents one, and "+
+			"which namespace of another would be which LUN is not known; refusing to guess: %w",
+			len(order), strings.Join(parts, "; "), host.ErrConflict)
+	}
+	return nil
+}
+
 // scopeOf reads what the platform selectors need of the node as a whole.
 func (b *Backend) scopeOf(ctx context.Context, disks []host.Disk, sel contract.DiskSelector) (scope, error) {
 	var sc scope
@@ -58,14 +119,17 @@ func (b *Backend) scopeOf(ctx context.Context, disks []host.Disk, sel contract.D
 			}
 		}
 		sc.azureNVMe = slices.ContainsFunc(boot, host.Disk.IsNVMe)
-		if !sc.azureNVMe {
+		if sc.azureNVMe {
+			if err := azureAccelerator(disks, boot); err != nil {
+				return scope{}, err
+			}
+		} else {
 			for _, d := range boot {
-				loc, _ := host.ParseLocation(d.Location)
-				if loc.Adapter == nil {
-					return scope{}, fmt.Errorf("azure-disk: cannot tell which adapter holds the OS disk (boot disk %s names none); "+
-						"a data disk is only found on another adapter: %w", diskName(d), host.ErrConflict)
+				adapter, err := azureOSAdapter(d)
+				if err != nil {
+					return scope{}, err
 				}
-				sc.osAdapters = append(sc.osAdapters, *loc.Adapter)
+				sc.osAdapters = append(sc.osAdapters, adapter)
 			}
 			if len(boot) == 0 {
 				return scope{}, fmt.Errorf("azure-disk: no disk is the boot or system disk, so the OS disk's adapter, which "+
@@ -94,35 +158,122 @@ func (b *Backend) scopeOf(ctx context.Context, disks []host.Disk, sel contract.D
 	return sc, nil
 }
 
+// azureOSAdapter returns the adapter of a boot or system disk on an Azure
+// SCSI size, refusing a layout the preset does not know. What it knows is a
+// Generation 2 VM: the OS disk on a synthetic SCSI controller at LUN 0, the
+// temporary disk on the same controller at LUN 1, data disks on other
+// controllers (Azure/azure-vm-utils@4113392 udev/80-azure-disk.rules: the
+// OS disk and the "resource" disk on controller f8b3781a-…, data disks on
+// f8b3781b-…, -c-, -d-; azuredisk-csi-driver#2661, whose Get-Disk shows that
+// layout). On a Generation 1 VM the OS disk is on the IDE controller and the
+// temporary disk on a channel of its own (the same rules' device IDs
+// 00000000-0000-… and 00000000-0001-…); what Windows reports for that
+// channel's adapter has not been seen, so such a node is refused rather
+// than have a temporary disk taken for a data disk (docs/windows.md, "What
+// the disk lookup assumes").
+func azureOSAdapter(d host.Disk) (uint32, error) {
+	loc, lunOK := host.ParseLocation(d.Location)
+	switch {
+	case loc.Adapter == nil:
+		return 0, fmt.Errorf("azure-disk: cannot tell which adapter holds the OS disk (boot disk %s names none); "+
+			"a data disk is only found on another adapter: %w", diskName(d), host.ErrConflict)
+	case d.BusType == host.BusTypeATA || d.BusType == host.BusTypeATAPI || !lunOK:
+		why := "bus type " + d.BusType.String()
+		if !lunOK {
+			why = "its location names no LUN"
+		}
+		return 0, fmt.Errorf("azure-disk: the OS disk %s is an IDE disk (%s), as on a Generation 1 VM, whose "+
+			"temporary disk sits on an IDE channel of its own; where Windows reports that disk is not verified, so the "+
+			"preset finds data disks on Generation 2 VMs only (select the disk with diskLUN and diskTarget, or a "+
+			"page 83 identifier): %w", diskName(d), why, host.ErrConflict)
+	case !onSCSIBus(d):
+		return 0, fmt.Errorf("azure-disk: the OS disk %s is on bus type %s, not the SAS or SCSI of an Azure SCSI size: %w",
+			diskName(d), d.BusType, host.ErrConflict)
+	}
+	return *loc.Adapter, nil
+}
+
+// onSCSIBus reports a disk on a SCSI bus as virtual machines present them:
+// SAS, as Get-Disk shows Hyper-V's synthetic SCSI disks on Azure
+// (kubernetes-sigs/azuredisk-csi-driver#2661) and VMware's PVSCSI and LSI
+// Logic SAS disks, or SCSI, which Win32_DiskDrive.InterfaceType reports for
+// the same Azure disks (#2661's Get-CimInstance output) and which is
+// accepted because no source shows which of the two every driver and
+// Windows version gives.
+func onSCSIBus(d host.Disk) bool {
+	return d.BusType == host.BusTypeSAS || d.BusType == host.BusTypeSCSI
+}
+
+// isAzureVirtualDisk reports an Azure (Hyper-V) virtual disk by its SCSI
+// vendor and product, "Msft" and "Virtual Disk", as the only SCSI disks
+// azure-vm-utils considers (80-azure-disk.rules: ID_VENDOR=="Msft",
+// ID_MODEL=="Virtual_Disk", the udev rendering of the INQUIRY product):
+// Windows reports them as Manufacturer and Model, and as FriendlyName
+// "Msft Virtual Disk" (#2661).
+func isAzureVirtualDisk(d host.Disk) bool {
+	fold := func(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+	return fold(d.FriendlyName) == "msft virtual disk" || fold(d.Manufacturer) == "msft" && fold(d.Model) == "virtual disk"
+}
+
 // inScope applies the platform selectors' conditions that MSFT_Disk
-// fields decide.
+// fields decide. A cloud preset finds only disks on the buses that cloud
+// attaches its disks with: never an iSCSI LUN, a file-backed VHD, a USB or
+// Fibre Channel disk that happens to share an address or an identifier.
 func (sc scope) inScope(d host.Disk, sel contract.DiskSelector) bool {
 	if sel.AzureLUN != nil {
 		if sc.azureNVMe {
+			// One controller holds every accelerator namespace
+			// (azureAccelerator), the OS namespace's.
 			if !isAzureRemoteNVMe(d) {
 				return false
 			}
-		} else {
-			loc, ok := d.SCSILocation()
-			if !ok || loc.Adapter == nil || slices.Contains(sc.osAdapters, *loc.Adapter) || *loc.LUN != *sel.AzureLUN {
-				return false
-			}
+		} else if !sc.azureSCSIData(d, *sel.AzureLUN) {
+			return false
 		}
 	}
-	if sel.EBSVolumeID != "" && !ebsCandidate(d, sel.EBSVolumeID) {
+	// aws-ebs: EBS volumes are NVMe namespaces on Nitro instances; on Xen
+	// instances AWS's PV driver presents them as SCSI disks (path
+	// "PROD_PVDISK", awsdocs/amazon-ec2-user-guide-windows@1020606
+	// doc_source/ec2-windows-volumes.md; its bus type is not documented).
+	if sel.EBSVolumeID != "" && (!d.IsNVMe() && d.BusType != host.BusTypeSCSI || !ebsCandidate(d, sel.EBSVolumeID)) {
 		return false
 	}
-	if sel.GCEDeviceName != "" && (sc.gce != nil && sc.gce.NVMe()) != d.IsNVMe() {
+	if sel.GCEDeviceName != "" {
 		// A device the metadata server lists on NVMe is a namespace; any
-		// other is a SCSI disk.
+		// other is a SCSI disk (virtio-scsi; SAS accepted too, the
+		// Windows bus type not being documented).
+		if sc.gce != nil && sc.gce.NVMe() {
+			if !d.IsNVMe() {
+				return false
+			}
+		} else if d.IsNVMe() || !onSCSIBus(d) {
+			return false
+		}
+	}
+	// vsphere: PVSCSI and LSI Logic SAS report SAS
+	// (vmware/ansible-vsphere-gos-validation
+	// windows/utils/win_get_boot_disk_ctrl_type.yml), LSI Logic parallel
+	// SCSI; a vNVMe disk is never matched (matchesFields).
+	if sel.VSphereUUID != "" && !onSCSIBus(d) {
 		return false
 	}
 	return true
 }
 
+// azureSCSIData reports whether d is the Azure data disk at lun on a SCSI
+// size: an Azure virtual disk on a synthetic SCSI bus, at target 0 and that
+// LUN, on an adapter that does not hold the OS disk. Target 0: Azure
+// attaches data disks there (#2661: "Target 0 : LUN 1"); a disk at another
+// target is something else, such as the BitLocker key volume Azure Disk
+// Encryption attaches (kubernetes-sigs/azuredisk-csi-driver#2034).
+func (sc scope) azureSCSIData(d host.Disk, lun uint32) bool {
+	loc, ok := d.SCSILocation()
+	return ok && isAzureVirtualDisk(d) && onSCSIBus(d) && loc.Adapter != nil && !slices.Contains(sc.osAdapters, *loc.Adapter) &&
+		loc.Target != nil && *loc.Target == 0 && *loc.LUN == lun
+}
+
 // platform applies the platform selector's identifiers.
 func (sc scope) platform(ctx context.Context, r *reader, sel contract.DiskSelector) (verdict, string) {
-	var ok bool
 	switch {
 	case sel.AzureLUN != nil && sc.azureNVMe:
 		// A data disk at LUN L is namespace L + 2, storport LUN L + 1
@@ -134,20 +285,13 @@ func (sc scope) platform(ctx context.Context, r *reader, sel contract.DiskSelect
 		// vsphere-csi-driver's Windows node compares csi-proxy's page 83
 		// value with diskUUID exactly (kubernetes-sigs/vsphere-csi-driver@bf80902
 		// pkg/csi/service/mounter/mounter_windows.go).
-		id, found := r.page83(ctx)
-		ok = found && matchPage83(id, sel.VSphereUUID, contract.MatchExact)
+		return r.page83Is(ctx, func(id string) bool { return matchPage83(id, sel.VSphereUUID, contract.MatchExact) })
 	case sel.GCEDeviceName != "" && sc.gce != nil && sc.gce.NVMe():
-		ok = hasGCENamespace(ctx, r, *sc.gce.NVMeNamespaceID)
+		return hasGCENamespace(ctx, r, *sc.gce.NVMeNamespaceID)
 	case sel.GCEDeviceName != "":
 		// SCSI machine types: page 83 "Google  <device-name>", last field
 		// compared (gcp-pd safe-mounter-v1_windows.go at b560165).
-		id, found := r.page83(ctx)
-		ok = found && matchString(id, sel.GCEDeviceName, contract.MatchLastField)
-	default:
-		ok = true
-	}
-	if !ok {
-		return no, ""
+		return r.page83Is(ctx, func(id string) bool { return matchString(id, sel.GCEDeviceName, contract.MatchLastField) })
 	}
 	return yes, ""
 }
@@ -159,19 +303,36 @@ func (sc scope) platform(ctx context.Context, r *reader, sel contract.DiskSelect
 // identifier (kubernetes-sigs/gcp-compute-persistent-disk-csi-driver@b560165
 // pkg/mount-manager/safe-mounter-v1_windows.go; its example serial
 // "10CC_9636_B6E3_CE3B_0000_0000_0000_0000."). A 16-byte EUI64 designator
-// counts the same; an EUI-64-only namespace (16 hex digits) never matches,
-// as in that driver.
-func hasGCENamespace(ctx context.Context, r *reader, id uint64) bool {
+// counts the same; a namespace that shows an EUI-64 only (16 hex digits)
+// and answers the device-ID query without an NGUID never matches, as in
+// that driver. A namespace whose NGUID cannot be read at all (its serial is
+// no NGUID, it does not answer the device-ID query, as Windows Server
+// 2025's native NVMe stack may not, and its UniqueId is no NGUID) may be
+// the device: which identifier Windows writes into the serial when a
+// namespace has both is not documented, and the device name Linux reads
+// from the namespace itself (the JSON at byte 384 of Identify Namespace,
+// gcp-pd deploy/kubernetes/udev/google_nvme_id) is not read on Windows.
+func hasGCENamespace(ctx context.Context, r *reader, id uint64) (verdict, string) {
 	want := fmt.Sprintf("%016x", id)
 	if h := serialHex(r.d.SerialNumber); len(h) == 32 {
-		return h[:16] == want
+		if h[:16] == want {
+			return yes, ""
+		}
+		return no, ""
 	}
 	for _, d := range r.deviceIDs(ctx) {
 		if d.IsNGUID() && d.Text()[:16] == want {
-			return true
+			return yes, ""
 		}
 	}
-	return false
+	if v, why := r.unreadIDs(func(u string) bool { h := hexOf(u); return len(h) == 32 && h[:16] == want }); v != no {
+		return v, why
+	}
+	if r.idsErr != nil && len(hexOf(r.d.UniqueID)) != 32 {
+		return maybe, fmt.Sprintf("its NGUID cannot be read: its serial number %q is none, it does not answer the device-ID query, "+
+			"and its UniqueId %q is none", strings.TrimSpace(r.d.SerialNumber), r.d.UniqueID)
+	}
+	return no, ""
 }
 
 // ebsIDs returns the EBS volume IDs a disk reports, without their dash:
@@ -243,7 +404,7 @@ func (sc scope) notFoundHint() string {
 	case sc.azureNVMe:
 		return " (an MSFT NVMe Accelerator namespace at storport LUN = LUN + 1)"
 	case len(sc.osAdapters) > 0:
-		return fmt.Sprintf(" (a SCSI disk at that LUN on an adapter other than the OS disk's adapter %v)", sc.osAdapters)
+		return fmt.Sprintf(" (a Msft Virtual Disk on SAS or SCSI at target 0 and that LUN, on an adapter other than the OS disk's adapter %v)", sc.osAdapters)
 	}
 	return ""
 }

@@ -3,6 +3,7 @@ package disk
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
@@ -138,12 +139,49 @@ func (sj selectorJSON) decode() (contract.DiskSelector, error) {
 	if err != nil {
 		return contract.DiskSelector{}, err
 	}
-	return contract.DiskSelector{
+	return upgradeSelector(contract.DiskSelector{
 		Serial: sj.Serial, SerialMatch: serial, Page83: sj.Page83, Page83Match: page83,
 		LUN: sj.LUN, Target: sj.Target, Bus: sj.Bus, Location: sj.Location, Number: sj.Number,
 		NVMeNSID: sj.NVMeNSID, EUI: sj.EUI, NGUID: sj.NGUID, AdapterSerial: sj.AdapterSerial,
 		AzureLUN: sj.AzureLUN, EBSVolumeID: sj.EBSVolumeID, GCEDeviceName: sj.GCEDeviceName, VSphereUUID: sj.VSphereUUID,
-	}, nil
+	}), nil
+}
+
+// upgradeSelector reads the selectors the presets derived before they had
+// selectors of their own as the ones they derive now, so that a volume
+// staged by an earlier release unstages with today's rules and restages
+// (the node compares the record's Storage with the new stage's and refuses
+// a different one with AlreadyExists):
+//   - aws-ebs wrote the volume ID without its dash as a serial matched by
+//     "contains" ({Serial: "vol0abc…", SerialMatch: contains}): it is the
+//     EBS volume "vol-0abc…", matched exactly;
+//   - gce-pd wrote the device name as the last field of page 83
+//     ({Page83: "<name>", Page83Match: last field}): it is the gce-pd
+//     device name, found on NVMe machine types too.
+//
+// Only those exact forms are read anew; any other selector with a match
+// mode (none was ever written but by those presets) keeps its mode.
+func upgradeSelector(s contract.DiskSelector) contract.DiskSelector {
+	rest := s
+	rest.Serial, rest.SerialMatch, rest.Page83, rest.Page83Match = "", contract.MatchExact, "", contract.MatchExact
+	if !rest.IsZero() {
+		return s
+	}
+	switch {
+	case s.Page83 == "" && s.SerialMatch == contract.MatchContains && s.Page83Match == contract.MatchExact && legacyEBSSerial(s.Serial):
+		return contract.DiskSelector{EBSVolumeID: "vol-" + strings.TrimPrefix(s.Serial, "vol")}
+	case s.Serial == "" && s.Page83Match == contract.MatchLastField && s.SerialMatch == contract.MatchExact && s.Page83 != "" &&
+		!strings.ContainsAny(s.Page83, " \t"):
+		return contract.DiskSelector{GCEDeviceName: s.Page83}
+	}
+	return s
+}
+
+// legacyEBSSerial reports the serial the aws-ebs preset derived from an
+// EBS volume ID: "vol" and 8 or more lower-case hex digits.
+func legacyEBSSerial(s string) bool {
+	h, ok := strings.CutPrefix(s, "vol")
+	return ok && len(h) >= 8 && isHex(h) && strings.ToLower(h) == h
 }
 
 // Record implements the node's Backend: the record of a disk volume.

@@ -24,7 +24,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		{Serial: "pd-1", SerialMatch: contract.MatchLastField},
 		{Page83: "6000c298595e0d8d2f3e2e3c1e9d6b1a", Page83Match: contract.MatchExact, Target: u32(0), Bus: u32(1)},
 		{Page83: "Google", Page83Match: contract.MatchContains},
-		{Page83: "pd-2", Page83Match: contract.MatchLastField},
+		{Page83: "pd-2", Page83Match: contract.MatchLastField, Target: u32(1)},
 		{Location: "Integrated : Adapter 1 : Port 0 : Target 0 : LUN 1"},
 		{Number: u32(0)},
 		{NVMeNSID: u32(4), AdapterSerial: "SN: 000001"},
@@ -94,6 +94,52 @@ func TestDecodeRecordRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if rec, err := disk.DecodeRecord(tt.e); !errors.Is(err, backend.ErrNoRecord) {
 				t.Fatalf("DecodeRecord = %+v, %v; want ErrNoRecord", rec, err)
+			}
+		})
+	}
+}
+
+// The selectors the aws-ebs and gce-pd presets wrote before they had their
+// own are read as those (TestUpgradeFromTheOldPresetSelectors in
+// test/platforms restages and unstages such a volume); any other selector
+// with a match mode is read as written.
+func TestRecordUpgradesTheOldPresetSelectors(t *testing.T) {
+	const tail = `,"LUN":null,"Target":null,"Bus":null,"Location":"","Number":null}`
+	tests := []struct {
+		name, written string
+		want          contract.DiskSelector
+	}{
+		{"aws-ebs", `{"Serial":"vol0abcdef0123456789","SerialMatch":1,"Page83":"","Page83Match":0` + tail,
+			contract.DiskSelector{EBSVolumeID: "vol-0abcdef0123456789"}},
+		{"aws-ebs, an 8-digit ID", `{"Serial":"vol1a2b3c4d","SerialMatch":1,"Page83":"","Page83Match":0` + tail,
+			contract.DiskSelector{EBSVolumeID: "vol-1a2b3c4d"}},
+		{"gce-pd", `{"Serial":"","SerialMatch":0,"Page83":"pvc-9f8e7d6c","Page83Match":2` + tail,
+			contract.DiskSelector{GCEDeviceName: "pvc-9f8e7d6c"}},
+		{"gce-pd, a regional disk", `{"Serial":"","SerialMatch":0,"Page83":"pvc-1_regional","Page83Match":2` + tail,
+			contract.DiskSelector{GCEDeviceName: "pvc-1_regional"}},
+		{"contains, not an EBS serial", `{"Serial":"vol0abc","SerialMatch":1,"Page83":"","Page83Match":0` + tail,
+			contract.DiskSelector{Serial: "vol0abc", SerialMatch: contract.MatchContains}},
+		{"contains, upper-case hex", `{"Serial":"vol0ABCDEF01","SerialMatch":1,"Page83":"","Page83Match":0` + tail,
+			contract.DiskSelector{Serial: "vol0ABCDEF01", SerialMatch: contract.MatchContains}},
+		{"contains, with a LUN", `{"Serial":"vol0abcdef0123456789","SerialMatch":1,"Page83":"","Page83Match":0,"LUN":1,"Target":null,"Bus":null,"Location":"","Number":null}`,
+			contract.DiskSelector{Serial: "vol0abcdef0123456789", SerialMatch: contract.MatchContains, LUN: u32(1)}},
+		{"an exact serial", `{"Serial":"vol0abcdef0123456789","SerialMatch":0,"Page83":"","Page83Match":0` + tail,
+			contract.DiskSelector{Serial: "vol0abcdef0123456789"}},
+		{"last field, with a serial", `{"Serial":"S","SerialMatch":0,"Page83":"pvc-1","Page83Match":2` + tail,
+			contract.DiskSelector{Serial: "S", Page83: "pvc-1", Page83Match: contract.MatchLastField}},
+		{"page 83 contains", `{"Serial":"","SerialMatch":0,"Page83":"pvc-1","Page83Match":1` + tail,
+			contract.DiskSelector{Page83: "pvc-1", Page83Match: contract.MatchContains}},
+		{"serial last field", `{"Serial":"pvc-1","SerialMatch":2,"Page83":"","Page83Match":0` + tail,
+			contract.DiskSelector{Serial: "pvc-1", SerialMatch: contract.MatchLastField}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := disk.DecodeRecord(journal.Entry{VolumeID: "v", Backend: "disk", Attrs: map[string]string{"diskSelector": tt.written}})
+			if err != nil || !reflect.DeepEqual(got.Selector, tt.want) {
+				t.Fatalf("DecodeRecord = %+v, %v; want %+v", got.Selector, err, tt.want)
+			}
+			if want := disk.RecordOf(&contract.DiskSpec{Selector: tt.want}).Storage(); got.Storage() != want {
+				t.Errorf("Storage = %q, want %q", got.Storage(), want)
 			}
 		})
 	}

@@ -237,8 +237,9 @@ func TestFindPage83(t *testing.T) {
 	table := func() *fakeDisks {
 		f := newFake(osDisk(), scsiDisk(1, 1, 1), scsiDisk(2, 1, 2), scsiDisk(3, 1, 3), scsiDisk(4, 1, 4))
 		f.ids[0] = []host.Designator{naa}
-		// Disk 1 cannot be read, and is listed before the target.
-		f.idsErr[1] = fmt.Errorf("access denied: %w", host.ErrAccessDenied)
+		// Disk 1 does not answer the query, and is listed before the
+		// target.
+		f.idsErr[1] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
 		f.ids[2] = []host.Designator{{Type: host.DesignatorVendorID, CodeSet: host.CodeSetASCII, Value: []byte("Google  persistent-disk-7")}}
 		f.ids[3] = []host.Designator{naa}
 		f.ids[4] = []host.Designator{eui}
@@ -259,6 +260,27 @@ func TestFindPage83(t *testing.T) {
 		{name: "ASCII, contains", fake: table, sel: contract.DiskSelector{Page83: "disk-7", Page83Match: contract.MatchContains}, want: 2},
 		{name: "the boot disk's identifier is never read", fake: table, sel: contract.DiskSelector{Page83: "60022480f48d294f40f18727df9a6349", Number: u32(0)},
 			err: host.ErrNotFound, reads: noReadsOf(0)},
+		// Found by review: a clone that does not answer the query, with
+		// the identifier as UniqueId, beside the disk that answers.
+		{name: "unanswered, with the identifier as UniqueId", fake: with(table, func(f *fakeDisks) {
+			f.disks[1].UniqueID, f.disks[1].UniqueIDFormat = "60022480F48D294F40F18727DF9A6349", host.UniqueIDFCPHName
+		}), sel: contract.DiskSelector{Page83: "60022480f48d294f40f18727df9a6349"}, err: host.ErrConflict,
+			in: []string{"disks 3 [", ", 1 [", `UniqueId "60022480F48D294F40F18727DF9A6349" (FCPH Name) is the identifier looked for`}},
+		{name: "unanswered, with another UniqueId", fake: with(table, func(f *fakeDisks) {
+			f.disks[1].UniqueID, f.disks[1].UniqueIDFormat = "60022480F48D294F40F18727DF9A6340", host.UniqueIDFCPHName
+		}), sel: contract.DiskSelector{Page83: "60022480f48d294f40f18727df9a6349"}, want: 3},
+		{name: "unanswered, with the identifier's last field as UniqueId", fake: with(table, func(f *fakeDisks) {
+			f.disks[1].UniqueID, f.disks[1].UniqueIDFormat = "Google  persistent-disk-7", host.UniqueIDVendorID
+		}), sel: contract.DiskSelector{Page83: "persistent-disk-7", Page83Match: contract.MatchLastField}, err: host.ErrConflict,
+			in: []string{"disks 2 [", ", 1 [", "(Vendor Id)"}},
+		{name: "unanswered, with a blank UniqueId", fake: with(table, func(f *fakeDisks) { f.disks[1].UniqueID = " " }),
+			sel: contract.DiskSelector{Page83: " ", Page83Match: contract.MatchContains}, err: host.ErrNotFound},
+		// A failure other than "not answered" may pass: the disk may be
+		// the one.
+		{name: "unreadable this time", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[1] = fmt.Errorf("access denied: %w", host.ErrAccessDenied)
+		}), sel: contract.DiskSelector{Page83: "60022480f48d294f40f18727df9a6349"}, err: host.ErrConflict,
+			in: []string{"disks 3 [", ", 1 [", "its device-ID page cannot be read: access denied"}},
 		{name: "only cheaper matches are read", fake: table, sel: contract.DiskSelector{Page83: "000c2968595e0d8d", Number: u32(4)}, want: 4,
 			reads: func(t *testing.T, f *fakeDisks) {
 				if f.idReads[1]+f.idReads[2]+f.idReads[3] != 0 || f.idReads[4] != 1 {
@@ -300,6 +322,22 @@ func TestFindNVMeIdentifiers(t *testing.T) {
 		{name: "a port's EUI-64 is not the disk's", fake: table, sel: contract.DiskSelector{EUI: "c1c2c3c4c5c6c7c8"}, err: host.ErrNotFound},
 		{name: "EUI-64 in the serial", fake: table, sel: contract.DiskSelector{EUI: "0000000000000005"}, want: 5},
 		{name: "the boot disk's NGUID", fake: table, sel: contract.DiskSelector{NGUID: nguid}, err: host.ErrConflict, in: []string{"disk 0 ["}},
+		{name: "unanswered, with the NGUID as UniqueId of another format", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[3].UniqueID, f.disks[3].UniqueIDFormat = "DE0A1747-BE29-4DA6-B31F-4AF811223344", host.UniqueIDVendorSpecific
+		}), sel: contract.DiskSelector{NGUID: "de0a1747be294da6b31f4af811223344"}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 3 [", "(Vendor Specific) is the identifier looked for"}},
+		{name: "unanswered, with another UniqueId", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+		}), sel: contract.DiskSelector{NGUID: "de0a1747be294da6b31f4af811223344"}, want: 1},
+		{name: "unanswered, with a UniqueId that is no hex", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[3].UniqueID = "SCSI\\DISK&VEN_NVME\\5&1"
+		}), sel: contract.DiskSelector{EUI: "a1a2a3a4a5a6a7a8"}, want: 4},
+		{name: "an EUI-64 unreadable this time", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("busy: %w", host.ErrBusy)
+		}), sel: contract.DiskSelector{EUI: "a1a2a3a4a5a6a7a8"}, err: host.ErrConflict,
+			in: []string{"disks 4 [", ", 3 [", "its device-ID page cannot be read: busy"}},
 	})
 }
 
@@ -323,11 +361,30 @@ func TestFindNamespace(t *testing.T) {
 			}},
 		{name: "namespace 2", fake: base, sel: contract.DiskSelector{NVMeNSID: u32(2)}, want: 1},
 		{name: "namespace 3 is not attached", fake: base, sel: contract.DiskSelector{NVMeNSID: u32(3)}, err: host.ErrNotFound},
-		{name: "namespace 1 is the boot disk's, by its path", fake: base, sel: contract.DiskSelector{NVMeNSID: u32(1)}, err: host.ErrConflict,
-			in: []string{"disk 0 [", "boot or system"}, reads: noReadsOf(0)},
-		{name: "by the path where the IOCTL does not answer", fake: with(func(f *fakeDisks) {
+		// The boot namespace is never read, and its path alone does not
+		// tell it: nothing else is namespace 1.
+		{name: "namespace 1 is the boot disk's", fake: base, sel: contract.DiskSelector{NVMeNSID: u32(1)}, err: host.ErrNotFound, reads: noReadsOf(0)},
+		// The device path alone, read as the storport LUN (NSID - 1) and
+		// as the NSID (azuredisk-csi-driver PR #3632): where the two
+		// readings disagree, the disk may be the namespace and is refused;
+		// where both rule it out, it is not the namespace.
+		{name: "the path where the IOCTL does not answer: storport's reading", fake: with(func(f *fakeDisks) {
 			delete(f.addrs, 2)
-		}), sel: contract.DiskSelector{NVMeNSID: u32(4)}, want: 2},
+		}), sel: contract.DiskSelector{NVMeNSID: u32(4)}, err: host.ErrConflict,
+			in: []string{"disk 2 [", "its device path alone does not tell namespace 4", "the path reads as LUN 3", "PR #3632"}},
+		{name: "the path where the IOCTL does not answer: PR #3632's reading", fake: with(func(f *fakeDisks) {
+			delete(f.addrs, 2)
+		}), sel: contract.DiskSelector{NVMeNSID: u32(3)}, err: host.ErrConflict,
+			in: []string{"disk 2 [", "does not tell namespace 3", "the path reads as LUN 3"}},
+		{name: "the path where the IOCTL does not answer: neither reading", fake: with(func(f *fakeDisks) {
+			delete(f.addrs, 2)
+		}), sel: contract.DiskSelector{NVMeNSID: u32(6)}, err: host.ErrNotFound},
+		{name: "the path where the IOCTL does not answer, beside a namespace the IOCTL names", fake: with(func(f *fakeDisks) {
+			delete(f.addrs, 2) // path LUN 3: namespace 4, or 3
+			f.addrs[1] = host.SCSIAddress{Port: 1, LUN: 2}
+			f.disks[1].Path = fmt.Sprintf(nvmePath, "02")
+		}), sel: contract.DiskSelector{NVMeNSID: u32(3)}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 2 [", "does not tell namespace 3"}},
 		{name: "the IOCTL and the path disagree", fake: with(func(f *fakeDisks) {
 			f.addrs[2] = host.SCSIAddress{LUN: 5}
 		}), sel: contract.DiskSelector{NVMeNSID: u32(6)}, err: host.ErrConflict,
@@ -344,23 +401,49 @@ func TestFindNamespace(t *testing.T) {
 		{name: "a path only hex can read", fake: with(func(f *fakeDisks) {
 			delete(f.addrs, 2)
 			f.disks[2].Path = fmt.Sprintf(nvmePath, "0a")
-		}), sel: contract.DiskSelector{NVMeNSID: u32(11)}, want: 2},
+		}), sel: contract.DiskSelector{NVMeNSID: u32(11)}, err: host.ErrConflict,
+			in: []string{"disk 2 [", "the path reads as LUN 10,"}},
+		{name: "a path read two ways, by PR #3632's reading", fake: with(func(f *fakeDisks) {
+			delete(f.addrs, 2)
+			f.disks[2].Path = fmt.Sprintf(nvmePath, "10")
+		}), sel: contract.DiskSelector{NVMeNSID: u32(10)}, err: host.ErrConflict,
+			in: []string{"disk 2 [", "the path reads as LUN 16 (hex) or 10 (decimal)"}},
 		{name: "the IOCTL settles a path read two ways", fake: with(func(f *fakeDisks) {
 			f.disks[2].Path = fmt.Sprintf(nvmePath, "10")
 			f.addrs[2] = host.SCSIAddress{LUN: 10}
 		}), sel: contract.DiskSelector{NVMeNSID: u32(11)}, want: 2},
 		{name: "no namespace ID at all", fake: with(func(f *fakeDisks) {
 			delete(f.addrs, 2)
-			f.addrErr[2] = fmt.Errorf("device gone: %w", host.ErrNotReady)
+			f.addrErr[2] = fmt.Errorf("no address: %w", host.ErrNotFound)
 			f.disks[2].Path = `\\?\nvme#disk&ven_msft#1&2#{x}`
 		}), sel: contract.DiskSelector{NVMeNSID: u32(2)}, err: host.ErrConflict,
 			in: []string{"disks 1 [", ", 2 [", "no namespace ID"}},
+		// The IOCTL failing this time, rather than not answering: what it
+		// would say is unknown, whatever the path says.
+		{name: "the IOCTL fails this time", fake: with(func(f *fakeDisks) {
+			delete(f.addrs, 2)
+			f.addrErr[2] = fmt.Errorf("device gone: %w", host.ErrNotReady)
+		}), sel: contract.DiskSelector{NVMeNSID: u32(2)}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 2 [", "IOCTL_SCSI_GET_ADDRESS cannot be read: device gone"}},
 		{name: "scoped to a controller", fake: with(func(f *fakeDisks) {
 			other := nvmeDisk(4, "03")
 			other.AdapterSerialNumber = "SN: 000002"
 			f.disks = append(f.disks, other)
 			f.addrs[4] = host.SCSIAddress{Port: 2, LUN: 3}
 		}), sel: contract.DiskSelector{NVMeNSID: u32(4), AdapterSerial: "SN: 000002"}, want: 4},
+		// Found by review: the adapter serial alone took the data
+		// namespace of the OS disk's controller.
+		{name: "an adapter serial alone, the OS namespace beside", fake: func() *fakeDisks {
+			boot := nvmeDisk(0, "00")
+			boot.IsBoot = true
+			return newFake(boot, nvmeDisk(1, "01"))
+		}, sel: contract.DiskSelector{AdapterSerial: "SN: 000001"}, err: host.ErrConflict,
+			in: []string{"reaches disks 0 [", ", 1 [", "diskNVMeNSID"}},
+		{name: "an adapter serial alone, two data namespaces", fake: base, sel: contract.DiskSelector{AdapterSerial: "sn: 000001"},
+			err: host.ErrConflict, in: []string{"disks 0 [", ", 1 [", ", 2 ["}, notIn: []string{", 3 ["}},
+		{name: "an adapter serial alone, one namespace", fake: with(func(f *fakeDisks) {
+			f.disks[2].AdapterSerialNumber = "SN: 000002"
+		}), sel: contract.DiskSelector{AdapterSerial: "SN: 000002"}, want: 2},
 		{name: "two controllers, one namespace ID", fake: with(func(f *fakeDisks) {
 			other := nvmeDisk(4, "03")
 			other.AdapterSerialNumber = "SN: 000002"
@@ -368,6 +451,11 @@ func TestFindNamespace(t *testing.T) {
 			f.addrs[4] = host.SCSIAddress{Port: 2, LUN: 3}
 		}), sel: contract.DiskSelector{NVMeNSID: u32(4)}, err: host.ErrConflict, in: []string{"disks 2 [", ", 4 ["}},
 	})
+}
+
+// with returns a table made by table and then edited.
+func with(table func() *fakeDisks, edit func(f *fakeDisks)) func() *fakeDisks {
+	return func() *fakeDisks { f := table(); edit(f); return f }
 }
 
 func TestFindAzure(t *testing.T) {
@@ -400,12 +488,71 @@ func TestFindAzure(t *testing.T) {
 			return f
 		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict, in: []string{"disks 3 [", ", 5 ["}},
 		// A Gen1 VM: the OS disk on IDE, no LUN in its location
-		// (ansible-collections/community.windows#622).
-		{name: "SCSI: an IDE OS disk still names its adapter", fake: func() *fakeDisks {
+		// (ansible-collections/community.windows#622); its temporary
+		// disk is on a channel of its own, reported where no source shows.
+		{name: "SCSI: an IDE OS disk (Generation 1)", fake: func() *fakeDisks {
 			f := scsi()
 			f.disks[0].Location = "PCI Slot 1 : Adapter 0 : Channel 1 : Device 0"
 			return f
+		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict,
+			in: []string{"disk 0 [", "its location names no LUN", "Generation 1", "diskLUN"}},
+		{name: "SCSI: an ATA OS disk (Generation 1)", fake: func() *fakeDisks {
+			f := scsi()
+			f.disks[0].BusType = host.BusTypeATA
+			return f
+		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict, in: []string{"disk 0 [", "bus type ATA", "Generation 1"}},
+		{name: "SCSI: an ATAPI OS disk", fake: func() *fakeDisks {
+			f := scsi()
+			f.disks[0].BusType = host.BusTypeATAPI
+			return f
+		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict, in: []string{"bus type ATAPI"}},
+		{name: "SCSI: an OS disk on another bus", fake: func() *fakeDisks {
+			f := scsi()
+			f.disks[0].BusType = host.BusTypeISCSI
+			return f
+		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict, in: []string{"disk 0 [", "bus type iSCSI, not the SAS or SCSI"}},
+		{name: "SCSI: an OS disk on SCSI", fake: func() *fakeDisks {
+			f := scsi()
+			f.disks[0].BusType = host.BusTypeSCSI
+			return f
 		}, sel: contract.DiskSelector{AzureLUN: u32(1)}, want: 3},
+		// What an Azure data disk is: Msft Virtual Disk, SAS or SCSI,
+		// target 0, an adapter that is not the OS disk's
+		// (Azure/azure-vm-utils@4113392 udev/80-azure-disk.rules).
+		{name: "SCSI: a data disk on SCSI", fake: with(scsi, func(f *fakeDisks) { f.disks[2].BusType = host.BusTypeSCSI }),
+			sel: contract.DiskSelector{AzureLUN: u32(1)}, want: 3},
+		{name: "SCSI: vendor and product without the friendly name", fake: with(scsi, func(f *fakeDisks) {
+			f.disks[2].FriendlyName, f.disks[2].Manufacturer, f.disks[2].Model = "", "MSFT ", " virtual disk"
+		}), sel: contract.DiskSelector{AzureLUN: u32(1)}, want: 3},
+		{name: "SCSI: another vendor", fake: with(scsi, func(f *fakeDisks) {
+			f.disks[2].FriendlyName, f.disks[2].Manufacturer, f.disks[2].Model = "LIO-ORG disk", "Msft", "disk"
+		}),
+			sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrNotFound},
+		{name: "SCSI: another product", fake: with(scsi, func(f *fakeDisks) {
+			f.disks[2].FriendlyName, f.disks[2].Manufacturer, f.disks[2].Model = "", "LIO-ORG", "Virtual Disk"
+		}),
+			sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrNotFound},
+		// Reproduced by review: an iSCSI LUN 0 of the node, staged and
+		// formatted as the Azure data disk at LUN 0.
+		{name: "SCSI: never an iSCSI LUN", fake: with(scsi, func(f *fakeDisks) {
+			lun := scsiDisk(5, 3, 0)
+			lun.BusType = host.BusTypeISCSI
+			f.disks = append(f.disks, lun)
+		}), sel: contract.DiskSelector{AzureLUN: u32(0)}, err: host.ErrNotFound},
+		{name: "SCSI: never a file-backed or USB disk", fake: with(scsi, func(f *fakeDisks) {
+			vhd, usb := scsiDisk(5, 3, 0), scsiDisk(6, 4, 0)
+			vhd.BusType, usb.BusType = host.BusTypeFileBacked, host.BusTypeUSB
+			f.disks = append(f.disks, vhd, usb)
+		}), sel: contract.DiskSelector{AzureLUN: u32(0)}, err: host.ErrNotFound},
+		// Azure Disk Encryption's key volume (kubernetes-sigs/azuredisk-csi-driver#2034).
+		{name: "SCSI: not at target 0", fake: with(scsi, func(f *fakeDisks) {
+			bek := scsiDisk(5, 2, 0)
+			bek.Location = "Integrated : Adapter 2 : Port 0 : Target 1 : LUN 0"
+			f.disks = append(f.disks, bek)
+		}), sel: contract.DiskSelector{AzureLUN: u32(0)}, err: host.ErrNotFound, in: []string{"at target 0 and that LUN"}},
+		{name: "SCSI: a location without a target", fake: with(scsi, func(f *fakeDisks) {
+			f.disks[2].Location = "Integrated : Adapter 1 : Port 0 : LUN 1"
+		}), sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrNotFound},
 		{name: "SCSI: a boot disk without an adapter", fake: func() *fakeDisks {
 			f := scsi()
 			f.disks[0].Location = ""
@@ -440,6 +587,29 @@ func TestFindAzure(t *testing.T) {
 			return f
 		}, sel: contract.DiskSelector{AzureLUN: u32(254)}, want: 2},
 		{name: "NVMe: beyond a storport LUN", fake: nvme, sel: contract.DiskSelector{AzureLUN: u32(255)}, err: host.ErrNotFound},
+		// Found by review: a namespace of a second accelerator controller
+		// was staged as LUN 1 (Azure/azure-vm-utils@4113392
+		// doc/disk-identification.md: "future implementations may leverage
+		// multiple controllers").
+		{name: "NVMe: a second accelerator controller", fake: with(nvme, func(f *fakeDisks) {
+			second := nvmeDisk(6, "02")
+			second.FriendlyName, second.AdapterSerialNumber = "Virtual_Disk NVMe Premium", "SN: 000002"
+			f.disks = append(f.disks, second)
+			f.addrs[6] = host.SCSIAddress{Port: 3, LUN: 2}
+		}), sel: contract.DiskSelector{AzureLUN: u32(1)}, err: host.ErrConflict,
+			in: []string{"on 2 controllers", `adapter serial "SN: 000001"`, "disks 0 [", `adapter serial "SN: 000002"`, "disk 6 [", "refusing to guess"}},
+		{name: "NVMe: a second controller at another location", fake: with(nvme, func(f *fakeDisks) {
+			f.disks[2].Location = "Integrated : Bus 12606209 : Device 0 : Function 0 : Adapter 0"
+		}), sel: contract.DiskSelector{AzureLUN: u32(2)}, err: host.ErrConflict, in: []string{"on 2 controllers", "disk 2 ["}},
+		{name: "NVMe: a namespace whose controller cannot be told", fake: with(nvme, func(f *fakeDisks) {
+			f.disks[1].AdapterSerialNumber, f.disks[1].Location = " ", ""
+		}), sel: contract.DiskSelector{AzureLUN: u32(2)}, err: host.ErrConflict, in: []string{"namespace 1 [", "controller cannot be told"}},
+		{name: "NVMe: an OS disk that is no accelerator namespace", fake: with(nvme, func(f *fakeDisks) {
+			f.disks[0].FriendlyName = "Some NVMe Disk"
+		}), sel: contract.DiskSelector{AzureLUN: u32(2)}, err: host.ErrConflict, in: []string{"disk 0 [", "no Azure accelerator namespace"}},
+		{name: "NVMe: the OS disk's controller, the other fields aside", fake: with(nvme, func(f *fakeDisks) {
+			f.disks[2].AdapterSerialNumber = " SN: 000001 "
+		}), sel: contract.DiskSelector{AzureLUN: u32(2)}, want: 2},
 	})
 }
 
@@ -469,6 +639,19 @@ func TestFindAWS(t *testing.T) {
 			in: []string{"SerialNumber names vol0d577fdabd6001831, AdapterSerialNumber vol0fffffffffffffff1"}},
 		{name: "the boot volume", fake: table, sel: contract.DiskSelector{EBSVolumeID: "vol-02190fee5da4d75e3"}, err: host.ErrConflict,
 			in: []string{"boot or system"}},
+		// AWS's PV driver on Xen instances: a SCSI disk.
+		{name: "a SCSI disk", fake: with(table, func(f *fakeDisks) { f.disks[3].BusType = host.BusTypeSCSI }),
+			sel: contract.DiskSelector{EBSVolumeID: "vol-01257d42be427a58b"}, want: 3},
+		{name: "never an iSCSI, file-backed or USB disk", fake: with(table, func(f *fakeDisks) {
+			f.disks[3].BusType = host.BusTypeISCSI
+			f.disks[2].BusType = host.BusTypeFileBacked
+			f.disks[4].BusType = host.BusTypeUSB
+		}), sel: contract.DiskSelector{EBSVolumeID: "vol-01257d42be427a58b"}, err: host.ErrNotFound},
+		{name: "never a file-backed disk", fake: with(table, func(f *fakeDisks) { f.disks[2].BusType = host.BusTypeFileBacked }),
+			sel: contract.DiskSelector{EBSVolumeID: "vol-0651a78c608e09c6a"}, err: host.ErrNotFound},
+		{name: "an NVMe path on another bus type", fake: with(table, func(f *fakeDisks) {
+			f.disks[2].BusType, f.disks[2].Path = host.BusTypeSAS, `\\?\scsi#disk&ven_nvme&prod_amazon_elastic_b#5&1&0&000002#{x}`
+		}), sel: contract.DiskSelector{EBSVolumeID: "vol-0651a78c608e09c6a"}, want: 2},
 		{name: "not vol- and 8 hex digits", fake: table, sel: contract.DiskSelector{EBSVolumeID: "vol-0651a78"}, err: host.ErrInvalid,
 			in: []string{`"vol-0651a78" is not an EBS volume ID`}},
 		{name: "upper case", fake: table, sel: contract.DiskSelector{EBSVolumeID: "vol-0651A78C608E09C6A"}, err: host.ErrInvalid},
@@ -506,6 +689,37 @@ func TestFindGCE(t *testing.T) {
 		{name: "NVMe: by a 16-byte designator", fake: nvmeTable,
 			opts: Options{GCEDisks: list(cloud.GCEDisk{DeviceName: "d", Interface: "nvme", NVMeNamespaceID: func() *uint64 { v := uint64(0x10CC9636B6E3CE3D); return &v }()})},
 			sel:  contract.DiskSelector{GCEDeviceName: "d"}, want: 3},
+		{name: "NVMe: unanswered, with the identifier in UniqueId", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[3].UniqueID = "10CC9636B6E3CE3B0000000000000001"
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 3"}},
+		// Found by review: a namespace whose NGUID cannot be read was
+		// taken for no match. Windows writes the NGUID or the EUI-64 into
+		// the serial (which one when a namespace has both is not
+		// documented), and the UniqueId may be either too: such a
+		// namespace may be the device, and the lookup refuses naming it.
+		{name: "NVMe: unanswered, an EUI-64 UniqueId", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[3].UniqueID = "10CC9636B6E3CE3B"
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 3 (its NGUID cannot be read", `UniqueId "10CC9636B6E3CE3B" is none`}},
+		{name: "NVMe: unanswered, an EUI-64 serial", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[3].SerialNumber = "10CC_9636_B6E3_CE3B."
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, err: host.ErrConflict,
+			in: []string{"disks 1 [", `3 [serial "10CC_9636_B6E3_CE3B."] (its NGUID cannot be read`}},
+		{name: "NVMe: unanswered, nothing else", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.idsErr[3] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, err: host.ErrConflict,
+			in: []string{"disks 1 [", ", 3 (its NGUID cannot be read"}},
+		{name: "NVMe: answered with an EUI-64 only", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.ids[3] = []host.Designator{{Type: host.DesignatorEUI64, CodeSet: host.CodeSetBinary, Value: bin("10cc9636b6e3ce3b")}}
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, want: 1},
+		{name: "NVMe: unanswered, the NGUID-form serial decides", fake: with(nvmeTable, func(f *fakeDisks) {
+			f.idsErr[1] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.idsErr[2] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+		}), opts: Options{GCEDisks: list(pd)}, sel: contract.DiskSelector{GCEDeviceName: "pvc-4a5b6c7d"}, want: 1},
 		{name: "NVMe: a device the metadata server does not list", fake: nvmeTable, opts: Options{GCEDisks: list(pd)},
 			sel: contract.DiskSelector{GCEDeviceName: "pvc-x"}, err: host.ErrNotFound, in: []string{`lists no disk with device name "pvc-x"`}},
 		{name: "NVMe: listed without a namespace identifier", fake: nvmeTable, opts: Options{GCEDisks: list(cloud.GCEDisk{DeviceName: "d", Interface: "NVME"})},
@@ -522,6 +736,14 @@ func TestFindGCE(t *testing.T) {
 		{name: "SCSI: a device the metadata server lists on SCSI", fake: scsiTable, opts: Options{GCEDisks: list(cloud.GCEDisk{DeviceName: "pvc-9f8e7d6c", Interface: "SCSI"})},
 			sel: contract.DiskSelector{GCEDeviceName: "pvc-9f8e7d6c"}, want: 1},
 		{name: "SCSI: not attached, no NVMe disk", fake: scsiTable, sel: contract.DiskSelector{GCEDeviceName: "pvc-x"}, err: host.ErrNotFound},
+		{name: "SCSI: on SCSI", fake: with(scsiTable, func(f *fakeDisks) { f.disks[1].BusType = host.BusTypeSCSI }),
+			sel: contract.DiskSelector{GCEDeviceName: "pvc-9f8e7d6c"}, want: 1},
+		{name: "SCSI: never an iSCSI disk", fake: with(scsiTable, func(f *fakeDisks) { f.disks[1].BusType = host.BusTypeISCSI }),
+			sel: contract.DiskSelector{GCEDeviceName: "pvc-9f8e7d6c"}, err: host.ErrNotFound},
+		{name: "SCSI: unanswered, the device name in UniqueId", fake: with(scsiTable, func(f *fakeDisks) {
+			f.idsErr[2] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
+			f.disks[2].UniqueID, f.disks[2].UniqueIDFormat = "Google  pvc-9f8e7d6c", host.UniqueIDVendorID
+		}), sel: contract.DiskSelector{GCEDeviceName: "pvc-9f8e7d6c"}, err: host.ErrConflict, in: []string{"disks 1 [", ", 2 ["}},
 		{name: "SCSI: a local NVMe SSD is no reason to refuse", fake: func() *fakeDisks {
 			f := scsiTable()
 			f.disks = append(f.disks, host.Disk{Number: 3, BusType: host.BusTypeNVMe, FriendlyName: "NVMe nvme_card"})
@@ -553,6 +775,13 @@ func TestFindVSphere(t *testing.T) {
 			f.disks[0].BusType = host.BusTypeNVMe
 			return f
 		}, sel: contract.DiskSelector{VSphereUUID: "6000c29a98d05e384a43f0ef189aaf5b"}, err: host.ErrNotFound},
+		{name: "on SCSI (LSI Logic)", fake: with(table, func(f *fakeDisks) { f.disks[1].BusType = host.BusTypeSCSI }),
+			sel: contract.DiskSelector{VSphereUUID: uuid}, want: 1},
+		{name: "never a file-backed disk", fake: with(table, func(f *fakeDisks) { f.disks[1].BusType = host.BusTypeFileBacked }),
+			sel: contract.DiskSelector{VSphereUUID: uuid}, err: host.ErrNotFound},
+		{name: "another disk unreadable this time", fake: with(table, func(f *fakeDisks) {
+			f.idsErr[2] = fmt.Errorf("busy: %w", host.ErrBusy)
+		}), sel: contract.DiskSelector{VSphereUUID: uuid}, err: host.ErrConflict, in: []string{"disks 1 [", ", 2 [", "busy"}},
 		// Outside the preset, diskPage83 finds the NVMe disk as asked.
 		{name: "plain diskPage83 on NVMe", fake: vnvme, sel: contract.DiskSelector{Page83: uuid}, want: 1},
 	})
@@ -623,7 +852,10 @@ func TestFindLogsUnreadableIdentifiers(t *testing.T) {
 	f.idsErr[2] = fmt.Errorf("incorrect function: %w", host.ErrNotFound)
 	var buf bytes.Buffer
 	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf), textlogger.Verbosity(2))))
-	if _, err := backendOn(f, Options{}).Find(ctx, contract.DiskSelector{Page83: "60"}); !errors.Is(err, host.ErrNotFound) {
+	// The failure leaves disk 1 a possible match; the disk that does not
+	// answer is none.
+	if _, err := backendOn(f, Options{}).Find(ctx, contract.DiskSelector{Page83: "60"}); !errors.Is(err, host.ErrConflict) ||
+		strings.Contains(err.Error(), ", 2") {
 		t.Fatal(err)
 	}
 	out := buf.String()

@@ -7,6 +7,7 @@ package disk_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,8 +77,10 @@ type swapDisks struct {
 
 func (s swapDisks) Get(ctx context.Context, n uint32) (host.Disk, error) { return s.get(ctx, n) }
 
-// The disk is read again once, after it came online and before the first
-// write; a stage whose disk number now names another disk writes nothing.
+// The disk is read again before the first write: a blank disk once it is
+// online and before it is initialised, a partitioned one before it is
+// brought online (its volumes may be another disk's); a stage whose disk
+// number now names another disk writes nothing.
 func TestStageRereadsTheDiskBeforeWriting(t *testing.T) {
 	t.Run("fresh disk", func(t *testing.T) {
 		r := newRig(t, disk.Options{})
@@ -85,10 +88,15 @@ func TestStageRereadsTheDiskBeforeWriting(t *testing.T) {
 		mark := r.sim.Mark()
 		wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", r.staging("v", true), contract.DiskSelector{Serial: "D"}, ntfs, false)), nil)
 		ops := r.sim.OpsSince(mark)
-		if got := strings.Join(ops, " "); strings.Count(got, sim.OpDisksGet) != 1 ||
-			strings.Index(got, sim.OpDisksSetOnline) > strings.Index(got, sim.OpDisksGet) ||
-			strings.Index(got, sim.OpDisksGet) > strings.Index(got, sim.OpDisksInitialize) {
-			t.Fatalf("ops %v: want one Get, after SetOnline and before Initialize", ops)
+		want := []string{sim.OpDisksSetOnline, sim.OpDisksGet, sim.OpDisksInitialize, sim.OpDisksCreatePartition}
+		var got []string
+		for _, op := range ops {
+			if slices.Contains(want, op) {
+				got = append(got, op)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("ops %v: want %v in that order", ops, want)
 		}
 	})
 	t.Run("a formatted disk is not re-read", func(t *testing.T) {
@@ -527,4 +535,167 @@ func TestWritableStageWhereWindowsRefusesOfflineAttributes(t *testing.T) {
 			t.Fatalf("disk offline %v, read-only %v", d.Offline, d.ReadOnly)
 		}
 	})
+}
+
+// Found by review: Expand resized whatever disk the number named. The disk
+// is read again before the resize: another identity under the number, or
+// the volume no longer on it, refuses and resizes nothing.
+func TestExpandRereadsTheDisk(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(d *host.Disk)
+		moved  bool // the volume is on another disk when read again
+		in     string
+	}{
+		{name: "another serial", change: func(d *host.Disk) { d.SerialNumber = "OTHER" }, in: "(serial number differ)"},
+		{name: "another UniqueId", change: func(d *host.Disk) { d.UniqueID = "600224800000" }, in: "(UniqueId differ)"},
+		{name: "another GPT disk GUID", change: func(d *host.Disk) { d.GUID = "{00000000-0000-4000-8000-000000000000}" }, in: "(GPT disk GUID differ)"},
+		{name: "another size", change: func(d *host.Disk) { d.Size += 1 << 30 }, in: "(size differ)"},
+		{name: "the volume moved", moved: true, in: "is now on disk 9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, disk.Options{})
+			n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, Size: 1 << 30})
+			staging := r.staging("v", true)
+			wantErr(t, "Stage", r.b.Stage(r.ctx, stageRequest("v", staging, contract.DiskSelector{Serial: "D"}, ntfs, false)), nil)
+			if err := r.sim.ResizeDisk(n, 3<<30); err != nil {
+				t.Fatal(err)
+			}
+			h := r.sim.Host()
+			gets := 0
+			h.Disks = swapDisks{Disks: h.Disks, get: func(ctx context.Context, got uint32) (host.Disk, error) {
+				d, err := r.sim.Host().Disks.Get(ctx, got)
+				if gets++; gets > 1 && tt.change != nil {
+					tt.change(&d)
+				}
+				return d, err
+			}}
+			if tt.moved {
+				h.Volumes = movedVolumes{Volumes: h.Volumes, calls: new(int)}
+			}
+			b := disk.New(h, r.jr, disk.Options{Backoff: fast})
+			mark := r.sim.Mark()
+			_, err := b.Expand(r.ctx, backend.ExpandRequest{VolumeID: "v", StagingPath: staging})
+			if !errors.Is(err, host.ErrConflict) || !strings.Contains(err.Error(), tt.in) {
+				t.Fatalf("Expand = %v, want a conflict saying %q", err, tt.in)
+			}
+			if slices.Contains(r.sim.OpsSince(mark), sim.OpDisksResizePartition) {
+				t.Fatalf("resized: %v", r.sim.OpsSince(mark))
+			}
+		})
+	}
+}
+
+// movedVolumes answers DiskNumber with disk 9 from its second call on.
+type movedVolumes struct {
+	host.Volumes
+	calls *int
+}
+
+func (m movedVolumes) DiskNumber(ctx context.Context, guid string) (uint32, error) {
+	if *m.calls++; *m.calls > 1 {
+		return 9, nil
+	}
+	return m.Volumes.DiskNumber(ctx, guid)
+}
+
+// Found by review: the partitioning note named the disk by number and
+// serial for people only, and a stage resumed after a crash formatted the
+// partition of whatever disk it then found. The note records the disk's
+// identity; a resumed stage formats only a disk that has it (it may have
+// grown), and otherwise refuses naming both readings. A note of an
+// earlier release ("disk N serial \"S\"") is read by its serial.
+func TestResumedStageChecksTheNotedDisk(t *testing.T) {
+	key := backend.NotePrefix(contract.KindDisk, "partitioning") + "v"
+	type noted = map[string]any
+	tests := []struct {
+		name string
+		edit func(n noted) string // the note the resumed stage finds
+		err  error
+		in   []string
+	}{
+		{name: "the disk it noted", edit: func(n noted) string { return jsonOf(t, n) }},
+		{name: "the disk grew since", edit: func(n noted) string {
+			n["size"] = n["size"].(float64) - 1<<20
+			return jsonOf(t, n)
+		}},
+		{name: "another serial", edit: func(n noted) string {
+			n["serialNumber"] = "OTHER"
+			return jsonOf(t, n)
+		}, err: host.ErrConflict, in: []string{`names another disk (serial number differ): noted disk`, `[serial "OTHER"`, `found disk`, `[serial "D"`}},
+		{name: "another UniqueId", edit: func(n noted) string {
+			n["uniqueId"] = "600224800000"
+			return jsonOf(t, n)
+		}, err: host.ErrConflict, in: []string{"(UniqueId differ)"}},
+		{name: "a larger disk than now", edit: func(n noted) string {
+			n["size"] = n["size"].(float64) + 1<<20
+			return jsonOf(t, n)
+		}, err: host.ErrConflict, in: []string{"(size differ)"}},
+		{name: "another GPT disk GUID", edit: func(n noted) string {
+			n["guid"] = "{00000000-0000-4000-8000-000000000000}"
+			return jsonOf(t, n)
+		}, err: host.ErrConflict, in: []string{"(GPT disk GUID differ)"}},
+		{name: "an earlier release's note, the same serial", edit: func(noted) string { return `disk 7 serial "D"` }},
+		{name: "an earlier release's note, another serial", edit: func(noted) string { return `disk 1 serial "E"` },
+			err: host.ErrConflict, in: []string{`("disk 1 serial \"E\"") does not name disk`}},
+		{name: "an earlier release's note, a blank serial", edit: func(noted) string { return `disk 1 serial "  "` },
+			err: host.ErrConflict, in: []string{"does not name disk", "by a serial number it carries"}},
+		{name: "an unreadable note", edit: func(noted) string { return "{broken" },
+			err: host.ErrConflict, in: []string{"cannot be read"}},
+		{name: "an unreadable note of an earlier release", edit: func(noted) string { return "partitioning disk 3" },
+			err: host.ErrConflict, in: []string{`cannot be read ("partitioning disk 3": `}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, disk.Options{})
+			n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+			staging := r.staging("v", true)
+			if err := r.sim.Faults().Add(sim.Rule{Op: sim.OpVolumesFormat, Nth: 1, Err: "internal"}); err != nil {
+				t.Fatal(err)
+			}
+			req := stageRequest("v", staging, contract.DiskSelector{Serial: "D"}, ntfs, false)
+			if err := r.b.Stage(r.ctx, req); err == nil {
+				t.Fatal("the stage with a failing format succeeded")
+			}
+			v, ok, err := r.jr.Note(r.ctx, key)
+			if err != nil || !ok {
+				t.Fatalf("note %s: %v, %v", key, ok, err)
+			}
+			var was noted
+			if err := json.Unmarshal([]byte(v), &was); err != nil {
+				t.Fatalf("the note %q is no identity: %v", v, err)
+			}
+			d := r.diskState(n)
+			if was["serialNumber"] != "D" || was["size"] != float64(d.Size) || was["number"] != float64(n) {
+				t.Fatalf("note %q does not record disk %d's identity", v, n)
+			}
+			if tt.name == "another GPT disk GUID" {
+				was["guid"] = "{" + d.GUID + "}" // as the 0-partition path records it
+			}
+			if err := r.jr.PutNote(r.ctx, key, tt.edit(was)); err != nil {
+				t.Fatal(err)
+			}
+			mark := r.sim.Mark()
+			err = r.b.Stage(r.ctx, req)
+			wantErr(t, "resumed stage", err, tt.err)
+			for _, s := range tt.in {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("resumed stage = %v, want it to say %s", err, s)
+				}
+			}
+			if formatted := slices.Contains(r.sim.OpsSince(mark), sim.OpVolumesFormat); formatted != (tt.err == nil) {
+				t.Fatalf("formatted: %v; ops %v", formatted, r.sim.OpsSince(mark))
+			}
+		})
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -118,7 +118,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	if err != nil {
 		return err
 	}
-	d, err := b.findLUN(ctx, spec.IQN, spec.LUN)
+	d, via, err := b.findLUN(ctx, spec.IQN, spec.LUN)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	}
 	log.V(4).Info("Preparing the LUN's disk", "diskNumber", d.Number, "stagingTargetPath", r.StagingPath)
 	return b.disks.PrepareAndMount(ctx, d, disk.PrepareRequest{VolumeID: r.VolumeID, StagingPath: r.StagingPath, FS: r.Volume.FS,
-		ReadOnly: r.ReadOnly, RootAccess: access})
+		ReadOnly: r.ReadOnly, RootAccess: access, Confirm: b.stillTheLUN(spec.IQN, spec.LUN, via)})
 }
 
 // loggedIn is what a transition that made the target ready leaves to the

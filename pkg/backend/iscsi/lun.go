@@ -24,7 +24,8 @@ const mpioHint = "install the Multipath-IO feature and let MSDSM claim iSCSI dis
 const progressEvery = 5 * time.Second
 
 // findLUN returns the disk behind the target's sessions whose Location
-// names the LUN. When there is none yet it rescans and looks again until
+// names the LUN, with the identifiers of the sessions it is reached
+// through. When there is none yet it rescans and looks again until
 // the disk appears or waiting longer would run past ctx's deadline; then it
 // fails with host.ErrNotFound, naming the LUNs whose disks did appear.
 // Several distinct disks for the LUN (one per path, MPIO not claiming
@@ -43,11 +44,12 @@ const progressEvery = 5 * time.Second
 // does for a single-path iSCSI disk; democratic-csi reads the LUN from
 // Win32_DiskDrive.SCSILogicalUnit instead (democratic-csi/democratic-csi@8a4a28a
 // src/utils/windows.js).
-func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Disk, error) {
+func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Disk, []string, error) {
 	log := klog.FromContext(ctx)
 	start := time.Now()
 	var (
 		found    host.Disk
+		via      []string // the sessions that reach it
 		surfaced []uint32 // the LUNs of the target's disks at the last look
 		reported []uint32 // the target's REPORT LUNS answer; nil while unknown
 		asked    bool
@@ -60,14 +62,15 @@ func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Dis
 			}
 		}
 		var matches []host.Disk
+		var reach map[uint32][]string
 		var err error
-		if surfaced, matches, err = b.lunDisks(ctx, iqn, lun); err != nil {
+		if surfaced, matches, reach, err = b.lunDisks(ctx, iqn, lun); err != nil {
 			return err
 		}
 		switch len(matches) {
 		case 0:
 		case 1:
-			found = matches[0]
+			found, via = matches[0], reach[matches[0].Number]
 			return nil
 		default:
 			numbers := make([]string, len(matches))
@@ -106,28 +109,29 @@ func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Dis
 		if reported != nil {
 			known += "; the target reports " + lunsText(reported)
 		}
-		return host.Disk{}, fmt.Errorf("LUN %d of target %s: no disk appeared after login (%s; %s): %w",
+		return host.Disk{}, nil, fmt.Errorf("LUN %d of target %s: no disk appeared after login (%s; %s): %w",
 			lun, iqn, known, err.Error(), host.ErrNotFound)
 	}
 	if err == nil {
 		klog.FromContext(ctx).V(4).Info("Found the LUN's disk", "diskNumber", found.Number)
 	}
-	return found, err
+	return found, via, err
 }
 
 // lunDisks returns the LUNs of the disks reached through the target's
-// sessions, sorted, and those disks that are LUN lun.
-func (b *Backend) lunDisks(ctx context.Context, iqn string, lun uint32) (surfaced []uint32, matches []host.Disk, err error) {
-	nums, err := b.targetDisks(ctx, iqn)
-	if err != nil || len(nums) == 0 {
-		return nil, nil, err
+// sessions, sorted, those disks that are LUN lun, and the sessions that
+// reach each disk (sessionDisks).
+func (b *Backend) lunDisks(ctx context.Context, iqn string, lun uint32) (surfaced []uint32, matches []host.Disk, reach map[uint32][]string, err error) {
+	reach, err = b.sessionDisks(ctx, iqn)
+	if err != nil || len(reach) == 0 {
+		return nil, nil, nil, err
 	}
 	disks, err := b.h.Disks.List(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, d := range disks {
-		if !nums[d.Number] {
+		if len(reach[d.Number]) == 0 {
 			continue
 		}
 		loc, ok := host.ParseLocation(d.Location)
@@ -140,7 +144,7 @@ func (b *Backend) lunDisks(ctx context.Context, iqn string, lun uint32) (surface
 		}
 	}
 	slices.Sort(surfaced)
-	return slices.Compact(surfaced), matches, nil
+	return slices.Compact(surfaced), matches, reach, nil
 }
 
 // lunsText names a set of LUNs for messages: "LUNs 0, 1", "LUN 0", "no
@@ -159,14 +163,62 @@ func lunsText(luns []uint32) string {
 	return "LUNs " + strings.Join(parts, ", ")
 }
 
+// stillTheLUN is the stage's own check of the LUN's disk read again before
+// the disk backend first writes to it (disk.PrepareRequest.Confirm): it is
+// still reached through one of the sessions it was found through (via),
+// and its Location still names the LUN. A session that dropped and came
+// back is a new session (a new SessionIdentifier), and the disk number a
+// LUN had may then be another disk's: nothing is written to it; the retry
+// finds the LUN again.
+func (b *Backend) stillTheLUN(iqn string, lun uint32, via []string) func(context.Context, host.Disk) error {
+	return func(ctx context.Context, now host.Disk) error {
+		nums, err := b.sessionDisks(ctx, iqn)
+		if err != nil {
+			return fmt.Errorf("read the sessions of target %s again before the first write: %w", iqn, err)
+		}
+		reached := nums[now.Number]
+		if !slices.ContainsFunc(reached, func(id string) bool { return slices.Contains(via, id) }) {
+			return fmt.Errorf("disk %d was found as LUN %d of target %s through session %s, and is now reached through %s: "+
+				"the session it came from is gone, and the number may be another disk's; refusing to write to it: %w",
+				now.Number, lun, iqn, strings.Join(via, ", "), sessionList(reached), host.ErrConflict)
+		}
+		if loc, ok := host.ParseLocation(now.Location); !ok || loc.LUN == nil || *loc.LUN != lun {
+			return fmt.Errorf("disk %d was found as LUN %d of target %s and is now at location %q; refusing to write to it: %w",
+				now.Number, lun, iqn, now.Location, host.ErrConflict)
+		}
+		return nil
+	}
+}
+
+func sessionList(ids []string) string {
+	if len(ids) == 0 {
+		return "no session of the target"
+	}
+	return "session " + strings.Join(ids, ", ")
+}
+
 // targetDisks returns the numbers of the disks reached through the
 // target's sessions.
 func (b *Backend) targetDisks(ctx context.Context, iqn string) (map[uint32]bool, error) {
+	byDisk, err := b.sessionDisks(ctx, iqn)
+	if err != nil {
+		return nil, err
+	}
+	nums := make(map[uint32]bool, len(byDisk))
+	for n := range byDisk {
+		nums[n] = true
+	}
+	return nums, nil
+}
+
+// sessionDisks returns the disks reached through the target's sessions,
+// each with the identifiers of the sessions that reach it.
+func (b *Backend) sessionDisks(ctx context.Context, iqn string) (map[uint32][]string, error) {
 	sessions, err := b.h.ISCSI.Sessions(ctx, iqn)
 	if err != nil {
 		return nil, err
 	}
-	nums := map[uint32]bool{}
+	nums := map[uint32][]string{}
 	for _, s := range sessions {
 		ns, err := b.h.ISCSI.SessionDisks(ctx, s)
 		if errors.Is(err, host.ErrNotFound) {
@@ -176,7 +228,7 @@ func (b *Backend) targetDisks(ctx context.Context, iqn string) (map[uint32]bool,
 			return nil, err
 		}
 		for _, n := range ns {
-			nums[n] = true
+			nums[n] = append(nums[n], s.SessionID)
 		}
 	}
 	return nums, nil
