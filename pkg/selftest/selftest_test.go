@@ -293,7 +293,6 @@ func TestInterruptedRunLeavesNothingOnTheShare(t *testing.T) {
 // (undocumented either way).
 type staleDisks struct {
 	host.Disks
-	vd      host.VirtualDisks
 	last    host.Disk
 	stale   bool
 	rescans int
