@@ -345,9 +345,10 @@ type ownership struct {
 // that it was creating the partition on this disk: the note must exist and
 // name disk d by its identity (serial number, UniqueId, a size it may have
 // grown from, and the GPT disk GUID when the note has one); a stage resumed
-// after a crash formats nothing on another disk. A note written before the
-// identity was recorded ("disk N serial \"S\"") names the disk by its
-// serial number, which must be non-blank and equal.
+// after a crash formats nothing on another disk. A note whose serial
+// number, UniqueId and GPT disk GUID are all blank names no disk. A note
+// written before the identity was recorded ("disk N serial \"S\"") names
+// the disk by its serial number, which must be non-blank and equal.
 func (b *Backend) partitionedByUs(ctx context.Context, volumeID string, g *writeGuard) (ownership, error) {
 	if volumeID == "" {
 		return ownership{}, nil
@@ -375,6 +376,10 @@ func (b *Backend) partitionedByUs(ctx context.Context, volumeID string, g *write
 			volumeID, v, now)}, nil
 	case legacy:
 		return ownership{ours: true}, nil
+	case noted.Serial == "" && noted.UniqueID == "" && noted.GUID == "":
+		// Its size alone would name every disk at least as large.
+		return ownership{why: fmt.Sprintf(", and the partitioning note of volume %q (%s) names no disk by an identifier: "+
+			"the disk showed a blank serial number and UniqueId, and no GPT disk GUID, when it was written", volumeID, noted)}, nil
 	}
 	if diff := noted.differs(now, true); len(diff) > 0 {
 		return ownership{why: fmt.Sprintf(", and the partitioning note of volume %q names another disk (%s differ): noted %s, found %s",

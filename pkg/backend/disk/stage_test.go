@@ -774,6 +774,44 @@ func TestResumedStageChecksTheNotedDisk(t *testing.T) {
 	}
 }
 
+// Found by review: a note that records no identifier (the disk showed a
+// blank serial number and UniqueId, and no GPT disk GUID when it was
+// RAW) named every disk of at least its size, and a resumed stage
+// formatted the partition of another disk now at the selector's place.
+// Such a note names no disk, as an earlier release's note with a blank
+// serial does not.
+func TestResumedStageNeedsAnIdentifiedDisk(t *testing.T) {
+	r := newRig(t, disk.Options{})
+	blank := sim.DiskSpec{Adapter: 1, LUN: 1, Size: 2 << 30}
+	n := r.attach(blank)
+	must(t, r.sim.Faults().Add(sim.Rule{Op: sim.OpVolumesFormat, Nth: 1, Err: "internal"}))
+	staging := r.staging("v", true)
+	sel := contract.DiskSelector{LUN: u32(1), Target: u32(0)}
+	req := stageRequest("v", staging, sel, ntfs, false)
+	if err := r.b.Stage(r.ctx, req); err == nil {
+		t.Fatal("the stage with a failing format succeeded")
+	}
+	v, ok, err := r.jr.Note(r.ctx, backend.NotePrefix(contract.KindDisk, "partitioning")+"v")
+	if err != nil || !ok || !strings.Contains(v, `"serialNumber":""`) || !strings.Contains(v, `"uniqueId":""`) {
+		t.Fatalf("note %q, %v, %v: want a note with a blank serial and UniqueId", v, ok, err)
+	}
+	// Another disk with no identifier, a partition Windows shows no file
+	// system on (ext4, a locked BitLocker volume), at the same place.
+	must(t, r.sim.DetachDisk(n))
+	foreign := blank
+	foreign.PartitionStyle, foreign.Partitions = host.PartitionStyleGPT, []sim.PartitionSpec{{}}
+	r.attach(foreign)
+	mark := r.sim.Mark()
+	err = r.b.Stage(r.ctx, req)
+	wantErr(t, "resumed stage on another disk", err, host.ErrConflict)
+	if !strings.Contains(err.Error(), "names no disk by an identifier") {
+		t.Errorf("resumed stage = %v, want it to say the note names no disk", err)
+	}
+	if slices.Contains(r.sim.OpsSince(mark), sim.OpVolumesFormat) {
+		t.Fatalf("formatted another disk's partition: %v", r.sim.OpsSince(mark))
+	}
+}
+
 func jsonOf(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
