@@ -99,15 +99,53 @@ CGO_READY = $(shell [ "$$(go env CGO_ENABLED)" = 1 ] && command -v "$$(go env CC
 check-cgo:
 	@$(if $(CGO_READY),:,$(error go test -race needs cgo and a C compiler: install gcc (e.g. apt-get install gcc) and keep CGO_ENABLED=1 (README.md, Prerequisites)))
 
-test: check-cgo ## unit tests and csi-sanity, with -race (the README's test command), then test-deploy
-	go test -race -count=1 ./...
+# The tests are grouped by what they need (test/README.md): unit tests next
+# to their code (pkg/, cmd/, internal/), test/rules (the source tree),
+# test/system (the plugin in the test process on the simulated host) and
+# test/binary (the plugin binary, started as a process).
+#
+# The binary tests take the plugin built once for the whole run, with -race
+# and without (for the crash matrices, which start it hundreds of times):
+# the testbin target builds both and the test targets pass them in
+# (test/harness/testbin). go test run directly builds them per package.
+TESTBIN     := $(CURDIR)/$(OUTPUT)/testbin
+TESTBIN_ENV := CSI_WINDOWS_NODE_TEST_BINARY=$(TESTBIN)/csi-windows-node-race \
+	CSI_WINDOWS_NODE_TEST_BINARY_NORACE=$(TESTBIN)/csi-windows-node
+# The race detector sleeps a second before every process it instruments
+# exits (atexit_sleep_ms), so that goroutines still running can report: a
+# second per test package and per plugin process a binary test starts. A
+# race met while a test runs is reported and fails it without the sleep.
+TEST_ENV    := GORACE='atexit_sleep_ms=0 $(GORACE)'
+# The test binaries and the plugin the binary tests run are linked without
+# DWARF (-ldflags=-w), which no test reads (stack traces and race reports
+# come from the runtime's own tables): a third less work for the linker,
+# which links some fifty test binaries per run.
+TEST_LDFLAGS := -ldflags=-w
+
+.PHONY: testbin test-rules test-system test-binary
+
+testbin: check-cgo
+	go build -race $(TEST_LDFLAGS) -o $(TESTBIN)/csi-windows-node-race ./cmd/$(BINARY)
+	go build $(TEST_LDFLAGS) -o $(TESTBIN)/csi-windows-node ./cmd/$(BINARY)
+
+test: check-cgo testbin ## every test with -race (the README's test command): unit, rules, system, binary; then test-deploy
+	$(TEST_ENV) $(TESTBIN_ENV) go test -race -count=1 $(TEST_LDFLAGS) ./...
 	$(MAKE) --no-print-directory test-deploy
 
 test-deploy: ## render and validate deploy/ (kustomize, Helm chart, examples) and Dockerfile.windows
-	cd test/deploy && go test -count=1 ./...
+	cd test/deploy && go test -count=1 $(TEST_LDFLAGS) ./...
 
-test-unit: check-cgo ## unit tests only (no sanity, no binary-level tests)
-	go test -race -count=1 $$(go list ./... | grep -v /test/)
+test-unit: check-cgo ## the inner loop: unit tests only (pkg/, cmd/, internal/), with -race
+	$(TEST_ENV) go test -race -count=1 $(TEST_LDFLAGS) $$(go list ./... | grep -v /test/)
+
+test-rules: ## the rules: wiring, no process, docs and references, Windows CI tags (test/rules)
+	go test -count=1 $(TEST_LDFLAGS) ./test/rules/...
+
+test-system: check-cgo ## the plugin in the test process on the simulated host, with -race (test/system)
+	$(TEST_ENV) go test -race -count=1 $(TEST_LDFLAGS) ./test/system/...
+
+test-binary: check-cgo testbin ## the plugin binary, built once, with -race (test/binary)
+	$(TEST_ENV) $(TESTBIN_ENV) go test -race -count=1 $(TEST_LDFLAGS) ./test/binary/...
 
 # Windows only, elevated: real VHDX disks (made with the virtual disk API, as
 # selftest makes them) through the WMI/Win32 executor. checkptr is off because go-ole (under
@@ -148,10 +186,16 @@ vet:
 $(GOLANGCI_LINT):
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
+# golangci-lint's cache does not tell GOOS apart: after the Linux run, the
+# Windows run would take a package's Linux results and miss what only its
+# _windows.go files do (a denied import in one, for example). The Windows
+# runs keep their own cache.
+LINT_CACHE_WINDOWS ?= $(or $(GOLANGCI_LINT_CACHE),$(HOME)/.cache/golangci-lint)-windows
+
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
-	GOOS=windows $(GOLANGCI_LINT) run ./...
-	GOOS=windows $(GOLANGCI_LINT) run --build-tags integration ./test/integration/...
+	GOOS=windows GOLANGCI_LINT_CACHE=$(LINT_CACHE_WINDOWS) $(GOLANGCI_LINT) run ./...
+	GOOS=windows GOLANGCI_LINT_CACHE=$(LINT_CACHE_WINDOWS) $(GOLANGCI_LINT) run --build-tags integration ./test/integration/...
 
 # The end-to-end bench (test/bench, docs/performance.md) builds the plugin and
 # drives it on the simulated host over its socket; its numbers also go to
@@ -181,11 +225,11 @@ FUZZJOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 .PHONY: test-crash test-soak fuzz
 
 test-crash: check-cgo ## the full crash matrix, verbose (CRASH_COUNT repeats it)
-	CSI_CRASH_MATRIX=full go test -race -count=$(CRASH_COUNT) -v -run 'TestCrashMatrix' ./test/crash/ | grep -E '^(--- FAIL|FAIL|ok)|crash_test.go'
+	CSI_CRASH_MATRIX=full go test -race -count=$(CRASH_COUNT) -v -run 'TestCrashMatrix' ./test/binary/crash/ | grep -E '^(--- FAIL|FAIL|ok)|crash_test.go'
 
 test-soak: check-cgo ## the long soak: SOAK_VOLUMES volumes for SOAK_TIME, with -race
 	CSI_SOAK_VOLUMES=$(SOAK_VOLUMES) CSI_SOAK_DURATION=$(SOAK_TIME) CSI_SOAK_SEED=$(SOAK_SEED) \
-		go test -race -count=1 -v -timeout 30m -run 'TestSoak' ./test/soak/ | grep -E '^(--- |FAIL|ok)|soak_test.go'
+		go test -race -count=1 -v -timeout 30m -run 'TestSoak' ./test/system/soak/ | grep -E '^(--- |FAIL|ok)|soak_test.go'
 
 fuzz: ## run every fuzz target (go test -fuzz) for FUZZTIME each, FUZZJOBS at a time (test/fuzz/fuzz.sh)
 	FUZZTIME=$(FUZZTIME) FUZZJOBS=$(FUZZJOBS) test/fuzz/fuzz.sh

@@ -7,7 +7,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/config"
 )
 
-// The Windows binary does not link the simulated host (test/wiring checks
+// The Windows binary does not link the simulated host (test/rules/wiring checks
 // it): config.Finish refuses --host=sim and --sim-* on Windows, so these
 // are only reached by a programming error.
 

@@ -18,7 +18,7 @@ import (
 // point but failed (or crashed) before taking the disk offline leaves the
 // disk online; the retry finds nothing mounted and must still take the
 // disk offline, using the journal's record of the volume (found by the
-// crash matrix, test/crash: disk/unstage, crash after volumes.Unmount).
+// crash matrix, test/binary/crash: disk/unstage, crash after volumes.Unmount).
 // A disk whose volume is mounted somewhere stays online.
 func TestUnstageRetryTakesDiskOffline(t *testing.T) {
 	e := newEnv(t)

@@ -11,7 +11,7 @@
 // then Serve) and every test harness (test/harness/simnode, the csi-sanity
 // library runs, the Windows integration suite, the benchmarks and the
 // env tests of pkg/node and the backends) build the plugin with New, so
-// what the tests run is what ships; test/wiring keeps it so.
+// what the tests run is what ships; test/rules/wiring keeps it so.
 //
 // What does not belong here: choosing and starting the host (the binary
 // chooses between pkg/winhost and the simulated host; tests start

@@ -101,7 +101,7 @@ func TestDecodeRecordRefuses(t *testing.T) {
 
 // The selectors the aws-ebs and gce-pd presets wrote before they had their
 // own are read as those (TestUpgradeFromTheOldPresetSelectors in
-// test/platforms restages and unstages such a volume); any other selector
+// test/system/platforms restages and unstages such a volume); any other selector
 // with a match mode is read as written.
 func TestRecordUpgradesTheOldPresetSelectors(t *testing.T) {
 	const tail = `,"LUN":null,"Target":null,"Bus":null,"Location":"","Number":null}`

@@ -101,7 +101,7 @@ func bin(h string) []byte {
 	return b
 }
 
-// Disks in the shapes the platforms report them (test/platforms/testdata
+// Disks in the shapes the platforms report them (test/system/platforms/testdata
 // gives each value's source).
 const (
 	nvmePath    = `\\?\scsi#disk&ven_nvme&prod_msft_nvme_accele#6&ca10229&0&0000%s#{53f56307-b6bf-11d0-94f2-00a0c91efb8b}`

@@ -14,8 +14,8 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
-// The record tests run without the simulated host, so they do not share
-// env_test.go's fixtures.
+// The record tests run without the simulated host; the backend's cases on
+// it, through the whole plugin, are in test/system/iscsi.
 const (
 	recIQN      = "iqn.2024-01.test.record:a"
 	recIQN2     = "iqn.2024-01.test.record:b"

@@ -15,7 +15,8 @@ import (
 )
 
 // recordPW is the password of the record tests (which run without the
-// simulated host, so they do not share env_test.go's fixtures).
+// simulated host; the backend's cases on it, through the whole plugin, are
+// in test/system/smb).
 const recordPW = "Record-Pw-3c1e9d7f"
 
 func smbVolume(t *testing.T, source, subDir string, secrets map[string]string) contract.Volume {

@@ -13,7 +13,7 @@ import (
 // TestLoggedParamsHideHostileSecrets: the executor's per-call log line
 // (logCall's "params", written at -v=5) never prints a sensitive value,
 // whatever it contains: quotes, backslashes, colons, format verbs, the
-// credential form "user:password" (test/secrets drives the same values
+// credential form "user:password" (test/system/secrets drives the same values
 // through the whole plugin).
 func TestLoggedParamsHideHostileSecrets(t *testing.T) {
 	secrets := []string{`QmSMBpw"'\:%v%s{}`, `QmCHAP"\:%v12`, `QmMUTU'\:%s34`, `CORP\\al\:ice:QmDISC"\:%d56`, "%!v(MISSING)Qm\x00x"}

@@ -2,7 +2,7 @@
 // csi-windows-node diagnose (pkg/inventory) reports, with the plugin's own
 // RPCs and the simulated host's control API, and says what a report of it
 // must show. The inventory's tests check the report in process; the
-// binary's tests (test/diagnose) check what diagnose prints, also while the
+// binary's tests (test/binary/diagnose) check what diagnose prints, also while the
 // plugin serves the same node.
 //
 // The states, one volume (or resource) each:

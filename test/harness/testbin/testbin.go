@@ -1,6 +1,11 @@
-// Package testbin builds the plugin binary for tests that run it as a
-// separate process (binary-level sanity, sidecar impersonation, crash
-// matrix, benchmarks) and starts it on the simulated host.
+// Package testbin gives the tests that run the plugin binary as a
+// separate process (test/binary: start-up, sidecars, sanity, crash matrix,
+// diagnose, ...; benchmarks) the binary, and starts it on the simulated
+// host.
+//
+// make test builds the plugin once for the whole run, with and without
+// -race, and passes both in (EnvBinary, EnvBinaryNoRace). Without them, as
+// with go test run directly, each test process builds what it needs once.
 package testbin
 
 import (
@@ -39,6 +44,13 @@ var builds [2]build
 // mainRuns is set once Main runs the package's tests.
 var mainRuns atomic.Bool
 
+// The environment variables through which make test passes the plugin it
+// built once for every test package of the run: an absolute path each.
+const (
+	EnvBinary       = "CSI_WINDOWS_NODE_TEST_BINARY"        // built with -race
+	EnvBinaryNoRace = "CSI_WINDOWS_NODE_TEST_BINARY_NORACE" // built without
+)
+
 // Main runs the tests of a package that builds the plugin (Build,
 // BuildNoRace), then removes the builds and returns the exit code. Such a
 // package's TestMain is
@@ -71,9 +83,10 @@ func ModuleRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// Build compiles cmd/csi-windows-node once per test process (with -race
-// when the test binary has it) and returns the binary's path. The
-// package's TestMain must run Main, which removes the build.
+// Build returns the path of the plugin binary, built with -race when the
+// test binary has it: the one passed in EnvBinary (EnvBinaryNoRace without
+// -race), or else cmd/csi-windows-node compiled once per test process. The
+// package's TestMain must run Main, which removes such a build.
 func Build(t testing.TB) string {
 	t.Helper()
 	return buildWith(t, raceEnabled)
@@ -89,12 +102,15 @@ func BuildNoRace(t testing.TB) string {
 
 func buildWith(t testing.TB, race bool) string {
 	t.Helper()
-	i := 0
-	if race {
-		i = 1
-	}
 	if !mainRuns.Load() {
 		t.Fatal("testbin: Build needs the package's TestMain to run testbin.Main, which removes the build")
+	}
+	i, env := 0, EnvBinaryNoRace
+	if race {
+		i, env = 1, EnvBinary
+	}
+	if path := os.Getenv(env); path != "" {
+		return prebuilt(t, env, path)
 	}
 	b := &builds[i]
 	b.once.Do(func() {
@@ -123,6 +139,23 @@ func buildWith(t testing.TB, race bool) string {
 		t.Fatal(b.err)
 	}
 	return b.path
+}
+
+// prebuilt checks the binary passed in env: an absolute path (go test runs
+// each package in its own directory) to an executable file.
+func prebuilt(t testing.TB, env, path string) string {
+	t.Helper()
+	if !filepath.IsAbs(path) {
+		t.Fatalf("testbin: %s=%s is not an absolute path", env, path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("testbin: the plugin binary passed in %s: %v", env, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		t.Fatalf("testbin: %s=%s is not an executable file", env, path)
+	}
+	return path
 }
 
 // Plugin is a running plugin process.

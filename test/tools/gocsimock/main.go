@@ -2,7 +2,7 @@
 // dell/gocsi's mock plugin (github.com/dell/gocsi/mock/service) on a unix
 // socket, without gocsi's middleware: a vendor's controller that knows
 // nothing of the simulated host, for csi-sanity runs against the plugin
-// (test/sanity/foreign). It stops on SIGTERM or SIGINT.
+// (test/binary/foreign). It stops on SIGTERM or SIGINT.
 //
 // Usage: gocsimock <socket path>
 package main

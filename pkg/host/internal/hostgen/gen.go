@@ -18,6 +18,15 @@ import (
 
 const hostPath = "github.com/wincsi/csi-windows-node/pkg/host"
 
+// fset and sources serve every load: the source importer keeps what it has
+// type-checked (the standard library packages host imports), so that a
+// later load, of which the tests make five, does not parse them again.
+// Not safe for concurrent loads.
+var (
+	fset    = token.NewFileSet()
+	sources = importer.ForCompiler(fset, "source", nil)
+)
+
 // area is one field of host.Host and its interface.
 type area struct {
 	Field   string // "Disks"
@@ -55,7 +64,6 @@ func load(dir string) (*model, error) {
 	if bp.Name != "host" {
 		return nil, fmt.Errorf("%s holds package %s, not host", dir, bp.Name)
 	}
-	fset := token.NewFileSet()
 	var files []*ast.File
 	for _, name := range bp.GoFiles {
 		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
@@ -64,7 +72,7 @@ func load(dir string) (*model, error) {
 		}
 		files = append(files, f)
 	}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil), IgnoreFuncBodies: true}
+	conf := types.Config{Importer: sources, IgnoreFuncBodies: true}
 	pkg, err := conf.Check(hostPath, fset, files, nil)
 	if err != nil {
 		return nil, fmt.Errorf("type-check package host: %w", err)
