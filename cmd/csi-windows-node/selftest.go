@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"k8s.io/klog/v2"
 
@@ -20,6 +25,7 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/selftest"
 	"github.com/wincsi/csi-windows-node/pkg/winhost/recording"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
 // selftestCommand proves the plugin on this node end to end.
@@ -70,6 +76,9 @@ func selftestCmd(args []string, stdout, stderr io.Writer) int {
 	popts, code, ok := sc.pluginOptions()
 	if !ok {
 		return code
+	}
+	if _, err := winpath.NewRoot(so.WorkDir, popts.PathStyle); err != nil {
+		return fail("--work-dir: %v", err)
 	}
 	cfg := selftest.Config{
 		Backends: so.Backends, WorkDir: so.WorkDir, Run: selftest.NewRunID(), Plugin: popts,
@@ -162,18 +171,36 @@ type credentials struct {
 	extra    string // domain= for SMB
 }
 
+// maxCredentialsFile bounds what readCredentials reads: a few short lines.
+const maxCredentialsFile = 64 << 10
+
 // readCredentials reads a file of key=value lines: username, password and,
-// when extraKey is set, that key. Values never appear in its errors.
+// when extraKey is set, that key. Values never appear in its errors. The
+// file may be UTF-8, with or without a byte order mark, or UTF-16 with
+// one: what Windows PowerShell 5.1 writes (Set-Content -Encoding UTF8
+// adds a BOM; Out-File and > write UTF-16LE), so that an operator's file
+// made on the node reads as it looks.
 func readCredentials(path, extraKey string) (credentials, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return credentials{}, err
 	}
 	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxCredentialsFile+1))
+	if err != nil {
+		return credentials{}, err
+	}
+	if len(raw) > maxCredentialsFile {
+		return credentials{}, fmt.Errorf("%s: longer than %d bytes; want a few key=value lines", path, maxCredentialsFile)
+	}
+	text, err := decodeText(raw)
+	if err != nil {
+		return credentials{}, fmt.Errorf("%s: %w", path, err)
+	}
 	var c credentials
 	var pw string
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(strings.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimRight(sc.Text(), "\r")
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#") {
@@ -261,4 +288,34 @@ func (s *stepWriter) summary(rep *selftest.Report, recorded string) error {
 		s.print("recorded every host call to %s (docs/selftest.md says how to contribute it)\n", recorded)
 	}
 	return s.err
+}
+
+// decodeText returns a text file's contents as a string: UTF-8 (a byte
+// order mark dropped), or UTF-16 little or big endian after its byte order
+// mark.
+func decodeText(b []byte) (string, error) {
+	var order binary.ByteOrder
+	switch {
+	case bytes.HasPrefix(b, []byte{0xEF, 0xBB, 0xBF}):
+		b = b[3:]
+	case bytes.HasPrefix(b, []byte{0xFF, 0xFE}):
+		order = binary.LittleEndian
+	case bytes.HasPrefix(b, []byte{0xFE, 0xFF}):
+		order = binary.BigEndian
+	}
+	if order == nil {
+		if !utf8.Valid(b) {
+			return "", errors.New("not UTF-8 (or UTF-16 with a byte order mark)")
+		}
+		return string(b), nil
+	}
+	b = b[2:]
+	if len(b)%2 != 0 {
+		return "", errors.New("UTF-16 of an odd number of bytes")
+	}
+	u := make([]uint16, len(b)/2)
+	for i := range u {
+		u[i] = order.Uint16(b[2*i:])
+	}
+	return string(utf16.Decode(u)), nil
 }

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"strings"
 
@@ -55,18 +56,47 @@ func (m CredentialMatch) String() string {
 	return "unknown"
 }
 
+// UserNames is how a backend's user names compare: as the server that
+// checks them compares them, so that two names the server takes for two
+// users are never taken for one (a volume would ride the other user's
+// mapping or sessions as drift instead of being refused).
+type UserNames int
+
+const (
+	// AccountNames compare case-insensitively, as Windows compares
+	// account names (SMB).
+	AccountNames UserNames = iota
+	// CHAPNames compare byte for byte: a CHAP name is a string of octets
+	// (RFC 1994 section 4.1, "Name"; RFC 7143 section 12.1.3, CHAP_N),
+	// and targets compare it as such (Linux LIO: strncmp of CHAP_N with
+	// the ACL's userid, torvalds/linux drivers/target/iscsi/iscsi_target_auth.c
+	// chap_server_compute_hash, "CHAP_N values do not match!").
+	CHAPNames
+)
+
 // Compare returns how the credential of a volume (v) compares with the one
-// of the resource (c). User names compare case-insensitively, as Windows
-// compares account names. A record without a MAC (older than the MAC, or
-// no secret) compares as the same secret: nothing says otherwise.
-func (c Credential) Compare(v Credential) CredentialMatch {
+// of the resource (c), their user names compared as names says. A record
+// without a MAC (older than the MAC, or no secret) compares as the same
+// secret: nothing says otherwise. The MACs compare in constant time.
+func (c Credential) Compare(v Credential, names UserNames) CredentialMatch {
+	sameUser := c.User == v.User
+	if names == AccountNames {
+		sameUser = strings.EqualFold(c.User, v.User)
+	}
 	switch {
-	case !strings.EqualFold(c.User, v.User):
+	case !sameUser:
 		return CredentialOtherUser
-	case c.SecretMAC != "" && v.SecretMAC != "" && c.SecretMAC != v.SecretMAC:
+	case c.SecretMAC != "" && v.SecretMAC != "" && !SameMAC(c.SecretMAC, v.SecretMAC):
 		return CredentialDrift
 	}
 	return CredentialSame
+}
+
+// SameMAC compares two recorded MACs in constant time (hmac.Equal's
+// advice for MACs), so that how long a comparison takes says nothing of
+// where they differ.
+func SameMAC(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
 // Encode returns the credential in the form a note keeps it: JSON.
@@ -88,10 +118,10 @@ func DecodeCredential(note string) Credential {
 
 // CountCredentials counts the staged entries of a backend ("smb",
 // "iscsi") whose credential differs from the one of the shared resource
-// they use: drift (the same user, another secret) and other (another
-// user). credentials reads an entry's two credentials; false leaves the
+// they use, user names compared as names says: drift (the same user,
+// another secret) and other (another user). credentials reads an entry's two credentials; false leaves the
 // entry out (no record of the resource's credential, or of the volume's).
-func CountCredentials(ctx context.Context, store Store, backend string,
+func CountCredentials(ctx context.Context, store Store, backend string, names UserNames,
 	credentials func(context.Context, journal.Entry) (resource, volume Credential, ok bool, err error)) (drift, other int, err error) {
 	entries, err := store.ByBackend(ctx, backend)
 	if err != nil {
@@ -108,7 +138,7 @@ func CountCredentials(ctx context.Context, store Store, backend string,
 		if !ok {
 			continue
 		}
-		switch res.Compare(vol) {
+		switch res.Compare(vol, names) {
 		case CredentialDrift:
 			drift++
 		case CredentialOtherUser:

@@ -16,12 +16,33 @@ func TestCredentialCompare(t *testing.T) {
 		{"a record without a MAC", Credential{User: "CORP\\alice"}, CredentialSame},
 	}
 	for _, tt := range tests {
-		if got := alice.Compare(tt.v); got != tt.want {
+		if got := alice.Compare(tt.v, AccountNames); got != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
 		}
 	}
-	if got := (Credential{User: "alice"}).Compare(Credential{User: "alice", SecretMAC: "aa"}); got != CredentialSame {
+	if got := (Credential{User: "alice"}).Compare(Credential{User: "alice", SecretMAC: "aa"}, AccountNames); got != CredentialSame {
 		t.Errorf("a resource record without a MAC: %s, want same", got)
+	}
+}
+
+// TestCHAPNamesCompareExactly: a CHAP name is octets, which targets
+// compare byte for byte; two names that differ in case are two users,
+// never drift of one.
+func TestCHAPNamesCompareExactly(t *testing.T) {
+	node := Credential{User: "k8s-node", SecretMAC: "aa"}
+	tests := []struct {
+		v    Credential
+		want CredentialMatch
+	}{
+		{Credential{User: "k8s-node", SecretMAC: "aa"}, CredentialSame},
+		{Credential{User: "k8s-node", SecretMAC: "bb"}, CredentialDrift},
+		{Credential{User: "K8S-NODE", SecretMAC: "aa"}, CredentialOtherUser},
+		{Credential{User: "K8s-node", SecretMAC: "bb"}, CredentialOtherUser},
+	}
+	for _, tt := range tests {
+		if got := node.Compare(tt.v, CHAPNames); got != tt.want {
+			t.Errorf("%q against %q: %s, want %s", tt.v.User, node.User, got, tt.want)
+		}
 	}
 }
 

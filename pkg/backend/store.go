@@ -36,6 +36,8 @@ type Store interface {
 	ByBackend(ctx context.Context, backend string) ([]journal.Entry, error)
 	// Note returns the note under key and whether there is one.
 	Note(ctx context.Context, key string) (string, bool, error)
+	// Notes returns the notes whose keys start with prefix, by key.
+	Notes(ctx context.Context, prefix string) (map[string]string, error)
 	// PutNote stores value under key durably.
 	PutNote(ctx context.Context, key, value string) error
 	// DeleteNote removes the note under key durably; a missing note is

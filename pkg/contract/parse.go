@@ -203,8 +203,20 @@ func checkTypos(p, sec params) *Error {
 
 // checkSecretKinds refuses a volume whose backend was not chosen with the
 // backend key when its node-stage secret carries keys of another backend:
-// SMB credentials on a volume without source, CHAP secrets on a volume
-// without iqn. The user meant another backend than the one inferred.
+// SMB credentials on a disk volume found by its volume ID, CHAP secrets
+// on a volume without iqn. The user meant another backend than the one
+// inferred.
+//
+// username, password and domain are also the names vendors give the
+// credentials of their own arrays, and some name that Secret as the
+// node-stage secret of every volume (the HPE CSI Driver's StorageClasses
+// name hpe-backend, with serviceName, servicePort, backend, username and
+// password, for every operation:
+// https://scod.hpedev.io/csi_driver/container_storage_provider/hpe_alletra_6000/examples/storageclass.yaml).
+// They say nothing of the backend of a volume whose own keys identify it
+// (iqn, a disk selector): there they are a vendor's, never refused. Only
+// a disk volume that no key identifies, which would be found by its volume
+// ID, is refused for them: the case of a misspelt source.
 func checkSecretKinds(p, sec params, kind Kind, how kindChoice) *Error {
 	if how == kindExplicit {
 		return nil
@@ -213,6 +225,9 @@ func checkSecretKinds(p, sec params, kind Kind, how kindChoice) *Error {
 	var backends []Kind
 	for _, f := range sortedFolded(sec) {
 		if k, ok := secretKeys[f]; ok && !appliesTo(k.Backends, kind) {
+			if vendorNamed[f] && identified(p, kind) {
+				continue
+			}
 			foreign = append(foreign, sec[f].key)
 			if !slices.Contains(backends, k.Backends[0]) {
 				backends = append(backends, k.Backends...)
@@ -224,6 +239,27 @@ func checkSecretKinds(p, sec params, kind Kind, how kindChoice) *Error {
 	}
 	return errorf(foreign[0], "the node-stage secret carries %s, keys of %s, %s",
 		strings.Join(foreign, ", "), backendsText(backends), kindReason(p, kind, how))
+}
+
+// vendorNamed are the secret keys (folded) whose names vendors also give
+// credentials of their own (checkSecretKinds).
+var vendorNamed = map[string]bool{fold(keyUsername): true, fold(keyPassword): true, fold(keyDomain): true}
+
+// identified reports whether keys of the volume identify its storage for
+// kind: an iscsi volume by its iqn, a disk volume by a disk selector
+// (rather than by its volume ID).
+func identified(p params, kind Kind) bool {
+	switch kind {
+	case KindISCSI:
+		return p.has(keyIQN)
+	case KindDisk:
+		for f := range p {
+			if k, ok := contextKeys[f]; ok && slices.Equal(k.Backends, onlyDisk) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sortedFolded returns the folded keys of p, sorted.

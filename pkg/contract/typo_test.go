@@ -208,18 +208,16 @@ func TestInferredBackendConflicts(t *testing.T) {
 		wantKey string
 		want    []string
 	}{
-		{"smb secret on a disk volume", Request{VolumeContext: m("diskSerial", "s"), Secrets: m("username", "alice", "password", "pw")}, Options{},
-			"password", []string{"password, username", "the smb backend", "without source or iqn this is a disk volume"}},
 		{"smb secret without any key", Request{Secrets: m("username", "alice", "password", "pw")}, Options{},
-			"password", []string{"the smb backend", "disk volume"}},
+			"password", []string{"password, username", "the smb backend", "without source or iqn this is a disk volume"}},
+		{"smb secret on a disk volume found by its volume ID", Request{Secrets: m("username", "alice", "password", "pw")},
+			Options{VolumeIDDisk: VolumeIDDiskSerial}, "password", []string{"the smb backend", "disk volume"}},
+		{"smb secret with the default backend and no disk key", Request{Secrets: m("username", "alice", "password", "pw")},
+			Options{DefaultKind: KindDisk, VolumeIDDisk: VolumeIDDiskSerial}, "password", []string{"the smb backend", "the node default backend is disk"}},
 		{"chap secret on a disk volume", Request{VolumeContext: m("diskSerial", "s"), Secrets: m("node.session.auth.username", "u", "node.session.auth.password", "0123456789ab")}, Options{},
 			"node.session.auth.password", []string{"the iscsi backend", "disk volume"}},
-		{"smb secret on an iscsi volume", Request{VolumeContext: iscsiCtx, Secrets: m("username", "alice", "password", "pw")}, Options{},
-			"password", []string{"the smb backend", "iqn makes this an iscsi volume"}},
 		{"chap secret on an smb volume", Request{VolumeContext: m("source", `\\s\x`), Secrets: m("node.session.auth.username", "u")}, Options{},
 			"node.session.auth.username", []string{"the iscsi backend", "source makes this an smb volume"}},
-		{"default backend", Request{VolumeContext: m("diskSerial", "s"), Secrets: m("username", "alice", "password", "pw")}, Options{DefaultKind: KindDisk},
-			"password", []string{"the smb backend", "the node default backend is disk"}},
 		{"iqn on an smb volume", Request{VolumeContext: m("source", `\\s\x`, "iqn", "iqn.2001-04.com.example:t")}, Options{},
 			"iqn", []string{"the iscsi backend", "source makes this an smb volume"}},
 		{"source on a volume with a default", Request{VolumeContext: m("source", `\\s\x`, "diskSerial", "s")}, Options{DefaultKind: KindDisk},
@@ -245,5 +243,26 @@ func TestInferredBackendConflicts(t *testing.T) {
 	if _, err := Parse(Request{VolumeID: "v", VolumeContext: m("backend", "disk", "diskSerial", "s"),
 		Secrets: m("username", "alice", "password", "pw")}, Options{}); err != nil {
 		t.Errorf("explicit disk backend with smb secret keys: %v", err)
+	}
+	// username and password are also a vendor's names for its array's
+	// credentials, which some vendors name as every volume's node-stage
+	// secret (HPE's hpe-backend: serviceName, servicePort, backend,
+	// username, password). On a volume its own keys identify (an iqn, a
+	// disk selector) they are that vendor's, never a reason to refuse it.
+	hpe := m("serviceName", "alletra6000-csp-svc", "servicePort", "8080", "backend", "10.0.0.9", "username", "admin", "password", "pw")
+	for _, tt := range []struct {
+		name string
+		req  Request
+		o    Options
+	}{
+		{"iscsi volume", Request{VolumeContext: iscsiCtx, Secrets: hpe}, Options{}},
+		{"disk volume with a serial", Request{VolumeContext: m("diskSerial", "s"), Secrets: hpe}, Options{}},
+		{"disk volume with a published LUN", Request{PublishContext: m("diskLUN", "3"), Secrets: hpe}, Options{}},
+		{"disk volume with the default backend", Request{VolumeContext: m("diskSerial", "s"), Secrets: hpe}, Options{DefaultKind: KindDisk}},
+	} {
+		tt.req.VolumeID = "vol-1"
+		if _, err := Parse(tt.req, tt.o); err != nil {
+			t.Errorf("%s with a vendor's node-stage secret of username and password: %v", tt.name, err)
+		}
 	}
 }

@@ -68,6 +68,13 @@ func NewKeyMutex() *KeyMutex { return &KeyMutex{m: make(map[string]*entry)} }
 // Lock locks key, waiting until it is free or ctx ends (then it returns
 // ctx.Err()). unlock releases it; calling unlock more than once is a no-op.
 func (k *KeyMutex) Lock(ctx context.Context, key string) (unlock func(), err error) {
+	unlock, _, err = k.lock(ctx, key)
+	return unlock, err
+}
+
+// lock is Lock that also reports whether the key was held by another
+// caller when asked for (waited).
+func (k *KeyMutex) lock(ctx context.Context, key string) (unlock func(), waited bool, err error) {
 	k.mu.Lock()
 	e := k.m[key]
 	if e == nil {
@@ -79,9 +86,14 @@ func (k *KeyMutex) Lock(ctx context.Context, key string) (unlock func(), err err
 
 	select {
 	case e.ch <- struct{}{}:
-	case <-ctx.Done():
-		k.drop(key, e)
-		return nil, ctx.Err()
+	default:
+		waited = true
+		select {
+		case e.ch <- struct{}{}:
+		case <-ctx.Done():
+			k.drop(key, e)
+			return nil, true, ctx.Err()
+		}
 	}
 	var once sync.Once
 	return func() {
@@ -89,7 +101,20 @@ func (k *KeyMutex) Lock(ctx context.Context, key string) (unlock func(), err err
 			<-e.ch
 			k.drop(key, e)
 		})
-	}, nil
+	}, waited, nil
+}
+
+// Waiting returns how many callers wait for key, the holder not counted.
+// It is a snapshot, for diagnostics and for tests that must know a caller
+// is blocked before they release the key.
+func (k *KeyMutex) Waiting(key string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e := k.m[key]
+	if e == nil {
+		return 0
+	}
+	return e.refs - len(e.ch)
 }
 
 func (k *KeyMutex) drop(key string, e *entry) {
@@ -107,11 +132,21 @@ func (k *KeyMutex) drop(key string, e *entry) {
 // context has really ended, so work still running after a deadline (a hung
 // WMI provider) never overlaps the next operation on the same resource.
 func (k *KeyMutex) LockUntilIdle(ctx context.Context, key string) (context.Context, func(), error) {
-	release, err := k.Lock(ctx, key)
+	ctx, unlock, _, err := k.LockUntilIdleWaited(ctx, key)
+	return ctx, unlock, err
+}
+
+// LockUntilIdleWaited is LockUntilIdle that also reports whether the key
+// was held by another caller when asked for: what the caller read of the
+// resource before it had the key may have changed while it waited (the
+// disk backend reads its disk again then: another operation on the same
+// disk number means the number may name another disk by now).
+func (k *KeyMutex) LockUntilIdleWaited(ctx context.Context, key string) (context.Context, func(), bool, error) {
+	release, waited, err := k.lock(ctx, key)
 	if err != nil {
-		return ctx, nil, err
+		return ctx, nil, waited, err
 	}
 	tctx, tracker := host.Track(ctx)
 	var once sync.Once
-	return tctx, func() { once.Do(func() { tracker.WhenIdle(release) }) }, nil
+	return tctx, func() { once.Do(func() { tracker.WhenIdle(release) }) }, waited, nil
 }

@@ -3,6 +3,7 @@ package inflight
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -148,4 +149,44 @@ func TestLockUntilIdleHoldsWhileHostCallRuns(t *testing.T) {
 		t.Fatalf("key not released after the host call ended: %v", err)
 	}
 	u2()
+}
+
+// LockUntilIdleWaited reports a key held by another caller when asked for,
+// and Waiting counts the callers blocked on it.
+func TestLockUntilIdleWaited(t *testing.T) {
+	k := NewKeyMutex()
+	ctx := context.Background()
+	_, unlock, waited, err := k.LockUntilIdleWaited(ctx, "a")
+	if err != nil || waited {
+		t.Fatalf("a free key: waited %v, %v", waited, err)
+	}
+	if n := k.Waiting("a"); n != 0 {
+		t.Fatalf("Waiting = %d with the key held and no one waiting", n)
+	}
+	got := make(chan bool)
+	go func() {
+		_, u, w, err := k.LockUntilIdleWaited(ctx, "a")
+		if err != nil {
+			t.Error(err)
+		}
+		u()
+		got <- w
+	}()
+	for k.Waiting("a") != 1 {
+		runtime.Gosched()
+	}
+	unlock()
+	if !<-got {
+		t.Fatal("a caller that waited for the key was told it did not")
+	}
+	if n := k.Waiting("a"); n != 0 {
+		t.Fatalf("Waiting = %d after everyone left", n)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	_, unlock, _, _ = k.LockUntilIdleWaited(ctx, "b")
+	cancel()
+	if _, _, waited, err := k.LockUntilIdleWaited(cctx, "b"); !errors.Is(err, context.Canceled) || !waited {
+		t.Fatalf("a held key and an ended context: waited %v, %v", waited, err)
+	}
+	unlock()
 }

@@ -111,7 +111,14 @@ func (t *taker) smbBacking(ctx context.Context, v *Volume, e journal.Entry, info
 	if user, ok := t.mappingNotes(ctx)[rec.Share]; ok && b.Mapping != "" {
 		b.MappedByPlugin, b.MappingUser = true, user
 		made := backend.Credential{User: user, SecretMAC: t.secretNotes(ctx)[rec.Share]}
-		b.MappingSecret = v.credential("the share's global mapping", "user", made, rec.Credential())
+		b.MappingSecret = v.credential("the share's global mapping", "user", backend.AccountNames, made, rec.Credential())
+		if made.Compare(rec.Credential(), backend.AccountNames) == backend.CredentialSame {
+			macs := t.secretNotes(ctx)
+			if other := smb.ServerDrift(rec.Share, rec.User, rec.SecretMAC, t.mappingNotes(ctx), macs, t.usedShares()); other != "" {
+				v.credential("the global mapping of "+other+" (another share of the server, which Windows may serve through the same SMB session)",
+					"user", backend.AccountNames, backend.Credential{User: rec.User, SecretMAC: macs[other]}, rec.Credential())
+			}
+		}
 	}
 	return b, nil
 }
@@ -135,7 +142,7 @@ func (t *taker) iscsiBacking(ctx context.Context, v *Volume, e journal.Entry, in
 	if made, ok := t.sessionCredentials(ctx)[strings.ToLower(rec.IQN)]; ok && len(sessions) > 0 {
 		u := made.User
 		b.SessionUser = &u
-		b.SessionSecret = v.credential("the target's sessions", "CHAP user", made, rec.Credential())
+		b.SessionSecret = v.credential("the target's sessions", "CHAP user", backend.CHAPNames, made, rec.Credential())
 	}
 	b.Disk = t.mounted(ctx, e.StagingPath, info)
 	if b.Disk == nil && len(sessions) > 0 {
@@ -192,6 +199,14 @@ func (t *taker) disksOfTarget(ctx context.Context, iqn string, sessions []host.I
 
 // mappingNotes returns the SMB backend's mapping notes, by share root
 // (read once).
+// usedShares returns the share roots staged SMB volumes use (read once).
+func (t *taker) usedShares() map[string]bool {
+	if t.shares == nil {
+		t.shares = smb.UsedShares(t.entries)
+	}
+	return t.shares
+}
+
 func (t *taker) mappingNotes(ctx context.Context) map[string]string {
 	if t.notes != nil {
 		return t.notes

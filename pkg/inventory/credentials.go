@@ -56,19 +56,19 @@ func (t *taker) notesBy(ctx context.Context, prefix, what string) map[string]str
 
 // credential compares a volume's credential (mine) with the one of the
 // shared resource it uses (theirs; what names the resource: "the share's
-// global mapping", "the target's sessions") and records on v the problem
-// of a difference: a volume on another user's credentials, or a secret
-// that drifted. It returns "same" or "different" for the secret when both
+// global mapping", "the target's sessions"; user names compared as names
+// says) and records on v the problem of a difference: a volume on another
+// user's credentials, or a secret that drifted. It returns "same" or "different" for the secret when both
 // are known, else "".
-func (v *Volume) credential(what, userKind string, theirs, mine backend.Credential) string {
+func (v *Volume) credential(what, userKind string, names backend.UserNames, theirs, mine backend.Credential) string {
 	var m string
 	if theirs.SecretMAC != "" && mine.SecretMAC != "" {
 		m = "same"
-		if theirs.SecretMAC != mine.SecretMAC {
+		if !backend.SameMAC(theirs.SecretMAC, mine.SecretMAC) {
 			m = "different"
 		}
 	}
-	switch theirs.Compare(mine) {
+	switch theirs.Compare(mine, names) {
 	case backend.CredentialOtherUser:
 		v.problem(ReasonCredentialMismatch, what+" was made with the credentials of "+userKind+" "+userOrNone(theirs.User)+", and this volume's "+
 			"node-stage secret names "+userKind+" "+userOrNone(mine.User)+": the volume reaches its storage with another volume's credentials. "+

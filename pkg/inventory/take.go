@@ -111,6 +111,7 @@ type taker struct {
 	byPath   map[string]int                // canonical staging path -> index of its volume
 	notes    map[string]string             // SMB mapping notes by share root (mappingNotes)
 	macs     map[string]string             // SMB mapping password MACs by share root (secretNotes)
+	shares   map[string]bool               // share roots staged SMB volumes use (usedShares)
 	logins   map[string]backend.Credential // iSCSI session credentials by IQN (sessionCredentials)
 	// targetDisks caches the disks reached through each target's sessions.
 	targetDisks map[string]map[uint32]bool

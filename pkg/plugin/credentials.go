@@ -45,7 +45,8 @@ func registerCredentialGauges(reg metrics.KubeRegistry, store backend.Store) err
 				Namespace: credentialNamespace,
 				Name:      driftName,
 				Help: "Staged volumes whose node-stage secret holds another password or CHAP secret of the same user than their share's " +
-					"global mapping or their target's sessions were made with (a rotation not finished on every volume, or a wrong secret).",
+					"global mapping (or another mapping of its server by that user) or their target's sessions were made with " +
+					"(a rotation not finished on every volume, or a wrong secret).",
 				ConstLabels:    map[string]string{"backend": name},
 				StabilityLevel: metrics.ALPHA,
 			}, read(true)),

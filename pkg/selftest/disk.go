@@ -103,10 +103,21 @@ func (r *runner) disk(ctx context.Context, fs string) {
 			return "", err
 		}
 		r.done("attach " + vhdx)
-		if _, err := r.n.Host.Disks.Get(ctx, number); err == nil {
-			return "", fmt.Errorf("disk %d is still there after the detach", number)
-		} else if !isNotFound(err) {
+		// Whether the storage provider's cache drops the disk at once is
+		// not documented: one still listed is looked for again after a
+		// rescan (UpdateHostStorageCache), as the disk backend does for a
+		// disk that has not appeared yet.
+		gone, err := r.diskGone(ctx, number)
+		if err == nil && !gone {
+			if err = r.n.Host.Disks.Rescan(ctx); err == nil {
+				gone, err = r.diskGone(ctx, number)
+			}
+		}
+		switch {
+		case err != nil:
 			return "", err
+		case !gone:
+			return "", fmt.Errorf("disk %d is still there after the detach and a rescan", number)
 		}
 		return "", nil
 	})
@@ -117,6 +128,18 @@ func (r *runner) disk(ctx context.Context, fs string) {
 		r.done("vhdx " + vhdx)
 		return "", nil
 	})
+}
+
+// diskGone reports whether the host no longer lists the disk.
+func (r *runner) diskGone(ctx context.Context, number uint32) (bool, error) {
+	_, err := r.n.Host.Disks.Get(ctx, number)
+	switch {
+	case err == nil:
+		return false, nil
+	case isNotFound(err):
+		return true, nil
+	}
+	return false, err
 }
 
 // refs runs the disk steps with ReFS where Windows formats it: the server

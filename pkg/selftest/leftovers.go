@@ -22,7 +22,9 @@ import (
 // in the local directory), possibly a staged volume, a VHDX attached, a
 // share, a local user, a global mapping. Volumes are unstaged through the
 // node service over the dead run's own journal, as the run would have;
-// shares, users and mappings are found by the prefix. Every removal is
+// shares, users and mappings are found by the prefix and the ID of a dead
+// run of this work directory (the lock holds only this directory: a run in
+// another one may be alive, and its names are not touched). Every removal is
 // listed in the report; what cannot be removed is listed too and does not
 // stop the run (its own names differ).
 func (r *runner) removeLeftovers(ctx context.Context) error {
@@ -55,7 +57,7 @@ func (r *runner) removeLeftovers(ctx context.Context) error {
 		r.unstageLeftovers(ctx, run, note)
 		stuck[run] = failed
 	}
-	r.removeLeftoverShares(ctx, note)
+	r.removeLeftoverShares(ctx, runs, note)
 	for _, run := range slices.Sorted(maps.Keys(runs)) {
 		dir := r.work.Join(Prefix + run)
 		if stuck[run] {
@@ -108,11 +110,12 @@ func (r *runner) unstageLeftovers(ctx context.Context, run string, note func(str
 }
 
 // removeLeftoverShares removes shares, local users and global mappings
-// whose names carry the prefix and another run's ID.
-func (r *runner) removeLeftoverShares(ctx context.Context, note func(string, ...any)) {
+// whose names carry the prefix and the ID of one of runs, the dead runs
+// of this work directory.
+func (r *runner) removeLeftoverShares(ctx context.Context, runs map[string]bool, note func(string, ...any)) {
 	mine := func(name string) bool {
 		id, ok := strings.CutPrefix(strings.ToLower(name), Prefix)
-		return ok && runID.MatchString(id) && id != r.cfg.Run
+		return ok && runs[id]
 	}
 	smb := r.n.Admin.LocalSMB
 	if shares, err := smb.Shares(ctx); err != nil {

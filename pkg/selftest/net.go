@@ -27,6 +27,7 @@ func (r *runner) smb(ctx context.Context) {
 		smb := r.n.Admin.LocalSMB
 		r.step(ctx, "create local user", func(ctx context.Context) (string, error) {
 			if err := smb.CreateUser(ctx, local, r.cfg.LocalPassword); err != nil {
+				r.unknownOutcome(err, "local user "+local)
 				return "", err
 			}
 			r.push("user "+local, "local user "+local, func(ctx context.Context) error { return smb.DeleteUser(ctx, local) })
@@ -37,6 +38,7 @@ func (r *runner) smb(ctx context.Context) {
 				return "", err
 			}
 			if err := smb.CreateShare(ctx, shareName, shareDir, local); err != nil {
+				r.unknownOutcome(err, "share "+shareName)
 				return "", err
 			}
 			r.push("share "+shareName, "share "+shareName, func(ctx context.Context) error { return smb.DeleteShare(ctx, shareName) })
@@ -104,8 +106,26 @@ func (r *runner) smb(ctx context.Context) {
 // file again, stats, health, unpublish.
 func (r *runner) sharedSteps(ctx context.Context, v *volume) {
 	r.step(ctx, "publish", func(ctx context.Context) (string, error) { return r.publish(ctx, v) })
-	r.step(ctx, "write and read back", func(ctx context.Context) (string, error) { return r.writeRead(ctx, v) })
-	r.step(ctx, "remove the test file", func(ctx context.Context) (string, error) { return r.removeTestFile(ctx, v) })
+	r.step(ctx, "write and read back", func(ctx context.Context) (string, error) {
+		// The file is the run's own (its name carries the run's ID): it is
+		// removed before the unpublish when a later step fails or the run
+		// is interrupted, and its undo is set before the write, whose
+		// outcome an interrupt leaves unknown.
+		r.push("file "+v.id, "test file "+v.testFile, func(ctx context.Context) error {
+			if err := r.n.Admin.FileData.RemoveFile(ctx, v.testFile); err != nil && !isNotFound(err) {
+				return err
+			}
+			return nil
+		})
+		return r.writeRead(ctx, v)
+	})
+	r.step(ctx, "remove the test file", func(ctx context.Context) (string, error) {
+		if err := r.removeTestFile(ctx, v); err != nil {
+			return "", err
+		}
+		r.done("file " + v.id)
+		return "", nil
+	})
 	r.step(ctx, "volume stats", func(ctx context.Context) (string, error) {
 		_, detail, err := r.stats(ctx, v)
 		return detail, err

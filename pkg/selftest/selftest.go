@@ -316,6 +316,18 @@ func (r *runner) unwind(ctx context.Context) {
 	r.undo = nil
 }
 
+// unknownOutcome notes a creation whose call the run stopped waiting for
+// when its context ended: Windows may complete it afterwards, so what it
+// made cannot be removed now. The note keeps the run's directory (as
+// anything not removed does), and the next run removes the object by the
+// run's ID (removeLeftoverShares); a definite failure made nothing and
+// notes nothing.
+func (r *runner) unknownOutcome(err error, what string) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		r.rep.NotRemoved = append(r.rep.NotRemoved, what+": its creation was interrupted and may still complete; the next run removes it")
+	}
+}
+
 // runDir is the run's directory, and name a name carrying the run's ID.
 func (r *runner) runDir() string            { return r.work.Join(Prefix + r.cfg.Run) }
 func (r *runner) name(suffix string) string { return Prefix + r.cfg.Run + suffix }

@@ -216,6 +216,167 @@ func TestNextRunRemovesLeftovers(t *testing.T) {
 	r.nothingLeft(t)
 }
 
+// Interrupted while Windows still creates the local user (the call is
+// abandoned at the interrupt and completes afterwards), the run cannot
+// remove the user: it says so and keeps its directory, and the next run
+// removes the user.
+func TestInterruptedCreationIsRemovedByTheNextRun(t *testing.T) {
+	r := newRig(t)
+	if err := r.sim.Faults().Add(sim.Rule{Op: sim.OpLocalSMBCreateUser, Hang: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for r.sim.Faults().Hung(sim.OpLocalSMBCreateUser) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	first, err := selftest.Run(ctx, r.node, r.config(selftest.BackendSMB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Passed() || !strings.Contains(strings.Join(first.NotRemoved, "\n"), "local user "+selftest.Prefix+first.Run) {
+		t.Errorf("Passed() = %v, not removed %q; want the local user named", first.Passed(), first.NotRemoved)
+	}
+	r.sim.Faults().Clear() // the abandoned call completes: the user now exists
+	for len(r.sim.Snapshot().LocalUsers) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	second, err := selftest.Run(context.Background(), r.node, r.config(selftest.BackendDisk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := strings.Join(second.Leftovers, "\n"); !strings.Contains(left, "removed local user "+selftest.Prefix+first.Run) {
+		t.Errorf("leftovers report lacks the user:\n%s", left)
+	}
+	r.nothingLeft(t)
+}
+
+// Interrupted after it wrote its test file on the operator's share (a
+// share selftest does not own), the run removes the file before it
+// unpublishes: nothing of the run stays on the share.
+func TestInterruptedRunLeavesNothingOnTheShare(t *testing.T) {
+	r := newRig(t)
+	if err := r.sim.AddShare(sim.ShareSpec{Server: "files", Share: "data", Users: map[string]string{"alice": "alice-password"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := r.config(selftest.BackendSMB)
+	cfg.SMB = selftest.SMBTarget{Source: `//files/data`, User: "alice", Password: host.NewSecret("alice-password")}
+	cfg.Progress = func(s selftest.Step) {
+		if s.Name == "write and read back" {
+			cancel()
+		}
+	}
+	rep, err := selftest.Run(ctx, r.node, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Interrupted || len(rep.NotRemoved) != 0 {
+		t.Errorf("Interrupted = %v, not removed %q", rep.Interrupted, rep.NotRemoved)
+	}
+	entries, err := os.ReadDir(filepath.Join(r.sim.Dir(), "smb", "files", "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("left on the operator's share: %s", e.Name())
+	}
+	r.nothingLeft(t)
+}
+
+// staleDisks answers Get for a detached disk from a stale cache until the
+// next rescan: what Windows' storage provider may do after a detach
+// (undocumented either way).
+type staleDisks struct {
+	host.Disks
+	last    host.Disk
+	stale   bool
+	rescans int
+}
+
+func (d *staleDisks) Get(ctx context.Context, n uint32) (host.Disk, error) {
+	if d.stale && n == d.last.Number {
+		return d.last, nil
+	}
+	disk, err := d.Disks.Get(ctx, n)
+	if err == nil {
+		d.last = disk
+	}
+	return disk, err
+}
+
+func (d *staleDisks) Rescan(ctx context.Context) error {
+	d.stale = false
+	d.rescans++
+	return d.Disks.Rescan(ctx)
+}
+
+type detachNotice struct {
+	host.VirtualDisks
+	d *staleDisks
+}
+
+func (v detachNotice) Detach(ctx context.Context, path string) error {
+	err := v.VirtualDisks.Detach(ctx, path)
+	v.d.stale = err == nil
+	return err
+}
+
+// A disk the host still lists right after the detach, and no longer after
+// a rescan, passes the detach step.
+func TestDetachedDiskListedUntilRescan(t *testing.T) {
+	r := newRig(t)
+	d := &staleDisks{Disks: r.node.Host.Disks}
+	r.node.Host.Disks = d
+	r.node.Admin.VirtualDisks = detachNotice{VirtualDisks: r.node.Admin.VirtualDisks, d: d}
+	rep, err := selftest.Run(context.Background(), r.node, r.config(selftest.BackendDisk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed() {
+		t.Errorf("failed: %q", steps(rep))
+	}
+	if d.rescans == 0 {
+		t.Error("the stale disk was never rescanned away")
+	}
+	r.nothingLeft(t)
+}
+
+// A run sweeps only what dead runs of its own work directory left: the
+// lock holds one work directory, so a share and user named for a run
+// elsewhere (which may be running) are not its to remove.
+func TestOtherWorkDirIsLeftAlone(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	other := selftest.Prefix + "0123abcd"
+	dir := filepath.Join(t.TempDir(), other, "share")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	smb := r.node.Admin.LocalSMB
+	if err := smb.CreateUser(ctx, other, selftest.NewPassword()); err != nil {
+		t.Fatal(err)
+	}
+	if err := smb.CreateShare(ctx, other, dir, other); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := selftest.Run(ctx, r.node, r.config(selftest.BackendDisk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed() || len(rep.Leftovers) != 0 {
+		t.Errorf("Passed() = %v, leftovers %q", rep.Passed(), rep.Leftovers)
+	}
+	st := r.sim.Snapshot()
+	if len(st.LocalUsers) != 1 || len(st.LocalShares) != 1 {
+		t.Errorf("the other run's user and share were touched: %d users, %d shares", len(st.LocalUsers), len(st.LocalShares))
+	}
+}
+
 // Bad input: a share that does not answer fails the stage step with one
 // line saying so; nothing is left.
 func TestShareThatDoesNotAnswer(t *testing.T) {

@@ -132,11 +132,8 @@ func (r *runner) readBack(ctx context.Context, v *volume) (string, error) {
 
 // removeTestFile removes the test file, so that nothing is left on a share
 // or LUN that selftest does not own.
-func (r *runner) removeTestFile(ctx context.Context, v *volume) (string, error) {
-	if err := r.n.Admin.FileData.RemoveFile(ctx, v.testFile); err != nil {
-		return "", err
-	}
-	return "", nil
+func (r *runner) removeTestFile(ctx context.Context, v *volume) error {
+	return r.n.Admin.FileData.RemoveFile(ctx, v.testFile)
 }
 
 // stats returns the volume's total bytes, through NodeGetVolumeStats on

@@ -25,7 +25,7 @@ const (
 	wqlOS       = "SELECT BuildNumber, CSName, Caption, ProductType, Version FROM Win32_OperatingSystem"
 	wqlMPIO     = "SELECT InstallState, Name FROM Win32_OptionalFeature WHERE Name = 'MultiPathIO'"
 	wqlUsers    = "SELECT Name FROM Win32_UserAccount WHERE LocalAccount = TRUE"
-	wqlShares   = "SELECT Name, Path FROM MSFT_SmbShare"
+	wqlShares   = "SELECT Name, ScopeName, Path FROM MSFT_SmbShare"
 	keyCurVer   = `SOFTWARE\Microsoft\Windows NT\CurrentVersion`
 	keyDSM      = `SYSTEM\CurrentControlSet\Services\msdsm\Parameters`
 	keyOverride = `SYSTEM\CurrentControlSet\Policies\Microsoft\FeatureManagement\Overrides`
@@ -39,7 +39,7 @@ func osInst(build string) winhost.Instance {
 
 func shareInst(name, path string) winhost.Instance {
 	return winhost.Instance{Path: `\\NODE1\ROOT\Microsoft\Windows\SMB:MSFT_SmbShare.Name="` + name + `",ScopeName="*"`,
-		Class: "MSFT_SmbShare", Props: map[string]any{"Name": name, "Path": path}}
+		Class: "MSFT_SmbShare", Props: map[string]any{"Name": name, "Path": path, "ScopeName": "*"}}
 }
 
 func adminOf(e *scripted.Executor) host.Admin { return winhost.NewAdmin(e) }
@@ -315,6 +315,22 @@ func TestLocalSMB(t *testing.T) {
 	}
 	if err := l.DeleteShare(ctx, "csiwn-st-1"); !errors.Is(err, host.ErrNotFound) {
 		t.Errorf("DeleteShare(missing) = %v, want ErrNotFound", err)
+	}
+}
+
+// TestDeleteShareWithoutPath: a share read without a usable __PATH (WMI
+// leaves it empty for a partial instance that lacks a key) is not handed
+// to SWbemServices.Delete, which would fail on Windows with an error that
+// says nothing about why; the scripted executor fails on the call.
+func TestDeleteShareWithoutPath(t *testing.T) {
+	e := scripted.New(t)
+	in := shareInst("csiwn-st-1", `C:\st\share`)
+	in.Path = ""
+	e.ExpectQuery(winhost.NamespaceSMB, wqlShares+" WHERE Name = 'csiwn-st-1'", scripted.Reply{Instances: []winhost.Instance{in}})
+	err := adminOf(e).LocalSMB.DeleteShare(context.Background(), "csiwn-st-1")
+	var pe *winhost.PropError
+	if !errors.As(err, &pe) || pe.Prop != "__PATH" {
+		t.Errorf("DeleteShare(no __PATH) = %v, want a PropError for __PATH", err)
 	}
 }
 

@@ -209,6 +209,9 @@ func (l *LocalSMB) DeleteShare(ctx context.Context, name string) error {
 	if len(insts) == 0 {
 		return fmt.Errorf("share %s: %w", name, host.ErrNotFound)
 	}
+	if insts[0].Path == "" {
+		return fmt.Errorf("delete share %s: %w", name, &PropError{Class: classSmbShare, Prop: "__PATH"})
+	}
 	if err := l.e.DeleteInstance(ctx, NamespaceSMB, insts[0].Path); err != nil {
 		return fmt.Errorf("delete share %s: %w", name, mapErr(classSmbShare, err))
 	}
@@ -233,8 +236,15 @@ func (l *LocalSMB) Shares(ctx context.Context) ([]host.LocalShare, error) {
 	return out, nil
 }
 
+// shareProps are the MSFT_SmbShare properties read: Name and ScopeName
+// are the class's keys (an instance's path is
+// MSFT_SmbShare.Name="…",ScopeName="…"), and WMI gives a partial instance
+// no usable __PATH unless every key is selected (as for MSFT_Disk's
+// ObjectId, disks.go), which DeleteShare needs.
+var shareProps = []string{"Name", "ScopeName", "Path"}
+
 func (l *LocalSMB) query(ctx context.Context, conds ...wql.Cond) ([]Instance, error) {
-	q, err := wql.Select(classSmbShare, []string{"Name", "Path"}, conds...)
+	q, err := wql.Select(classSmbShare, shareProps, conds...)
 	if err != nil {
 		return nil, fmt.Errorf("build query on %s: %w: %w", classSmbShare, err, host.ErrInvalid)
 	}

@@ -357,6 +357,63 @@ func TestSecondSignal(t *testing.T) {
 	}
 }
 
+// interrupted runs the README's SMB stage on a node under base, cut by a
+// second SIGTERM after it made the share's mapping and removed kubelet's
+// empty staging directory, before it linked the staging path: the host
+// and the journal as a pod's forced termination leaves them. The faults
+// are gone for the node's next start.
+func interrupted(t *testing.T) (base string) {
+	t.Helper()
+	base = withFaults(t, slowLink)
+	n := startIn(t, base, "--shutdown-grace=1h")
+	done := n.stageInFlight(context.Background())
+	for range 2 {
+		if err := n.p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		n.waitLog(`"Shutting down; waiting for in-flight RPCs`)
+	}
+	<-n.p.Done()
+	<-done
+	if err := sim.WriteFaultsFile(n.p.SimDir); err != nil {
+		t.Fatal(err)
+	}
+	rep := n.diagnose()
+	if !slices.ContainsFunc(rep.Resources, func(r inventory.Resource) bool { return r.Kind == inventory.KindSMBMapping }) {
+		t.Fatalf("the interrupted stage left no mapping; the test no longer cuts it where it means to: %+v", rep)
+	}
+	return base
+}
+
+// TestSecondSignalRetried: after a second signal cut a stage short, the
+// plugin's next start finishes it when kubelet retries the stage (kubelet
+// makes the staging directory again): the volume is staged, healthy, on
+// the mapping the cut stage made, and its unstage leaves nothing behind.
+func TestSecondSignalRetried(t *testing.T) {
+	n := startIn(t, interrupted(t))
+	ctx := testbin.Context(t, rpcTimeout)
+	if err := n.stage(ctx, "smb-1", cifsCap, smbContext, aliceSecret); err != nil {
+		t.Fatalf("kubelet's retry of the interrupted stage: %v\n%s", err, n.p.Log.String())
+	}
+	rep := n.diagnose()
+	if len(rep.Volumes) != 1 || rep.Volumes[0].State != inventory.StateHealthy {
+		t.Fatalf("after the retry: %+v, want smb-1 healthy", rep.Volumes)
+	}
+	if err := n.unstage(ctx, "smb-1"); err != nil {
+		t.Fatal(err)
+	}
+	n.settled()
+}
+
+// TestSecondSignalSwept: after a second signal cut a stage short and its
+// pod went (kubelet never retries), the orphan sweep of the plugin's next
+// start finishes it: the record whose staging path is gone and the
+// mapping only it used are removed.
+func TestSecondSignalSwept(t *testing.T) {
+	n := startIn(t, interrupted(t), "--orphan-sweep=clean")
+	n.settled()
+}
+
 // TestMissingLUN: a stage of a LUN the README's target does not have used
 // to wait until csc's deadline (59 s) without a word. Now, after one
 // rescan, the target is asked for its LUNs and the stage fails at once

@@ -186,6 +186,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--record=" + filepath.Join(dir, "r.jsonl")}, "--record: only the Windows host's calls are recorded"},
 		{[]string{"-o", "yaml"}, "-o=yaml: want table or json"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--work-dir=relative"}, `--work-dir: path "relative"`},
 	} {
 		r := run(t, append([]string{"selftest", "--host=sim", "--work-dir=" + work}, tt.args...)...)
 		if r.code != 2 || !strings.Contains(r.stderr, tt.want) || strings.Contains(r.stderr, "alice-password") {
@@ -194,6 +195,10 @@ func TestBadInput(t *testing.T) {
 		if _, err := os.Stat(work); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%q: the work directory was made", tt.args)
 		}
+	}
+	if _, err := os.Stat("relative"); !errors.Is(err, os.ErrNotExist) {
+		t.Error("a relative --work-dir was made in the current directory")
+		_ = os.RemoveAll("relative")
 	}
 
 	r := run(t, "selftest", "--host=sim", "--work-dir="+work, "-o", "json", "--backends=smb", "--smb-source=//nosuchserver/share",

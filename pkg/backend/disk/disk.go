@@ -186,12 +186,14 @@ func (b *Backend) verifyStaged(ctx context.Context, sel contract.DiskSelector, g
 // Before the first write (online or read-only attribute, initialise,
 // partition, format, grow) the disk is read again and must still be the
 // disk that was chosen (writeGuard); after the plugin changed it (online,
-// initialised) it is read again before the next.
+// initialised) it is read again before the next. A stage that had to wait
+// for the disk's lock reads it again before anything else, mounting its
+// volume included.
 func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareRequest) error {
 	if d.IsCritical() {
 		return fmt.Errorf("disk %d is the boot or system disk: %w", d.Number, host.ErrConflict)
 	}
-	ctx, unlock, err := b.disks.LockUntilIdle(ctx, diskKey(d))
+	ctx, unlock, waited, err := b.disks.LockUntilIdleWaited(ctx, diskKey(d))
 	if err != nil {
 		return fmt.Errorf("wait for disk %d: %w", d.Number, err)
 	}
@@ -199,6 +201,19 @@ func (b *Backend) PrepareAndMount(ctx context.Context, d host.Disk, r PrepareReq
 
 	log := klog.FromContext(ctx).WithValues("diskNumber", d.Number)
 	g := newWriteGuard(b, d, r.chosen, r.Confirm)
+	if waited {
+		// Another operation held this disk number while this one
+		// waited: one on another volume's disk, so the number named
+		// two disks, and may name either now. Its partitions are read
+		// by number and its volume mounted for the pod to write to:
+		// the disk is confirmed first, even when nothing else is
+		// written to it, and taken as it is now.
+		now, err := g.confirm(ctx)
+		if err != nil {
+			return err
+		}
+		d = now
+	}
 	if d.IsOffline || d.IsReadOnly != r.ReadOnly {
 		// A partitioned disk holds volumes (its own data, or another
 		// disk's after a renumbering while this stage waited for the
@@ -330,9 +345,10 @@ type ownership struct {
 // that it was creating the partition on this disk: the note must exist and
 // name disk d by its identity (serial number, UniqueId, a size it may have
 // grown from, and the GPT disk GUID when the note has one); a stage resumed
-// after a crash formats nothing on another disk. A note written before the
-// identity was recorded ("disk N serial \"S\"") names the disk by its
-// serial number, which must be non-blank and equal.
+// after a crash formats nothing on another disk. A note whose serial
+// number, UniqueId and GPT disk GUID are all blank names no disk. A note
+// written before the identity was recorded ("disk N serial \"S\"") names
+// the disk by its serial number, which must be non-blank and equal.
 func (b *Backend) partitionedByUs(ctx context.Context, volumeID string, g *writeGuard) (ownership, error) {
 	if volumeID == "" {
 		return ownership{}, nil
@@ -360,6 +376,10 @@ func (b *Backend) partitionedByUs(ctx context.Context, volumeID string, g *write
 			volumeID, v, now)}, nil
 	case legacy:
 		return ownership{ours: true}, nil
+	case noted.Serial == "" && noted.UniqueID == "" && noted.GUID == "":
+		// Its size alone would name every disk at least as large.
+		return ownership{why: fmt.Sprintf(", and the partitioning note of volume %q (%s) names no disk by an identifier: "+
+			"the disk showed a blank serial number and UniqueId, and no GPT disk GUID, when it was written", volumeID, noted)}, nil
 	}
 	if diff := noted.differs(now, true); len(diff) > 0 {
 		return ownership{why: fmt.Sprintf(", and the partitioning note of volume %q names another disk (%s differ): noted %s, found %s",

@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/klog/v2"
@@ -159,6 +161,87 @@ func TestStageRereadsTheDiskBeforeWriting(t *testing.T) {
 			t.Fatalf("Initialize %d times; mounted %q", r.sim.Count(sim.OpDisksInitialize), r.mountedAt(staging))
 		}
 	})
+}
+
+// renumbered answers for disk number n with disk other once swapped is
+// set: Windows gave n to another disk.
+type renumbered struct {
+	host.Disks
+	n, other uint32
+	swapped  *atomic.Bool
+}
+
+func (r renumbered) Get(ctx context.Context, n uint32) (host.Disk, error) {
+	if r.swapped.Load() && n == r.n {
+		n = r.other
+	}
+	return r.Disks.Get(ctx, n)
+}
+
+func (r renumbered) Partitions(ctx context.Context, d host.Disk) ([]host.Partition, error) {
+	if r.swapped.Load() && d.Number == r.n {
+		o, err := r.Disks.Get(ctx, r.other)
+		if err != nil {
+			return nil, err
+		}
+		return r.Disks.Partitions(ctx, o)
+	}
+	return r.Disks.Partitions(ctx, d)
+}
+
+// Found by review: a stage that waited for its disk's lock (another
+// operation held that disk number: the number named two disks) read the
+// partitions of whatever disk had the number by then and mounted its
+// volume for the pod, when the disk was online and formatted, because
+// nothing else was written to it. It reads the disk again first; a disk
+// still the one chosen is staged as before.
+func TestStageAfterWaitingForTheDiskLock(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		swapped bool
+		err     error
+	}{
+		{"the number now names another disk", true, host.ErrConflict},
+		{"still the disk", false, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, disk.Options{})
+			n := r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1, FileSystem: "NTFS"})
+			other := r.attach(sim.DiskSpec{Serial: "OTHER", Adapter: 1, LUN: 2, FileSystem: "NTFS"})
+			h := r.sim.Host()
+			swapped := new(atomic.Bool)
+			h.Disks = renumbered{Disks: h.Disks, n: n, other: other, swapped: swapped}
+			b := disk.New(h, r.jr, disk.Options{Backoff: fast})
+			unlock, err := b.LockDisk(r.ctx, n)
+			must(t, err)
+			staging := r.staging("v", true)
+			done := make(chan error, 1)
+			go func() {
+				done <- b.Stage(r.ctx, stageRequest("v", staging, contract.DiskSelector{Serial: "D"}, ntfs, false))
+			}()
+			for b.DiskLockWaiters(n) != 1 {
+				runtime.Gosched()
+			}
+			swapped.Store(tt.swapped)
+			mark := r.sim.Mark()
+			unlock()
+			err = <-done
+			wantErr(t, "Stage", err, tt.err)
+			if tt.err != nil && !strings.Contains(err.Error(), "disk numbers changed") {
+				t.Fatalf("Stage = %v, want it to say the disk numbers changed", err)
+			}
+			want := r.volumeOfDisk(n)
+			if tt.err != nil {
+				want = ""
+			}
+			if got := r.mountedAt(staging); got != want {
+				t.Fatalf("mounted %q at the staging path, want %q (disk %d's is %q); ops %v", got, want, other, r.volumeOfDisk(other), r.sim.OpsSince(mark))
+			}
+			if !slices.Contains(r.sim.OpsSince(mark), sim.OpDisksGet) {
+				t.Fatalf("ops %v: the disk was not read again after the wait", r.sim.OpsSince(mark))
+			}
+		})
+	}
 }
 
 // failingNotes is a journal whose notes cannot be written or removed.
@@ -688,6 +771,44 @@ func TestResumedStageChecksTheNotedDisk(t *testing.T) {
 				t.Fatalf("formatted: %v; ops %v", formatted, r.sim.OpsSince(mark))
 			}
 		})
+	}
+}
+
+// Found by review: a note that records no identifier (the disk showed a
+// blank serial number and UniqueId, and no GPT disk GUID when it was
+// RAW) named every disk of at least its size, and a resumed stage
+// formatted the partition of another disk now at the selector's place.
+// Such a note names no disk, as an earlier release's note with a blank
+// serial does not.
+func TestResumedStageNeedsAnIdentifiedDisk(t *testing.T) {
+	r := newRig(t, disk.Options{})
+	blank := sim.DiskSpec{Adapter: 1, LUN: 1, Size: 2 << 30}
+	n := r.attach(blank)
+	must(t, r.sim.Faults().Add(sim.Rule{Op: sim.OpVolumesFormat, Nth: 1, Err: "internal"}))
+	staging := r.staging("v", true)
+	sel := contract.DiskSelector{LUN: u32(1), Target: u32(0)}
+	req := stageRequest("v", staging, sel, ntfs, false)
+	if err := r.b.Stage(r.ctx, req); err == nil {
+		t.Fatal("the stage with a failing format succeeded")
+	}
+	v, ok, err := r.jr.Note(r.ctx, backend.NotePrefix(contract.KindDisk, "partitioning")+"v")
+	if err != nil || !ok || !strings.Contains(v, `"serialNumber":""`) || !strings.Contains(v, `"uniqueId":""`) {
+		t.Fatalf("note %q, %v, %v: want a note with a blank serial and UniqueId", v, ok, err)
+	}
+	// Another disk with no identifier, a partition Windows shows no file
+	// system on (ext4, a locked BitLocker volume), at the same place.
+	must(t, r.sim.DetachDisk(n))
+	foreign := blank
+	foreign.PartitionStyle, foreign.Partitions = host.PartitionStyleGPT, []sim.PartitionSpec{{}}
+	r.attach(foreign)
+	mark := r.sim.Mark()
+	err = r.b.Stage(r.ctx, req)
+	wantErr(t, "resumed stage on another disk", err, host.ErrConflict)
+	if !strings.Contains(err.Error(), "names no disk by an identifier") {
+		t.Errorf("resumed stage = %v, want it to say the note names no disk", err)
+	}
+	if slices.Contains(r.sim.OpsSince(mark), sim.OpVolumesFormat) {
+		t.Fatalf("formatted another disk's partition: %v", r.sim.OpsSince(mark))
 	}
 }
 

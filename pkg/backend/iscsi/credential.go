@@ -96,7 +96,7 @@ func (b *Backend) checkLogin(ctx context.Context, t *shared.Transition[loggedIn]
 	if !known {
 		return false, nil
 	}
-	match := made.Compare(b.credentialOf(spec))
+	match := made.Compare(b.credentialOf(spec), backend.CHAPNames)
 	if match == backend.CredentialSame {
 		return false, nil
 	}
@@ -142,7 +142,7 @@ func (b *Backend) checkLogin(ctx context.Context, t *shared.Transition[loggedIn]
 // secret) and other (another user: staged before the plugin refused it).
 // Volumes of targets the journal records no login for are not counted.
 func CredentialCounts(ctx context.Context, store backend.Store) (drift, other int, err error) {
-	return backend.CountCredentials(ctx, store, string(contract.KindISCSI), func(ctx context.Context, e journal.Entry) (backend.Credential, backend.Credential, bool, error) {
+	return backend.CountCredentials(ctx, store, string(contract.KindISCSI), backend.CHAPNames, func(ctx context.Context, e journal.Entry) (backend.Credential, backend.Credential, bool, error) {
 		rec, ok := recordOf(e)
 		if !ok {
 			return backend.Credential{}, backend.Credential{}, false, nil

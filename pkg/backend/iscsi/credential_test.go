@@ -49,8 +49,10 @@ func (e *env) credentials(id string) (sessions, volume backend.Credential) {
 // TestAnotherCHAPUserIsRefused: while the target's sessions, logged in
 // with one CHAP user, serve other staged volumes, a volume of another
 // CHAP user, or without CHAP, is refused: it would reach its LUN with
-// their credentials. The message names the target, the user it is logged
-// in as and what to do; nothing is logged in or out.
+// their credentials. A CHAP name that differs only in case is another
+// user: targets compare CHAP names byte for byte. The message names the
+// target, the user it is logged in as and what to do; nothing is logged
+// in or out.
 func TestAnotherCHAPUserIsRefused(t *testing.T) {
 	e := newEnv(t, false)
 	must(t, "stage v1", e.stage(chapVol("v1", 0, chapUser, chapSecret)))
@@ -62,6 +64,7 @@ func TestAnotherCHAPUserIsRefused(t *testing.T) {
 	}{
 		{"another CHAP user", chapVol("v2", 1, "someone-else", chapSecret), "CHAP user someone-else"},
 		{"no CHAP", chapVol("v2", 1, "", ""), "CHAP user (none: logged in without CHAP)"},
+		{"the CHAP user in capitals", chapVol("v2", 1, strings.ToUpper(chapUser), "another-secret1"), "CHAP user " + strings.ToUpper(chapUser)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := e.stage(tc.v)
@@ -95,7 +98,7 @@ func TestCHAPSecretDrift(t *testing.T) {
 	must(t, "stage v2 with another secret", e.stage(chapVol("v2", 1, chapUser, wrong)))
 	sessions, v1 := e.credentials("v1")
 	_, v2 := e.credentials("v2")
-	if sessions.Compare(v1) != backend.CredentialSame || sessions.Compare(v2) != backend.CredentialDrift {
+	if sessions.Compare(v1, backend.CHAPNames) != backend.CredentialSame || sessions.Compare(v2, backend.CHAPNames) != backend.CredentialDrift {
 		t.Fatalf("sessions %+v, v1 %+v, v2 %+v: want v1 the same and v2 drifted", sessions, v1, v2)
 	}
 	for _, c := range []backend.Credential{sessions, v1, v2} {

@@ -65,9 +65,10 @@
 // (MSFT_iSCSISession.SetCHAPSecret; SetIScsiInitiatorCHAPSharedSecret on
 // learn.microsoft.com: "the default CHAP secret that all initiators on the
 // computer use"): two targets that need
-// different mutual-CHAP secrets cannot both log in. The backend records a
-// salted SHA-256 of the secret it set, and the targets staged with it, in a
-// journal note (never the secret itself), and refuses with host.ErrConflict
+// different mutual-CHAP secrets cannot both log in. The backend records the
+// MAC of the secret it set under the node's credential key, and the
+// targets staged with it, in a journal note (never the secret itself), and
+// refuses with host.ErrConflict
 // to set a different secret while a target recorded under the old one still
 // has a session.
 package iscsi

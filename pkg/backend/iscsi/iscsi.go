@@ -159,7 +159,7 @@ func (b *Backend) sessionsUsable(ctx context.Context, spec *contract.ISCSISpec, 
 	if len(existing) == 0 || len(unregistered(spec, existing)) > 0 {
 		return false, nil
 	}
-	if made, ok := b.loggedInAs(ctx, spec.IQN); ok && made.Compare(b.credentialOf(spec)) != backend.CredentialSame {
+	if made, ok := b.loggedInAs(ctx, spec.IQN); ok && made.Compare(b.credentialOf(spec), backend.CHAPNames) != backend.CredentialSame {
 		// Another CHAP user or secret: the transition decides
 		// (checkLogin).
 		return false, nil

@@ -40,6 +40,25 @@ const progressEvery = 5 * time.Second
 // on a guess. While it waits, the stage logs its progress at -v=2, at most
 // every progressEvery.
 //
+// Failing at once is not too eager. NodeStageVolume comes after
+// ControllerPublishVolume has returned success ("the CO MUST guarantee
+// that this RPC is called after ControllerPublishVolume ... returns a
+// success", container-storage-interface/spec spec.md at v1.9.0,
+// NodeStageVolume), so the controller has mapped the LUN by then, and
+// REPORT LUNS is the target's inventory at the moment it answers (SPC-4
+// REPORT LUNS). An array that applies the mapping a moment after its API
+// returns costs one failed attempt: NOT_FOUND's recovery is the caller's
+// retry "with exponential back off" (the spec's NodeStageVolume Errors),
+// and kubelet retries a failed MountDevice whatever its code, 500 ms
+// after the first failure and twice as long after each next one
+// (kubernetes/kubernetes pkg/util/goroutinemap/exponentialbackoff). A
+// retry logs in again and finds the LUN. NOT_FOUND rather than
+// UNAVAILABLE also tells kubelet the truth about the node: the stage
+// undid its work, and kubelet takes NOT_FOUND for a final error (the
+// volume is not left "uncertain"; kubernetes/kubernetes
+// pkg/volume/csi/csi_client.go isFinalError), where UNAVAILABLE would
+// leave it uncertain.
+//
 // Uncertain: that MSFT_Disk.Location of an MPIO disk carries the LUN as it
 // does for a single-path iSCSI disk; democratic-csi reads the LUN from
 // Win32_DiskDrive.SCSILogicalUnit instead (democratic-csi/democratic-csi@8a4a28a

@@ -25,19 +25,49 @@ var secretNoteKey = backend.NotePrefix(contract.KindISCSI, "initiator") + "chap-
 var RenamedNotes = []backend.NoteRename{{From: "iscsi/initiator-chap-secret", To: secretNoteKey}}
 
 // secretRecord says which mutual-CHAP initiator secret the backend last
-// set on the node, as a salted SHA-256 (never the secret), and which
-// targets were logged in with it.
+// set on the node, as a MAC under the node's credential key (never the
+// secret), and which targets were logged in with it.
 type secretRecord struct {
-	Salt    string   `json:"salt"`   // hex, 16 random bytes
-	SHA256  string   `json:"sha256"` // hex SHA-256 of salt, 0x00, secret
+	// MAC is the secret's MAC under the node's credential key
+	// (host.Secret.MAC, label initiatorSecretLabel), as the backend
+	// records every secret: a note copied out of the state directory
+	// cannot be checked against guessed secrets without the key.
+	MAC string `json:"mac,omitempty"`
+	// Salt and SHA256 are the form earlier versions wrote, a salted
+	// SHA-256 (hex; host.Secret.Digest), which anyone holding the note
+	// can check guesses against. It is still read, and replaced by MAC
+	// at the next login with the same secret.
+	Salt    string   `json:"salt,omitempty"`
+	SHA256  string   `json:"sha256,omitempty"`
 	Targets []string `json:"targets"`
 }
 
-// digest hashes the secret with the salt (host.Secret.Digest); the secret's
-// value never leaves pkg/host.
-func digest(saltHex string, s host.Secret) string {
-	salt, _ := hex.DecodeString(saltHex) // a corrupt salt only makes the digest differ
-	return s.Digest(salt)
+// initiatorSecretLabel binds the initiator secret's MAC to its use.
+const initiatorSecretLabel = "iscsi-initiator-secret"
+
+// holds reports whether the record is of secret. Without a credential
+// key (a backend without one) only the earlier form can be compared.
+func (b *Backend) holds(rec *secretRecord, secret host.Secret) bool {
+	if rec.MAC != "" {
+		return backend.SameMAC(rec.MAC, secret.MAC(b.opts.CredentialKey, initiatorSecretLabel))
+	}
+	salt, _ := hex.DecodeString(rec.Salt) // a corrupt salt only makes the digest differ
+	return backend.SameMAC(rec.SHA256, secret.Digest(salt))
+}
+
+// record makes rec a record of secret: its MAC under the node's credential
+// key, or, for a backend without a key, a salted SHA-256.
+func (b *Backend) record(rec *secretRecord, secret host.Secret) error {
+	if mac := secret.MAC(b.opts.CredentialKey, initiatorSecretLabel); mac != "" {
+		rec.MAC, rec.Salt, rec.SHA256 = mac, "", ""
+		return nil
+	}
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return fmt.Errorf("salt the initiator secret record: %w", err)
+	}
+	rec.MAC, rec.Salt, rec.SHA256 = "", hex.EncodeToString(salt), secret.Digest(salt)
+	return nil
 }
 
 // setInitiatorSecret sets the node-wide mutual-CHAP secret for a login to
@@ -70,7 +100,7 @@ func (b *Backend) setInitiatorSecret(ctx context.Context, iqn string, secret hos
 			}
 		}
 	}
-	if rec != nil && rec.SHA256 != digest(rec.Salt, secret) {
+	if rec != nil && !b.holds(rec, secret) {
 		if len(others) > 0 {
 			return fmt.Errorf("target %s needs a different mutual-CHAP initiator secret (node.session.auth.password_in) "+
 				"than target %s, which is logged in on this node; the Microsoft iSCSI initiator has one initiator secret "+
@@ -78,13 +108,14 @@ func (b *Backend) setInitiatorSecret(ctx context.Context, iqn string, secret hos
 		}
 		rec = nil
 	}
-	if rec == nil {
-		salt := make([]byte, 16)
-		if _, err := rand.Read(salt); err != nil {
-			return fmt.Errorf("salt the initiator secret record: %w", err)
+	if rec == nil || rec.MAC == "" {
+		// A new record, or one of the earlier form: recorded as a MAC.
+		if rec == nil {
+			rec = &secretRecord{}
 		}
-		rec = &secretRecord{Salt: hex.EncodeToString(salt)}
-		rec.SHA256 = digest(rec.Salt, secret)
+		if err := b.record(rec, secret); err != nil {
+			return err
+		}
 	}
 	kept := append([]string{normalizeIQN(iqn)}, others...)
 	slices.Sort(kept)

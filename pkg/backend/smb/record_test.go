@@ -106,7 +106,11 @@ func TestDecodeRecordRefuses(t *testing.T) {
 
 // TestCredentialCounts: the staged volumes whose recorded credential
 // differs from their share's mapping's, by kind; intents, shares without a
-// note and records without a MAC are not counted as drift.
+// note and records without a MAC are not counted as drift. Two shares of
+// one server mapped by one user with two passwords count their volumes as
+// drift (ServerDrift); another user's share of the server, the same
+// user's share of another server, or a note of a share no staged volume
+// uses, does not.
 func TestCredentialCounts(t *testing.T) {
 	ctx := context.Background()
 	jr, err := journal.Open(t.TempDir())
@@ -124,7 +128,13 @@ func TestCredentialCounts(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		smb.MappingNotePrefix + `\\srv\data`: "alice", smb.MappingSecretNotePrefix + `\\srv\data`: "m1",
-		smb.MappingNotePrefix + `\\srv\legacy`: "alice", // made by an earlier version: no MAC
+		smb.MappingNotePrefix + `\\old\legacy`: "alice", // made by an earlier version: no MAC
+		smb.MappingNotePrefix + `\\nas\a`:      "alice", smb.MappingSecretNotePrefix + `\\nas\a`: "m1",
+		smb.MappingNotePrefix + `\\nas\b`: "Alice", smb.MappingSecretNotePrefix + `\\nas\b`: "m2",
+		smb.MappingNotePrefix + `\\nas\c`: "bob", smb.MappingSecretNotePrefix + `\\nas\c`: "m9",
+		smb.MappingNotePrefix + `\\10.0.0.5\a`: "alice", smb.MappingSecretNotePrefix + `\\10.0.0.5\a`: "m5",
+		// A note left behind by a mapping no staged volume uses.
+		smb.MappingNotePrefix + `\\10.0.0.5\gone`: "alice", smb.MappingSecretNotePrefix + `\\10.0.0.5\gone`: "m6",
 	} {
 		if err := jr.PutNote(ctx, k, v); err != nil {
 			t.Fatal(err)
@@ -134,10 +144,14 @@ func TestCredentialCounts(t *testing.T) {
 	put("drift", `\\srv\data`, "alice", "m2", true)
 	put("drift-intent", `\\srv\data`, "alice", "m2", false)
 	put("other", `\\srv\data`, "bob", "m3", true)
-	put("legacy", `\\srv\legacy`, "alice", "m2", true)
+	put("legacy", `\\old\legacy`, "alice", "m2", true)
 	put("unmapped", `\\srv\none`, "bob", "m2", true)
+	put("nas-a", `\\nas\a`, "alice", "m1", true)
+	put("nas-b", `\\nas\b`, "alice", "m2", true)
+	put("nas-c", `\\nas\c`, "bob", "m9", true)
+	put("nas-by-address", `\\10.0.0.5\a`, "alice", "m5", true)
 	drift, other, err := smb.CredentialCounts(ctx, jr)
-	if err != nil || drift != 1 || other != 1 {
-		t.Fatalf("CredentialCounts = %d drift, %d other, %v; want 1 and 1", drift, other, err)
+	if err != nil || drift != 3 || other != 1 {
+		t.Fatalf("CredentialCounts = %d drift, %d other, %v; want 3 (drift, nas-a, nas-b) and 1", drift, other, err)
 	}
 }

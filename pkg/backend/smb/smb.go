@@ -136,6 +136,13 @@ func (b *Backend) Stage(ctx context.Context, r backend.StageRequest) (err error)
 	if err != nil {
 		return err
 	}
+	if other := b.serverDrift(ctx, spec, b.credentialOf(spec)); other != "" {
+		log.V(2).Info("Another global mapping of the share's server was made by the same user with another password than this "+
+			"volume's secret holds; Windows may serve both shares through one SMB session, authenticated with either password, "+
+			"so this password is not known to work; recorded as drift (csi-windows-node diagnose, csi_windows_node_credential_drift). "+
+			"Finish the rotation on every volume of the server, or fix this volume's secret",
+			"user", spec.Credential.User, "otherMapping", other)
+	}
 	if state == stagingLinked {
 		log.V(4).Info("Volume already staged")
 		return nil
@@ -183,7 +190,7 @@ func (b *Backend) mappingUsable(ctx context.Context, spec *contract.SMBSpec, fre
 			return false, nil
 		}
 	}
-	if made, ok := b.maker(ctx, root); ok && made.Compare(b.credentialOf(spec)) != backend.CredentialSame {
+	if made, ok := b.maker(ctx, root); ok && made.Compare(b.credentialOf(spec), backend.AccountNames) != backend.CredentialSame {
 		// Another user or another password: the transition decides
 		// (reconcile).
 		return false, nil
@@ -236,7 +243,7 @@ func (b *Backend) ensureMapping(ctx context.Context, t *shared.Transition[mapped
 	log := klog.FromContext(ctx).WithValues("remotePath", root)
 
 	made, known := b.maker(ctx, root)
-	if known && made.Compare(b.credentialOf(spec)) == backend.CredentialOtherUser {
+	if known && made.Compare(b.credentialOf(spec), backend.AccountNames) == backend.CredentialOtherUser {
 		if other := b.otherUser(ctx, t, root); other != "" {
 			return false, userConflict(spec, made.User, other)
 		}
@@ -344,7 +351,7 @@ func (b *Backend) reconcile(ctx context.Context, t *shared.Transition[mapped], s
 	made, known := b.maker(ctx, root)
 	match := backend.CredentialSame
 	if known {
-		match = made.Compare(b.credentialOf(spec))
+		match = made.Compare(b.credentialOf(spec), backend.AccountNames)
 	}
 	switch match {
 	case backend.CredentialOtherUser:
@@ -570,12 +577,14 @@ func (b *Backend) deleteSecretNote(ctx context.Context, root string) error {
 }
 
 // credentialOf is what the journal records of the volume's credential:
-// its user and the MAC of its password, bound to the share root and the
-// user (lower case, as Windows compares user names).
+// its user and the MAC of its password, bound to the server, as named in
+// the share root, and the user (lower case, as Windows compares user
+// names): the scope of Windows' one set of credentials per server
+// (ServerDrift), so that the MACs of two shares of a server compare.
 func (b *Backend) credentialOf(spec *contract.SMBSpec) backend.Credential {
 	c := backend.Credential{User: spec.Credential.User}
 	if c.User != "" {
-		c.SecretMAC = spec.Credential.Password.MAC(b.opts.CredentialKey, "smb", spec.MappingPath(), strings.ToLower(c.User))
+		c.SecretMAC = spec.Credential.Password.MAC(b.opts.CredentialKey, "smb", serverPrefix(spec.MappingPath()), strings.ToLower(c.User))
 	}
 	return c
 }

@@ -350,7 +350,7 @@ func TestSameUserAnotherPassword(t *testing.T) {
 	e.wantMappings(map[string]string{`\\srv\data`: "alice"})
 	e.wantLink("v2", "srv", "data", "v2")
 	note, v1, v2 := e.noteOf(`\\srv\data`), e.entryOf("v1"), e.entryOf("v2")
-	if note.Compare(v1) != backend.CredentialSame || note.Compare(v2) != backend.CredentialDrift {
+	if note.Compare(v1, backend.AccountNames) != backend.CredentialSame || note.Compare(v2, backend.AccountNames) != backend.CredentialDrift {
 		t.Fatalf("mapping %+v, v1 %+v, v2 %+v: want v1 the same and v2 drifted", note, v1, v2)
 	}
 	for _, c := range []backend.Credential{note, v1, v2} {
