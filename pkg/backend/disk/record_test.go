@@ -88,6 +88,10 @@ func TestDecodeRecordRefuses(t *testing.T) {
 		{"damaged selector", journal.Entry{VolumeID: "v", Backend: "disk", Attrs: map[string]string{"diskSelector": `{"Serial":`}}},
 		{"empty selector", journal.Entry{VolumeID: "v", Backend: "disk", Attrs: map[string]string{"diskSelector": `{}`}}},
 		{"unknown match mode", journal.Entry{VolumeID: "v", Backend: "disk", Attrs: map[string]string{"diskSelector": `{"Serial":"x","SerialMatch":7}`}}},
+		// The first number past the known modes (0, 1, 2): found by
+		// mutation testing, an off-by-one here indexes past them.
+		{"the match mode after the last", journal.Entry{VolumeID: "v", Backend: "disk", Attrs: map[string]string{"diskSelector": `{"Serial":"x","SerialMatch":3}`}}},
+		{"a negative match mode", journal.Entry{VolumeID: "v", Backend: "disk", Attrs: map[string]string{"diskSelector": `{"Serial":"x","SerialMatch":-1}`}}},
 		{"the zero entry of a volume the journal does not know", journal.Entry{}},
 	}
 	for _, tt := range tests {
