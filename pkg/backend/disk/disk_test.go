@@ -553,6 +553,43 @@ func TestUnstage(t *testing.T) {
 	}
 }
 
+// TestUnstageHostErrors: a host call of the unstage that fails fails the
+// unstage with the host's sentinel, except a mount point or a disk that is
+// gone already; the next unstage converges.
+func TestUnstageHostErrors(t *testing.T) {
+	sel := contract.DiskSelector{Serial: "D"}
+	entry := journal.Entry{VolumeID: "v", Backend: "disk", Attrs: disk.RecordOf(&contract.DiskSpec{Selector: sel}).Attrs()}
+	tests := []struct {
+		op, err string
+		want    error
+	}{
+		{sim.OpVolumesUnmount, "busy", host.ErrBusy},
+		{sim.OpVolumesUnmount, "notfound", nil},
+		{sim.OpDisksSetOnline, "inuse", host.ErrInUse},
+		{sim.OpDisksSetOnline, "notfound", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.op+" "+tt.err, func(t *testing.T) {
+			r := newRig(t, disk.Options{OfflineOnUnstage: true})
+			r.attach(sim.DiskSpec{Serial: "D", Adapter: 1, LUN: 1})
+			staging := r.staging("v", true)
+			must(t, r.b.Stage(r.ctx, stageRequest("v", staging, sel, contract.FileSystem{Type: "NTFS"}, false)))
+			must(t, r.sim.Faults().Add(sim.Rule{Op: tt.op, Nth: 1, Err: tt.err}))
+			req := backend.UnstageRequest{VolumeID: "v", StagingPath: staging, Entry: entry}
+			wantErr(t, "Unstage", r.b.Unstage(r.ctx, req), tt.want)
+			wantErr(t, "the next Unstage", r.b.Unstage(r.ctx, req), nil)
+			if guid := r.mountedAt(staging); guid != "" {
+				t.Errorf("volume %s still mounted", guid)
+			}
+			for _, d := range r.sim.Snapshot().Disks {
+				if d.Serial == "D" && !d.Offline {
+					t.Error("disk online after the next unstage")
+				}
+			}
+		})
+	}
+}
+
 // TestHealth reports the conditions of the staged volume and its disk.
 func TestHealth(t *testing.T) {
 	sel := contract.DiskSelector{Serial: "D"}
