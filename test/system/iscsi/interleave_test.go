@@ -6,36 +6,15 @@
 package iscsi_test
 
 import (
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
-
-// waitUntil waits for cond, which an event makes true (a call reaching a
-// hung host call, a host call counted). It has no bound of its own: a
-// broken interleaving is ended by go test's -timeout, never by a
-// wall-clock margin a loaded machine could miss.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		time.Sleep(500 * time.Microsecond)
-	}
-	t.Logf("happened: %s", what)
-}
-
-// settle lets the goroutines started so far run; it makes an interleaving
-// likely, it asserts nothing.
-func settle() {
-	for range 2000 {
-		runtime.Gosched()
-	}
-}
 
 func (e *env) stageAsync(v volume) <-chan error {
 	ch := make(chan error, 1)
@@ -63,11 +42,11 @@ func TestTwoFirstStagesOfATarget(t *testing.T) {
 	b := vol("b", "10.0.0.1", iqnOpen, 1)
 	must(t, "hang rule", e.sim.Faults().Add(sim.Rule{Op: sim.OpISCSIConnect, Nth: 1, Hang: true}))
 	first := e.stageAsync(a)
-	waitUntil(t, "the first stage reaches its login", func() bool { return e.sim.Faults().Hung(sim.OpISCSIConnect) == 1 })
+	simnode.WaitUntil(t, "the first stage reaches its login", func() bool { return e.sim.Faults().Hung(sim.OpISCSIConnect) == 1 })
 	mark := e.sim.Mark()
 	second := e.stageAsync(b)
-	waitUntil(t, "the second stage inspects its staging path", func() bool { return len(e.sim.OpsSince(mark)) > 0 })
-	settle()
+	simnode.WaitUntil(t, "the second stage inspects its staging path", func() bool { return len(e.sim.OpsSince(mark)) > 0 })
+	simnode.Settle()
 	if ops := e.iscsiOpsSince(mark); len(ops) != 0 {
 		t.Fatalf("the second stage called %v while the first logged in: it must wait for the login", ops)
 	}
@@ -127,11 +106,11 @@ func TestStageWhileTheLastOtherLUNUnstages(t *testing.T) {
 			if tc.hang == sim.OpISCSIDisconnect {
 				unstaged := make(chan error, 1)
 				go func() { unstaged <- e.unstage(a) }()
-				waitUntil(t, "the unstage reaches its logout", hung)
+				simnode.WaitUntil(t, "the unstage reaches its logout", hung)
 				mark := e.sim.Mark()
 				staged := e.stageAsync(tc.stage)
-				waitUntil(t, "the stage inspects its staging path", func() bool { return len(e.sim.OpsSince(mark)) > 0 })
-				settle()
+				simnode.WaitUntil(t, "the stage inspects its staging path", func() bool { return len(e.sim.OpsSince(mark)) > 0 })
+				simnode.Settle()
 				if ops := e.iscsiOpsSince(mark); len(ops) != 0 {
 					t.Fatalf("the stage called %v while the unstage logged out: it must wait", ops)
 				}
@@ -139,7 +118,7 @@ func TestStageWhileTheLastOtherLUNUnstages(t *testing.T) {
 				unstageErr, stageErr = <-unstaged, <-staged
 			} else {
 				staged := e.stageAsync(tc.stage)
-				waitUntil(t, "the stage reaches its disk listing", hung)
+				simnode.WaitUntil(t, "the stage reaches its disk listing", hung)
 				unstageErr = e.unstage(a) // does not wait for the stage
 				if n := e.sim.Count(sim.OpISCSIDisconnect) - logouts; n != 0 {
 					t.Fatalf("%d logouts while a stage of the target runs, want 0", n)

@@ -6,37 +6,16 @@
 package smb_test
 
 import (
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend/smb"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
+	"github.com/wincsi/csi-windows-node/test/harness/simnode"
 )
-
-// waitUntil waits for cond, which an event makes true (a call reaching a
-// hung host call, a host call counted). It has no bound of its own: a
-// broken interleaving is ended by go test's -timeout, never by a
-// wall-clock margin a loaded machine could miss.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		time.Sleep(500 * time.Microsecond)
-	}
-	t.Logf("happened: %s", what)
-}
-
-// settle lets the goroutines started so far run; it makes an interleaving
-// likely, it asserts nothing.
-func settle() {
-	for range 2000 {
-		runtime.Gosched()
-	}
-}
 
 // smbOpsSince returns the SMB host calls since mark.
 func (e *env) smbOpsSince(mark int) []string {
@@ -69,12 +48,12 @@ func TestTwoFirstStagesOfAShare(t *testing.T) {
 	}
 	must("hang rule", e.sim.Faults().Add(sim.Rule{Op: sim.OpSMBMap, Nth: 1, Hang: true}))
 	first := e.stageAsync(vol{id: "v1"})
-	waitUntil(t, "the first stage reaches its Map", func() bool { return e.sim.Faults().Hung(sim.OpSMBMap) == 1 })
+	simnode.WaitUntil(t, "the first stage reaches its Map", func() bool { return e.sim.Faults().Hung(sim.OpSMBMap) == 1 })
 	mark := e.sim.Mark()
 	empties := e.sim.Count(sim.OpFilesIsEmptyDir)
 	second := e.stageAsync(vol{id: "v2"})
-	waitUntil(t, "the second stage inspects its staging path", func() bool { return e.sim.Count(sim.OpFilesIsEmptyDir) > empties })
-	settle()
+	simnode.WaitUntil(t, "the second stage inspects its staging path", func() bool { return e.sim.Count(sim.OpFilesIsEmptyDir) > empties })
+	simnode.Settle()
 	if ops := e.smbOpsSince(mark); len(ops) != 0 {
 		t.Fatalf("the second stage called %v while the first mapped the share: it must wait for the mapping", ops)
 	}
@@ -129,13 +108,13 @@ func TestStageWhileTheLastOtherVolumeUnstages(t *testing.T) {
 			if tc.hang == sim.OpSMBUnmap {
 				unstaged := make(chan error, 1)
 				go func() { unstaged <- e.unstage("v1") }()
-				waitUntil(t, "the unstage reaches its Unmap", hung)
+				simnode.WaitUntil(t, "the unstage reaches its Unmap", hung)
 				mark := e.sim.Mark()
 				staged := e.stageAsync(tc.stage)
-				waitUntil(t, "the stage inspects its staging path", func() bool {
+				simnode.WaitUntil(t, "the stage inspects its staging path", func() bool {
 					return len(e.sim.OpsSince(mark)) > 0
 				})
-				settle()
+				simnode.Settle()
 				if ops := e.smbOpsSince(mark); len(ops) != 0 {
 					t.Fatalf("the stage called %v while the unstage removed the mapping: it must wait", ops)
 				}
@@ -143,7 +122,7 @@ func TestStageWhileTheLastOtherVolumeUnstages(t *testing.T) {
 				unstageErr, stageErr = <-unstaged, <-staged
 			} else {
 				staged := e.stageAsync(tc.stage)
-				waitUntil(t, "the stage reaches its directory check", hung)
+				simnode.WaitUntil(t, "the stage reaches its directory check", hung)
 				unstageErr = e.unstage("v1") // does not wait for the stage
 				if n := e.sim.Count(sim.OpSMBUnmap) - unmaps; n != 0 {
 					t.Fatalf("%d Unmap calls while a stage of the share runs, want 0", n)
