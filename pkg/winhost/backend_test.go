@@ -294,11 +294,16 @@ func TestBackendPublishMissingTarget(t *testing.T) {
 func TestBackendUnstage(t *testing.T) {
 	online := diskSpec{Number: 1, Serial: serial, Style: host.PartitionStyleGPT}
 	readOnly := diskSpec{Number: 1, Serial: serial, Style: host.PartitionStyleGPT, ReadOnly: true}
-	t.Run("mounted", func(t *testing.T) {
-		r := newRig(t)
+	// mounted scripts the look at the staging path: a mount point of
+	// volume A, on disk 1.
+	mounted := func(r *rig) {
 		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
 		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
 		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+	}
+	t.Run("mounted", func(t *testing.T) {
+		r := newRig(t)
+		mounted(r)
 		r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, ok())
 		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(online)}})
 		r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
@@ -328,9 +333,7 @@ func TestBackendUnstage(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t)
-			r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
-			r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
-			r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+			mounted(r)
 			r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, ok())
 			r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(online)}})
 			r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
@@ -347,9 +350,7 @@ func TestBackendUnstage(t *testing.T) {
 	// refuse: unstage then failed and was retried forever.
 	t.Run("read-only volume: write-protected", func(t *testing.T) {
 		r := newRig(t)
-		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
-		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
-		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+		mounted(r)
 		r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, scripted.Reply{Err: w32("CreateFileW", winhost.ErrorWriteProtect)})
 		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(readOnly)}})
 		r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
@@ -361,9 +362,7 @@ func TestBackendUnstage(t *testing.T) {
 	})
 	t.Run("read-only volume: access denied", func(t *testing.T) {
 		r := newRig(t)
-		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
-		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
-		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+		mounted(r)
 		r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, scripted.Reply{Err: w32("CreateFileW", winhost.ErrorAccessDenied)})
 		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(readOnly)}})
 		r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
@@ -375,9 +374,7 @@ func TestBackendUnstage(t *testing.T) {
 	})
 	t.Run("writable volume: access denied is an error", func(t *testing.T) {
 		r := newRig(t)
-		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
-		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
-		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+		mounted(r)
 		r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, scripted.Reply{Err: w32("CreateFileW", winhost.ErrorAccessDenied)})
 		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(online)}})
 		err := r.b.Unstage(context.Background(), backend.UnstageRequest{VolumeID: "pv-1", StagingPath: staging})
