@@ -2,6 +2,7 @@ package iscsi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/klog/v2"
@@ -153,4 +154,39 @@ func CredentialCounts(ctx context.Context, store backend.Store) (drift, other in
 		}
 		return backend.DecodeCredential(v), rec.Credential(), true, nil
 	})
+}
+
+// KeyedRecords counts what the journal records of CHAP secrets as MACs
+// under the node's credential key: the credential notes of targets' sessions, the
+// initiator's mutual-CHAP secret note and the entries of volumes. Under a
+// new key they no longer compare with what is recorded under it.
+func KeyedRecords(ctx context.Context, store backend.Store) (int, error) {
+	notes, err := store.Notes(ctx, CredentialNotePrefix)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, v := range notes {
+		if backend.DecodeCredential(v).SecretMAC != "" {
+			n++
+		}
+	}
+	v, ok, err := store.Note(ctx, secretNoteKey)
+	if err != nil {
+		return 0, err
+	}
+	var rec secretRecord
+	if ok && json.Unmarshal([]byte(v), &rec) == nil && rec.MAC != "" {
+		n++
+	}
+	entries, err := store.ByBackend(ctx, string(contract.KindISCSI))
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		if r, ok := recordOf(e); ok && r.Credential().SecretMAC != "" {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -154,3 +154,30 @@ func trimKeys(notes map[string]string, prefix string) map[string]string {
 	}
 	return out
 }
+
+// KeyedRecords counts what the journal records of SMB passwords as MACs
+// under the node's credential key: the secret notes of global mappings
+// and the entries of volumes. Under a new key they no longer compare
+// with what is recorded under it.
+func KeyedRecords(ctx context.Context, store backend.Store) (int, error) {
+	notes, err := store.Notes(ctx, secretNotePrefix)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, mac := range notes {
+		if mac != "" {
+			n++
+		}
+	}
+	entries, err := store.ByBackend(ctx, string(contract.KindSMB))
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		if rec, ok := recordOf(e); ok && rec.Credential().SecretMAC != "" {
+			n++
+		}
+	}
+	return n, nil
+}
