@@ -161,15 +161,11 @@ func CredentialCounts(ctx context.Context, store backend.Store) (drift, other in
 // initiator's mutual-CHAP secret note and the entries of volumes. Under a
 // new key they no longer compare with what is recorded under it.
 func KeyedRecords(ctx context.Context, store backend.Store) (int, error) {
-	notes, err := store.Notes(ctx, CredentialNotePrefix)
+	n, err := backend.CountKeyed(ctx, store, string(contract.KindISCSI), CredentialNotePrefix,
+		func(note string) string { return backend.DecodeCredential(note).SecretMAC },
+		func(e journal.Entry) string { rec, _ := recordOf(e); return rec.Credential().SecretMAC })
 	if err != nil {
 		return 0, err
-	}
-	n := 0
-	for _, v := range notes {
-		if backend.DecodeCredential(v).SecretMAC != "" {
-			n++
-		}
 	}
 	v, ok, err := store.Note(ctx, secretNoteKey)
 	if err != nil {
@@ -178,15 +174,6 @@ func KeyedRecords(ctx context.Context, store backend.Store) (int, error) {
 	var rec secretRecord
 	if ok && json.Unmarshal([]byte(v), &rec) == nil && rec.MAC != "" {
 		n++
-	}
-	entries, err := store.ByBackend(ctx, string(contract.KindISCSI))
-	if err != nil {
-		return 0, err
-	}
-	for _, e := range entries {
-		if r, ok := recordOf(e); ok && r.Credential().SecretMAC != "" {
-			n++
-		}
 	}
 	return n, nil
 }

@@ -160,24 +160,12 @@ func trimKeys(notes map[string]string, prefix string) map[string]string {
 // and the entries of volumes. Under a new key they no longer compare
 // with what is recorded under it.
 func KeyedRecords(ctx context.Context, store backend.Store) (int, error) {
-	notes, err := store.Notes(ctx, secretNotePrefix)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, mac := range notes {
-		if mac != "" {
-			n++
-		}
-	}
-	entries, err := store.ByBackend(ctx, string(contract.KindSMB))
-	if err != nil {
-		return 0, err
-	}
-	for _, e := range entries {
-		if rec, ok := recordOf(e); ok && rec.Credential().SecretMAC != "" {
-			n++
-		}
-	}
-	return n, nil
+	return backend.CountKeyed(ctx, store, string(contract.KindSMB), secretNotePrefix,
+		func(mac string) string { return mac }, entryMAC)
+}
+
+// entryMAC is the MAC of the password an entry's record holds.
+func entryMAC(e journal.Entry) string {
+	rec, _ := recordOf(e)
+	return rec.Credential().SecretMAC
 }
