@@ -147,3 +147,31 @@ func CountCredentials(ctx context.Context, store Store, backend string, names Us
 	}
 	return drift, other, nil
 }
+
+// CountKeyed counts what the journal records of a backend's secrets as
+// MACs under the node's credential key (CredentialKey): the notes under
+// notePrefix whose noteMAC is not empty, and the entries of backend
+// whose entryMAC is not empty (the MAC their record holds; "" for none).
+func CountKeyed(ctx context.Context, store Store, backend, notePrefix string,
+	noteMAC func(note string) string, entryMAC func(journal.Entry) string) (int, error) {
+	notes, err := store.Notes(ctx, notePrefix)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, v := range notes {
+		if noteMAC(v) != "" {
+			n++
+		}
+	}
+	entries, err := store.ByBackend(ctx, backend)
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		if entryMAC(e) != "" {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/wincsi/csi-windows-node/internal/durable"
@@ -275,3 +276,58 @@ func (j *Journal) Security() (string, error) {
 
 // osFileSecurity is the system's fileSecurity.
 type osFileSecurity struct{}
+
+// ErrUntrustedOwner is a directory ProtectDir would act on that exists
+// already with an owner other than SYSTEM or Administrators: anyone may
+// have put anything in it.
+var ErrUntrustedOwner = errors.New("owned by neither SYSTEM nor Administrators")
+
+// ProtectDir gives dir, a directory whose contents a tool other than the
+// journal acts on (the selftest's work directory, whose leftover sweep
+// detaches and deletes what it finds), the protection of the state
+// directory: it creates dir (and its parents), refuses a dir that is not
+// a plain directory (a junction or symbolic link to elsewhere) or that
+// existed already with an owner other than SYSTEM or Administrators
+// (ErrUntrustedOwner), then sets the state directory's owner and
+// protected DACL unless dir has them. A dir it creates itself is owned by
+// the process's token owner until then. Off Windows it only creates dir:
+// its mode (0o700) protects it.
+func ProtectDir(dir string) error { return protectOwnDir(osFileSecurity{}, dir) }
+
+func protectOwnDir(sec fileSecurity, dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	err := os.Mkdir(dir, 0o700)
+	if err == nil {
+		return protectDir(sec, dir)
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Type() != fs.ModeDir {
+		return fmt.Errorf("%s is not a directory (mode %s)", dir, fi.Mode())
+	}
+	b, err := sec.descriptor(dir)
+	if err != nil {
+		return fmt.Errorf("read the security descriptor of %s: %w", dir, err)
+	}
+	if b != nil {
+		d, err := winacl.ParseDescriptor(b)
+		if err != nil {
+			return fmt.Errorf("security descriptor of %s: %w", dir, err)
+		}
+		if !systemOwner(d.Owner) {
+			owner := d.Owner
+			if owner == "" {
+				owner = "none"
+			}
+			return fmt.Errorf("%s: %w (owner %s)", dir, ErrUntrustedOwner, owner)
+		}
+	}
+	return protectDir(sec, dir)
+}

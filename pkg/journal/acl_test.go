@@ -495,3 +495,60 @@ func TestOpenWaitsForAHeldFile(t *testing.T) {
 		t.Fatalf("entry loaded %t after %d tries; want it loaded on the third", ok, tries)
 	}
 }
+
+// TestProtectDir: ProtectDir protects a directory it makes whoever its
+// token makes the owner, and one that existed when SYSTEM or
+// Administrators own it; it refuses one another account owns, or a link
+// to elsewhere, and then changes nothing.
+func TestProtectDir(t *testing.T) {
+	user := "S-1-5-21-1-2-3-1001"
+	for _, tc := range []struct {
+		name    string
+		exists  bool
+		owner   string
+		refused error
+	}{
+		{name: "made now", owner: user},
+		{name: "existed, SYSTEM's", exists: true, owner: winacl.SIDLocalSystem},
+		{name: "existed, Administrators'", exists: true, owner: winacl.SIDAdministrators},
+		{name: "existed, a user's", exists: true, owner: user, refused: ErrUntrustedOwner},
+		{name: "existed, no owner", exists: true, owner: "", refused: ErrUntrustedOwner},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ProgramData", "selftest")
+			if tc.exists {
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sec := &fakeSecurity{dirSD: kubeletInherited(t, tc.owner)}
+			err := protectOwnDir(sec, dir)
+			if !errors.Is(err, tc.refused) || (tc.refused != nil) == (err == nil) {
+				t.Fatalf("ProtectDir = %v, want %v", err, tc.refused)
+			}
+			if tc.refused != nil {
+				if owner := tc.owner; owner != "" && !strings.Contains(err.Error(), owner) || !strings.Contains(err.Error(), dir) {
+					t.Fatalf("error %q names neither the directory nor its owner", err)
+				}
+				if len(sec.protects) != 0 {
+					t.Fatalf("a refused directory was protected")
+				}
+				return
+			}
+			if d, err := winacl.ParseDescriptor(sec.dirSD); err != nil || !isProtected(d) || len(sec.protects) != 1 {
+				t.Fatalf("after %d protect calls the directory is %v (%v)", len(sec.protects), d, err)
+			}
+		})
+	}
+	t.Run("link", func(t *testing.T) {
+		base := t.TempDir()
+		dir := filepath.Join(base, "selftest")
+		if err := os.Symlink(t.TempDir(), dir); err != nil {
+			t.Skip(err)
+		}
+		sec := &fakeSecurity{dirSD: kubeletInherited(t, winacl.SIDAdministrators)}
+		if err := protectOwnDir(sec, dir); err == nil || !strings.Contains(err.Error(), "not a directory") || len(sec.protects) != 0 {
+			t.Fatalf("ProtectDir of a link = %v after %d protect calls", err, len(sec.protects))
+		}
+	})
+}

@@ -71,6 +71,7 @@ type Journal struct {
 
 	keyMu sync.Mutex
 	key   []byte // CredentialKey, once read or made
+	made  bool   // CredentialKey made key (KeyMade)
 
 	mu         sync.RWMutex // guards everything below (the in-memory copies)
 	m          map[string]Entry

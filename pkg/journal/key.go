@@ -73,6 +73,15 @@ func (j *Journal) CredentialKey() ([]byte, error) {
 	if err := durable.WriteFile(j.dir, keyFile, []byte(hex.EncodeToString(k)+"\n")); err != nil {
 		return nil, fmt.Errorf("write credential key %s: %w", p, err)
 	}
-	j.key = k
+	j.key, j.made = k, true
 	return k, nil
+}
+
+// KeyMade reports whether CredentialKey made the node's credential key
+// (there was none in the state directory) rather than read it: every MAC
+// recorded before was made under another key, or under none.
+func (j *Journal) KeyMade() bool {
+	j.keyMu.Lock()
+	defer j.keyMu.Unlock()
+	return j.made
 }

@@ -67,3 +67,35 @@ func registerCredentialGauges(reg metrics.KubeRegistry, store backend.Store) err
 	}
 	return nil
 }
+
+// keyedRecordCounts count, per backend, what the journal records of
+// secrets as MACs under the node's credential key.
+var keyedRecordCounts = []func(context.Context, backend.Store) (int, error){smb.KeyedRecords, iscsi.KeyedRecords}
+
+// logNewCredentialKey says, once, that the credential key the plugin just
+// made (made: there was none in the state directory) is not the one the
+// journal's records of secrets were made under: they no longer compare
+// with what is recorded under the new key, so a volume staged on a mapping
+// or sessions made before shows as drift (csi_windows_node_credential_drift)
+// until the mapping or logins are made again. Nothing is said when
+// there are no such records (a new node). The key is never logged.
+func logNewCredentialKey(ctx context.Context, logger klog.Logger, store backend.Store, made bool, stateDir string) {
+	if !made {
+		return
+	}
+	n := 0
+	for _, count := range keyedRecordCounts {
+		c, err := count(ctx, store)
+		if err != nil {
+			logger.Error(err, "Cannot count the credential records made under the earlier credential key", "stateDir", stateDir)
+			return
+		}
+		n += c
+	}
+	if n == 0 {
+		return
+	}
+	logger.Info("Made a new credential key while the journal holds credential records made under an earlier one: "+
+		"volumes staged on those SMB mappings and iSCSI sessions show as credential drift until the mappings and logins are made again",
+		"stateDir", stateDir, "keyedRecords", n)
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-lib-utils/metrics"
+	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
@@ -249,6 +250,7 @@ func New(o Options, h Host) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
+	logNewCredentialKey(context.Background(), klog.Background(), jr, jr.KeyMade(), o.StateDir)
 	if err := registerCredentialGauges(mm.GetRegistry(), jr); err != nil {
 		return nil, err
 	}

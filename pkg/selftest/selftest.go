@@ -18,6 +18,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/internal/filelock"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sweep"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
@@ -201,8 +202,11 @@ func Run(ctx context.Context, n Node, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("work directory: %w", err)
 	}
-	if err := os.MkdirAll(cfg.LocalDir, 0o750); err != nil {
-		return nil, fmt.Errorf("work directory: %w", err)
+	if err := protectWorkDir(cfg.LocalDir); err != nil {
+		if errors.Is(err, journal.ErrUntrustedOwner) {
+			return nil, fmt.Errorf("--work-dir: %w: remove it or choose another --work-dir", err)
+		}
+		return nil, fmt.Errorf("--work-dir: %w", err)
 	}
 	unlock, err := filelock.TryLock(filepath.Join(cfg.LocalDir, ".selftest.lock"))
 	if errors.Is(err, filelock.ErrLocked) {
@@ -228,6 +232,13 @@ func Run(ctx context.Context, n Node, cfg Config) (*Report, error) {
 	r.run(ctx)
 	return r.rep, nil
 }
+
+// protectWorkDir makes the local work directory and gives it the
+// protection of the plugin's state directory (journal.ProtectDir): it
+// would otherwise inherit C:\ProgramData's ACL, under which any user may
+// create directories, and the leftover sweep detaches and deletes the
+// VHDX files it finds there. Tests replace it.
+var protectWorkDir = journal.ProtectDir
 
 // withDefaults fills in what a zero field means: a random run ID, the
 // disk sizes, the cleanup bound, the local directory.

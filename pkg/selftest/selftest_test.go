@@ -6,6 +6,8 @@ package selftest_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/selftest"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
@@ -508,5 +511,39 @@ func TestConfigRefused(t *testing.T) {
 		if _, err := selftest.Run(context.Background(), r.node, cfg); err == nil {
 			t.Errorf("%s: Run succeeded", name)
 		}
+	}
+}
+
+// TestWorkDirProtected: Run protects its work directory as the plugin's
+// state directory (journal.ProtectDir) before it reads anything there, and
+// a directory that protection refuses (another account owns it) stops the
+// run with an error naming --work-dir, before the leftover sweep.
+func TestWorkDirProtected(t *testing.T) {
+	r := newRig(t)
+	var protected []string
+	selftest.SetProtectWorkDir(t, func(dir string) error {
+		protected = append(protected, dir)
+		return journal.ProtectDir(dir)
+	})
+	if _, err := selftest.Run(context.Background(), r.node, r.config(selftest.BackendDisk)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(protected, []string{r.work}) {
+		t.Fatalf("protected %q, want the work directory %s", protected, r.work)
+	}
+
+	// A leftover of a dead run that a user planted is never acted on.
+	if err := os.MkdirAll(filepath.Join(r.work, selftest.Prefix+"0123abcd"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	selftest.SetProtectWorkDir(t, func(dir string) error {
+		return fmt.Errorf("%s: %w (owner S-1-5-21-1-2-3-1001)", dir, journal.ErrUntrustedOwner)
+	})
+	rep, err := selftest.Run(context.Background(), r.node, r.config(selftest.BackendDisk))
+	if !errors.Is(err, journal.ErrUntrustedOwner) || !strings.Contains(err.Error(), "--work-dir") || rep != nil {
+		t.Fatalf("Run in a directory a user owns = %v, %v; want refused naming --work-dir", rep, err)
+	}
+	if _, err := os.Stat(filepath.Join(r.work, selftest.Prefix+"0123abcd")); err != nil {
+		t.Fatalf("the planted directory: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package iscsi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/klog/v2"
@@ -153,4 +154,26 @@ func CredentialCounts(ctx context.Context, store backend.Store) (drift, other in
 		}
 		return backend.DecodeCredential(v), rec.Credential(), true, nil
 	})
+}
+
+// KeyedRecords counts what the journal records of CHAP secrets as MACs
+// under the node's credential key: the credential notes of targets' sessions, the
+// initiator's mutual-CHAP secret note and the entries of volumes. Under a
+// new key they no longer compare with what is recorded under it.
+func KeyedRecords(ctx context.Context, store backend.Store) (int, error) {
+	n, err := backend.CountKeyed(ctx, store, string(contract.KindISCSI), CredentialNotePrefix,
+		func(note string) string { return backend.DecodeCredential(note).SecretMAC },
+		func(e journal.Entry) string { rec, _ := recordOf(e); return rec.Credential().SecretMAC })
+	if err != nil {
+		return 0, err
+	}
+	v, ok, err := store.Note(ctx, secretNoteKey)
+	if err != nil {
+		return 0, err
+	}
+	var rec secretRecord
+	if ok && json.Unmarshal([]byte(v), &rec) == nil && rec.MAC != "" {
+		n++
+	}
+	return n, nil
 }

@@ -154,3 +154,18 @@ func trimKeys(notes map[string]string, prefix string) map[string]string {
 	}
 	return out
 }
+
+// KeyedRecords counts what the journal records of SMB passwords as MACs
+// under the node's credential key: the secret notes of global mappings
+// and the entries of volumes. Under a new key they no longer compare
+// with what is recorded under it.
+func KeyedRecords(ctx context.Context, store backend.Store) (int, error) {
+	return backend.CountKeyed(ctx, store, string(contract.KindSMB), secretNotePrefix,
+		func(mac string) string { return mac }, entryMAC)
+}
+
+// entryMAC is the MAC of the password an entry's record holds.
+func entryMAC(e journal.Entry) string {
+	rec, _ := recordOf(e)
+	return rec.Credential().SecretMAC
+}

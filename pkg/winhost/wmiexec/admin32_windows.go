@@ -272,7 +272,7 @@ func netUserAdd(name string, password host.Secret) error {
 	var parmErr uint32
 	r, _, _ := procNetUserAdd.Call(0, 1, uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&parmErr)))
 	if r != 0 {
-		return &winhost.Win32Error{Call: "NetUserAdd", Code: uint32(r)}
+		return netUserAddError(uint32(r), parmErr)
 	}
 	return nil
 }
