@@ -294,35 +294,67 @@ func TestBackendPublishMissingTarget(t *testing.T) {
 func TestBackendUnstage(t *testing.T) {
 	online := diskSpec{Number: 1, Serial: serial, Style: host.PartitionStyleGPT}
 	readOnly := diskSpec{Number: 1, Serial: serial, Style: host.PartitionStyleGPT, ReadOnly: true}
-	t.Run("mounted", func(t *testing.T) {
-		r := newRig(t)
+	// mounted scripts the look at the staging path: a mount point of
+	// volume A, on disk 1.
+	mounted := func(r *rig) {
 		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
 		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
 		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+	}
+	t.Run("mounted", func(t *testing.T) {
+		r := newRig(t)
+		mounted(r)
 		r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, ok())
-		r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
 		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(online)}})
+		r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
+		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
 		r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Offline"}, rv(0))
 		if err := r.b.Unstage(context.Background(), backend.UnstageRequest{VolumeID: "pv-1", StagingPath: staging}); err != nil {
 			t.Fatal(err)
 		}
+		// The disk is read while its volume is mounted on it, and taken
+		// offline only if the volume is still on that number after the
+		// unmount (one IOCTL, no WMI round trip): disk numbers may change
+		// in between (disk.Backend.offlineVolumeDisk).
 		checkSequence(t, r, "GetFileAttributes", "ReadReparsePoint", "VolumeDiskExtents", "FlushVolume",
-			"DeleteVolumeMountPoint", "Query MSFT_Disk", "MSFT_Disk.Offline")
+			"Query MSFT_Disk", "DeleteVolumeMountPoint", "VolumeDiskExtents", "MSFT_Disk.Offline")
 		if n := r.e.WMIRoundTrips(); n != 2 {
 			t.Fatalf("unstage: %d WMI round trips, want 2", n)
 		}
 	})
+	// Found by review: the disk was read again by number after the
+	// unmount, so a disk that took the number in between was taken offline.
+	for _, tt := range []struct {
+		name  string
+		after scripted.Reply // the volume's disk extents after the unmount
+	}{
+		{"disk numbers changed after the unmount", scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 2)}},
+		{"disk gone after the unmount", scripted.Reply{Err: w32("CreateFileW", winhost.ErrorFileNotFound)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t)
+			mounted(r)
+			r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, ok())
+			r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(online)}})
+			r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
+			r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, tt.after)
+			if err := r.b.Unstage(context.Background(), backend.UnstageRequest{VolumeID: "pv-1", StagingPath: staging}); err != nil {
+				t.Fatalf("Unstage = %v, want success: the volume is unmounted", err)
+			}
+			checkSequence(t, r, "GetFileAttributes", "ReadReparsePoint", "VolumeDiskExtents", "FlushVolume",
+				"Query MSFT_Disk", "DeleteVolumeMountPoint", "VolumeDiskExtents")
+		})
+	}
 	// The review found that the unstage of a read-only volume always
 	// flushed it, opening it for writing, which write-protected media
 	// refuse: unstage then failed and was retried forever.
 	t.Run("read-only volume: write-protected", func(t *testing.T) {
 		r := newRig(t)
-		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
-		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
-		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+		mounted(r)
 		r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, scripted.Reply{Err: w32("CreateFileW", winhost.ErrorWriteProtect)})
-		r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
 		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(readOnly)}})
+		r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
+		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
 		r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Offline"}, rv(0))
 		if err := r.b.Unstage(context.Background(), backend.UnstageRequest{VolumeID: "pv-1", StagingPath: staging}); err != nil {
 			t.Fatal(err)
@@ -330,13 +362,11 @@ func TestBackendUnstage(t *testing.T) {
 	})
 	t.Run("read-only volume: access denied", func(t *testing.T) {
 		r := newRig(t)
-		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
-		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
-		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+		mounted(r)
 		r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, scripted.Reply{Err: w32("CreateFileW", winhost.ErrorAccessDenied)})
 		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(readOnly)}})
 		r.e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
-		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(readOnly)}})
+		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
 		r.e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Offline"}, rv(0))
 		if err := r.b.Unstage(context.Background(), backend.UnstageRequest{VolumeID: "pv-1", StagingPath: staging}); err != nil {
 			t.Fatal(err)
@@ -344,9 +374,7 @@ func TestBackendUnstage(t *testing.T) {
 	})
 	t.Run("writable volume: access denied is an error", func(t *testing.T) {
 		r := newRig(t)
-		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir | attrReparse})
-		r.e.ExpectWin32("ReadReparsePoint", []any{lStage}, scripted.Reply{Bytes: mountPointReparse(guidA)})
-		r.e.ExpectWin32("VolumeDiskExtents", []any{guidA[:len(guidA)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
+		mounted(r)
 		r.e.ExpectWin32("FlushVolume", []any{guidA[:len(guidA)-1]}, scripted.Reply{Err: w32("CreateFileW", winhost.ErrorAccessDenied)})
 		r.e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{diskInst(online)}})
 		err := r.b.Unstage(context.Background(), backend.UnstageRequest{VolumeID: "pv-1", StagingPath: staging})

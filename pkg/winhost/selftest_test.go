@@ -401,8 +401,9 @@ func scriptDiskPass(s st, suffix, fs string, fsType int64, guid string, firstPas
 		s.mounted(staging, guid)
 		e.ExpectWin32("VolumeDiskExtents", []any{guid[:len(guid)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
 		e.ExpectWin32("FlushVolume", []any{guid[:len(guid)-1]}, ok())
-		e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
 		e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{grownDisk}})
+		e.ExpectWin32("DeleteVolumeMountPoint", []any{staging + `\`}, ok())
+		e.ExpectWin32("VolumeDiskExtents", []any{guid[:len(guid)-1]}, scripted.Reply{Bytes: winhost.BuildVolumeDiskExtents(1, 1)})
 		e.ExpectCall(ns, winhost.Method{Class: "MSFT_Disk", Path: diskRef(1), Name: "Offline"}, rv(0))
 		if check {
 			e.ExpectQuery(ns, wqlDisk(1), scripted.Reply{Instances: []winhost.Instance{vhdxDisk(grown, host.PartitionStyleGPT, true)}})

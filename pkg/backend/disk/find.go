@@ -183,6 +183,17 @@ func listCandidates(cs []candidate) string {
 	return what + strings.Join(parts, ", ")
 }
 
+// Names names disks for messages as a lookup names its candidates
+// (listCandidates): `disks 3 [serial "S", location "L"], 4 [...]`. Other
+// backends that refuse to choose among disks name them so too.
+func Names(ds []host.Disk) string {
+	cs := make([]candidate, len(ds))
+	for i, d := range ds {
+		cs[i] = candidate{disk: d}
+	}
+	return listCandidates(cs)
+}
+
 // diskName identifies a disk in messages as Get-Disk shows it.
 func diskName(d host.Disk) string {
 	var attrs []string

@@ -59,7 +59,7 @@ func (b *Backend) OfflineUnused(ctx context.Context, d host.Disk) error {
 			}
 		}
 	}
-	return b.offlineDisk(ctx, d)
+	return b.offlineDisk(ctx, d, nil)
 }
 
 // Unmount flushes and removes the volume mount point at staging, leaving
@@ -96,8 +96,22 @@ func (b *Backend) Unmount(ctx context.Context, staging string) (*uint32, error) 
 		return nil, fmt.Errorf("staging path %s: %w", staging, err)
 	}
 
+	var disk *diskReading
 	if diskNumber != nil {
-		if err := b.flush(ctx, guid, *diskNumber); err != nil {
+		disk = &diskReading{number: *diskNumber}
+		if err := b.flush(ctx, guid, disk); err != nil {
+			return nil, err
+		}
+	}
+	// The disk to take offline is read while its volume is still mounted
+	// there, before the unmount (see offlineVolumeDisk).
+	var d host.Disk
+	offline := disk != nil && b.opts.OfflineOnUnstage
+	if offline {
+		d, err = disk.get(ctx, b)
+		if errors.Is(err, host.ErrNotFound) {
+			offline = false
+		} else if err != nil {
 			return nil, err
 		}
 	}
@@ -106,12 +120,28 @@ func (b *Backend) Unmount(ctx context.Context, staging string) (*uint32, error) 
 		return nil, err
 	}
 
-	if diskNumber != nil && b.opts.OfflineOnUnstage {
-		if err := b.offline(ctx, *diskNumber); err != nil {
+	if offline {
+		if err := b.offlineVolumeDisk(ctx, guid, d); err != nil {
 			return diskNumber, err
 		}
 	}
 	return diskNumber, nil
+}
+
+// diskReading reads the disk with a number once.
+type diskReading struct {
+	number uint32
+	d      host.Disk
+	err    error
+	done   bool
+}
+
+func (r *diskReading) get(ctx context.Context, b *Backend) (host.Disk, error) {
+	if !r.done {
+		r.d, r.err = b.h.Disks.Get(ctx, r.number)
+		r.done = r.err == nil || errors.Is(r.err, host.ErrNotFound)
+	}
+	return r.d, r.err
 }
 
 // flush writes the volume's cached data before its mount point goes. A
@@ -122,7 +152,7 @@ func (b *Backend) Unmount(ctx context.Context, staging string) (*uint32, error) 
 // reports itself read-only). Without this an unstage of a read-only volume
 // would fail, and be retried, forever. A volume gone meanwhile needs
 // nothing either.
-func (b *Backend) flush(ctx context.Context, guid string, diskNumber uint32) error {
+func (b *Backend) flush(ctx context.Context, guid string, disk *diskReading) error {
 	log := klog.FromContext(ctx)
 	log.V(4).Info("Flushing volume", "volumeGUID", guid)
 	err := b.h.Volumes.Flush(ctx, guid)
@@ -133,34 +163,52 @@ func (b *Backend) flush(ctx context.Context, guid string, diskNumber uint32) err
 		log.V(4).Info("Volume is write-protected; nothing to flush", "volumeGUID", guid)
 		return nil
 	case errors.Is(err, host.ErrAccessDenied):
-		d, gerr := b.h.Disks.Get(ctx, diskNumber)
+		d, gerr := disk.get(ctx, b)
 		if gerr == nil && d.IsReadOnly {
-			log.V(4).Info("Volume of a read-only disk refuses writing; nothing to flush", "volumeGUID", guid, "diskNumber", diskNumber)
+			log.V(4).Info("Volume of a read-only disk refuses writing; nothing to flush", "volumeGUID", guid, "diskNumber", disk.number)
 			return nil
 		}
 	}
 	return err
 }
 
-// offline takes the disk with this number offline. The caller makes sure
-// the number still names the disk it unmounted a volume of: the iSCSI
-// backend holds the target's lock across the unmount and the offline, so
-// that no other volume's unstage logs out of the target (making the disk,
-// and its number, go away) in between.
-func (b *Backend) offline(ctx context.Context, number uint32) error {
-	d, err := b.h.Disks.Get(ctx, number)
-	if errors.Is(err, host.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return b.offlineDisk(ctx, d)
+// offlineVolumeDisk takes disk d, read while the volume guid was mounted
+// from it, offline once the volume is unmounted, if the volume is still on
+// the disk with d's number. Windows numbers disks in the order it finds
+// them (MSFT_Disk.Number,
+// learn.microsoft.com/windows-hardware/drivers/storage/msft-disk): a disk
+// removed and another added between the unmount and the offline may give
+// the number to another pod's disk. So the disk is not read again by
+// number; the offline goes to the object read before the unmount (its
+// Ref), and only while the volume, looked up by its GUID after the
+// unmount, still lies on a disk with that number. A volume that is gone
+// or now lies on another number leaves every disk as it is: the unstage
+// succeeds (the volume is unmounted), logged at V(2); a disk left online
+// is harmless, one taken offline under another pod is not. No WMI round
+// trip is added: the volume lookup is one IOCTL
+// (IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS).
+func (b *Backend) offlineVolumeDisk(ctx context.Context, guid string, d host.Disk) error {
+	return b.offlineDisk(ctx, d, func(ctx context.Context) (bool, error) {
+		num, err := b.h.Volumes.DiskNumber(ctx, guid)
+		switch {
+		case errors.Is(err, host.ErrNotFound):
+			klog.FromContext(ctx).V(2).Info("Not taking the disk offline: the volume is no longer on it (the disk went away)", "diskNumber", d.Number, "volumeGUID", guid)
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("find the disk of volume %s again before taking disk %d offline: %w", guid, d.Number, err)
+		case num != d.Number:
+			klog.FromContext(ctx).V(2).Info("Not taking the disk offline: disk numbers changed since the unmount", "diskNumber", d.Number, "volumeGUID", guid)
+			return false, nil
+		}
+		return true, nil
+	})
 }
 
 // offlineDisk takes disk d offline unless it is critical or offline
-// already. A disk that went away meanwhile needs nothing.
-func (b *Backend) offlineDisk(ctx context.Context, d host.Disk) error {
+// already. When ours is set, it is asked, under the disk's lock (another
+// operation on the number may have held it), whether d is still the disk
+// to take offline. A disk that went away meanwhile needs nothing.
+func (b *Backend) offlineDisk(ctx context.Context, d host.Disk, ours func(context.Context) (bool, error)) error {
 	if d.IsCritical() || d.IsOffline {
 		return nil
 	}
@@ -169,6 +217,11 @@ func (b *Backend) offlineDisk(ctx context.Context, d host.Disk) error {
 		return fmt.Errorf("wait for disk %d: %w", d.Number, err)
 	}
 	defer unlock()
+	if ours != nil {
+		if ok, err := ours(ctx); !ok || err != nil {
+			return err
+		}
+	}
 	klog.FromContext(ctx).V(4).Info("Taking disk offline", "diskNumber", d.Number)
 	if err := b.h.Disks.SetOnline(ctx, d, false); err != nil {
 		if errors.Is(err, host.ErrNotFound) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/disk"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 )
@@ -92,12 +93,8 @@ func (b *Backend) findLUN(ctx context.Context, iqn string, lun uint32) (host.Dis
 			found, via = matches[0], reach[matches[0].Number]
 			return nil
 		default:
-			numbers := make([]string, len(matches))
-			for i, d := range matches {
-				numbers[i] = fmt.Sprint(d.Number)
-			}
-			return fmt.Errorf("LUN %d of target %s appears as disks %s, one per path: Windows is not combining the paths; %s: %w",
-				lun, iqn, strings.Join(numbers, ", "), mpioHint, host.ErrConflict)
+			return fmt.Errorf("LUN %d of target %s appears as %s, one per path: Windows is not combining the paths; %s: %w",
+				lun, iqn, disk.Names(matches), mpioHint, host.ErrConflict)
 		}
 		if attempt == 0 {
 			return fmt.Errorf("no disk of target %s is LUN %d yet: %w", iqn, lun, backend.ErrRetry)

@@ -7,10 +7,14 @@ package iscsi_test
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
@@ -132,7 +136,16 @@ func TestMPIONotClaiming(t *testing.T) {
 	must(t, "attach the second path's disk", err)
 	second = n
 	v := vol("v", "10.0.0.1", iqnOpen, 0, "portals", "10.0.1.1")
-	wantCode(t, "stage", e.stage(v), codes.FailedPrecondition)
+	err = e.stage(v)
+	wantCode(t, "stage", err, codes.FailedPrecondition)
+	// The disks are named as the disk backend names its candidates
+	// (disk.Names): number, serial, location.
+	disk := `\d+ \[serial "[^"]+", location "[^"]+"\]`
+	named := regexp.MustCompile(`LUN 0 of target ` + regexp.QuoteMeta(iqnOpen) + ` appears as disks ` + disk + `, ` + disk + `, one per path: `)
+	msg := status.Convert(err).Message()
+	if secondName := fmt.Sprintf(`%d [serial "second-path", location "Integrated : Adapter 2 : Port 1 : Target 0 : LUN 0"]`, second); !named.MatchString(msg) || !strings.Contains(msg, secondName) {
+		t.Fatalf("stage: %q, want it to name each disk by number, serial and location (%s, one of them %s)", msg, named, secondName)
+	}
 	if n := len(e.sessions(iqnOpen)); n != 0 {
 		t.Fatalf("%d sessions left, want 0", n)
 	}
