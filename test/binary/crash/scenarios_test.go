@@ -258,15 +258,8 @@ func (sc scenario) rpc(ctx context.Context, ns stager, kubelet string, reached f
 // returns where each volume's file lives on the simulated host.
 func prepare(t testing.TB, base string, sc scenario) map[string]string {
 	t.Helper()
-	n, err := simnode.Open(simnode.Options{Base: base})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := n.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	n, done := simnode.MustOpen(t, simnode.Options{Base: base})
+	defer done()
 	if err := setupHost(n.Sim); err != nil {
 		t.Fatal(err)
 	}

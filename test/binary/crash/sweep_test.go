@@ -38,15 +38,8 @@ var (
 // prepareSweep builds that node under base, in process.
 func prepareSweep(t testing.TB, base string) {
 	t.Helper()
-	n, err := simnode.Open(simnode.Options{Base: base})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := n.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	n, done := simnode.MustOpen(t, simnode.Options{Base: base})
+	defer done()
 	ctx := context.Background()
 	must := func(err error) {
 		t.Helper()

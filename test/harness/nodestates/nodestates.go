@@ -138,15 +138,8 @@ type WantVolume struct {
 func Build(t testing.TB, base string) Want {
 	t.Helper()
 	ctx := context.Background()
-	n, err := simnode.Open(simnode.Options{Base: base})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := n.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	n, done := simnode.MustOpen(t, simnode.Options{Base: base})
+	defer done()
 	b := &builder{t: t, n: n, ctx: ctx}
 	b.storage()
 

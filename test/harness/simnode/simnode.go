@@ -192,3 +192,20 @@ func StagingPath(kubelet, vol string) string {
 func TargetPath(kubelet, pod, vol string) string {
 	return filepath.Join(kubelet, "pods", pod, "volumes", "kubernetes.io~csi", vol, "mount")
 }
+
+// MustOpen is Open for a test that builds a node and closes it again
+// before it goes on (to copy the directory, or to let the plugin binary
+// open it): it fails t if the node does not open, and the func it returns
+// closes the node, failing t if that fails.
+func MustOpen(t testing.TB, o Options) (*Node, func()) {
+	t.Helper()
+	n, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, func() {
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
