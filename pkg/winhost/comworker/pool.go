@@ -363,8 +363,10 @@ func (p *Pool[T]) run(w *worker, ready chan<- error) {
 		p.log.Error(err, "Starting a worker failed", "worker", w.id)
 		return
 	}
-	defer p.closeThread(state)
-
+	// The thread state is torn down before the worker stops counting:
+	// a retired worker counts as stuck until its teardown has returned
+	// too (a teardown can hang like a call), so Stats().Stuck == 0 means
+	// every retired worker has gone.
 	queue := p.queue
 	if w.background {
 		queue = p.bgQueue
@@ -372,6 +374,7 @@ func (p *Pool[T]) run(w *worker, ready chan<- error) {
 	for {
 		select {
 		case <-p.quit:
+			p.closeThread(state)
 			p.mu.Lock()
 			if !w.retired {
 				*p.liveOf(w)--
@@ -395,6 +398,7 @@ func (p *Pool[T]) run(w *worker, ready chan<- error) {
 			j.end()
 			abandoned := j.finish(err)
 			if abandoned {
+				p.closeThread(state)
 				p.mu.Lock()
 				p.retireLocked(w) // normally done by the caller already
 				p.stuck--

@@ -10,7 +10,9 @@ import (
 type Stats struct {
 	// Workers is the number of workers taking calls of RPCs and
 	// BackgroundWorkers of background work, Stuck the number of retired
-	// workers still inside a call, Queued the calls waiting (of both).
+	// workers that have not exited yet (still inside their call or
+	// tearing down their thread state), Queued the calls waiting (of
+	// both).
 	Workers, BackgroundWorkers, Stuck, Queued int
 
 	// Calls counts the calls started, by Op.String() ("wmi
