@@ -305,12 +305,8 @@ func protectOwnDir(sec fileSecurity, dir string) error {
 	if !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
+	if err := plainDir(dir); err != nil {
 		return err
-	}
-	if fi.Mode().Type() != fs.ModeDir {
-		return fmt.Errorf("%s is not a directory (mode %s)", dir, fi.Mode())
 	}
 	b, err := sec.descriptor(dir)
 	if err != nil {
@@ -330,4 +326,24 @@ func protectOwnDir(sec fileSecurity, dir string) error {
 		}
 	}
 	return protectDir(sec, dir)
+}
+
+// plainDir fails unless dir itself is a directory, not a link, junction or
+// other reparse point to one: the DACL the journal sets, the leftovers it
+// deletes and the files it writes would land wherever a link points (a
+// junction planted by a local user could make the plugin, running as
+// SYSTEM, replace the ACL of any directory). os.Lstat reports a symbolic
+// link as ModeSymlink and, since Go 1.23 (GODEBUG winsymlink=1, the
+// default), a junction or any other reparse point as ModeIrregular; with
+// winsymlink=0 a junction is ModeSymlink (golang/go#61893,
+// https://go.dev/doc/go1.23#ospkgos): either way it fails the check.
+func plainDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Type() != fs.ModeDir {
+		return fmt.Errorf("%s is not a directory (mode %s): a link or junction is never followed; remove it", dir, fi.Mode())
+	}
+	return nil
 }

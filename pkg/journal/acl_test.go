@@ -552,3 +552,29 @@ func TestProtectDir(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenRefusesALinkedStateDirectory: a state directory that is a link
+// (a junction on Windows) is refused before anything is protected, read
+// or deleted through it.
+func TestOpenRefusesALinkedStateDirectory(t *testing.T) {
+	target := t.TempDir()
+	leftover := filepath.Join(target, "vol-1.json.tmp")
+	if err := os.WriteFile(leftover, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Symlink(target, dir); err != nil {
+		t.Skip(err)
+	}
+	sec := &fakeSecurity{dirSD: kubeletInherited(t, winacl.SIDAdministrators)}
+	_, err := open(dir, sec)
+	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("open of a linked state directory = %v, want a refusal naming %s", err, dir)
+	}
+	if len(sec.protects) != 0 {
+		t.Errorf("the link's target was protected")
+	}
+	if _, err := os.Stat(leftover); err != nil {
+		t.Errorf("a leftover in the link's target was touched: %v", err)
+	}
+}

@@ -96,7 +96,8 @@ type Journal struct {
 // are removed; an unreadable entry fails Open, because silently dropping it
 // could undercount the users of a shared resource. A file the plugin did
 // not write (owned by neither SYSTEM, Administrators nor the plugin, or a
-// hard link) is refused: not loaded, and listed by Refused.
+// hard link) is refused: not loaded, and listed by Refused. A dir that is
+// a link or junction is refused before anything is changed.
 func Open(dir string) (*Journal, error) {
 	return open(dir, osFileSecurity{})
 }
@@ -104,6 +105,9 @@ func Open(dir string) (*Journal, error) {
 func open(dir string, sec fileSecurity) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create journal directory %s: %w", dir, err)
+	}
+	if err := plainDir(dir); err != nil {
+		return nil, fmt.Errorf("journal directory: %w", err)
 	}
 	if err := protectDir(sec, dir); err != nil {
 		return nil, fmt.Errorf("protect the journal directory: %w", err)
