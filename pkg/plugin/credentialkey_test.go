@@ -22,9 +22,10 @@ import (
 func TestNewCredentialKeyLogged(t *testing.T) {
 	const msg = "Made a new credential key"
 	for _, tc := range []struct {
-		name  string
-		notes map[string]string
-		want  string // "" for no line
+		name    string
+		notes   map[string]string
+		entries []journal.Entry
+		want    string // "" for no line
 	}{
 		{name: "smb mapping", want: "keyedRecords=1", notes: map[string]string{
 			smb.MappingSecretNotePrefix + `\\srv\data`: "0f1e2d", smb.MappingNotePrefix + `\\srv\data`: "alice"}},
@@ -32,6 +33,14 @@ func TestNewCredentialKeyLogged(t *testing.T) {
 			iscsi.CredentialNotePrefix + "iqn.2026-01.io.example:a": backend.Credential{User: "node1", SecretMAC: "0a0b"}.Encode(),
 			iscsi.CredentialNotePrefix + "iqn.2026-01.io.example:b": backend.Credential{User: "node1", SecretMAC: "0c0d"}.Encode(),
 			iscsi.CredentialNotePrefix + "iqn.2026-01.io.example:c": backend.Credential{}.Encode()}},
+		{name: "volume entries", want: "keyedRecords=3", entries: []journal.Entry{
+			entryOf("smb-keyed", "smb", smb.Record{Share: `\\srv\data`, UNC: `\\srv\data\a`, User: "alice", SecretMAC: "0f1e"}),
+			entryOf("smb-keyed-2", "smb", smb.Record{Share: `\\srv\data`, UNC: `\\srv\data\c`, User: "alice", SecretMAC: "0f1e"}),
+			entryOf("smb-unkeyed", "smb", smb.Record{Share: `\\srv\data`, UNC: `\\srv\data\b`}),
+			entryOf("iscsi-keyed", "iscsi", iscsi.Record{IQN: "iqn.2026-01.io.example:a", CHAPUser: "node1", CHAPSecretMAC: "0a0b"}),
+			entryOf("iscsi-unkeyed", "iscsi", iscsi.Record{IQN: "iqn.2026-01.io.example:b"}),
+			// A disk volume's attributes are never read as either backend's.
+			{VolumeID: "disk-1", StagingPath: "/staging/disk-1", Backend: "disk", Attrs: map[string]string{"secretMAC": "0f1e", "chapSecretMAC": "0a0b"}}}},
 		{name: "no secret recorded", notes: map[string]string{
 			smb.MappingNotePrefix + `\\srv\data`: "alice", iscsi.CredentialNotePrefix + "iqn.2026-01.io.example:c": backend.Credential{}.Encode()}},
 		{name: "empty journal"},
@@ -46,6 +55,11 @@ func TestNewCredentialKeyLogged(t *testing.T) {
 				jr, err := journal.Open(dir)
 				if err != nil {
 					t.Fatal(err)
+				}
+				for _, e := range tc.entries {
+					if err := jr.Put(ctx, e); err != nil {
+						t.Fatal(err)
+					}
 				}
 				for k, v := range tc.notes {
 					if err := jr.PutNote(ctx, k, v); err != nil {
@@ -81,4 +95,10 @@ func TestNewCredentialKeyLogged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// entryOf is the staged journal entry of a volume of backend kind with rec.
+func entryOf(id, kind string, rec backend.Record) journal.Entry {
+	return journal.Entry{VolumeID: id, StagingPath: "/staging/" + id, Backend: kind,
+		ResourceKey: rec.Resource(), Attrs: rec.Attrs(), Staged: true}
 }
