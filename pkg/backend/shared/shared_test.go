@@ -331,6 +331,35 @@ func TestUnstageWaitsWhileDisconnecting(t *testing.T) {
 	u.Failed()
 }
 
+// TestUnstageDoesNotWaitForAConnect: only a disconnection holds an unstage
+// back; while a stage connects the resource, an unstage registers at once.
+func TestUnstageDoesNotWaitForAConnect(t *testing.T) {
+	s, _ := newSet(t)
+	inConnect, release := make(chan struct{}), make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stage(t, s, "a", yes, func(context.Context, *Transition[string]) error {
+			close(inConnect)
+			<-release
+			return nil
+		}).Staged()
+	}()
+	<-inConnect
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // an unstage that waited would fail with Canceled
+	_, u, err := s.Unstage(ctx, key, "b")
+	if err != nil {
+		t.Fatalf("unstage while a stage connects: %v, want it registered at once", err)
+	}
+	if !s.Registered(key, "b") {
+		t.Fatal("the unstage did not register")
+	}
+	u.Done()
+	close(release)
+	<-done
+}
+
 // TestOthers: who counts as another user in a transition.
 func TestOthers(t *testing.T) {
 	s, jr := newSet(t)
@@ -706,24 +735,31 @@ func TestSecondReleaseWaitsForTheFirst(t *testing.T) {
 // whose host call outlived it does: the older one's Failed or Done never
 // removes the newer one.
 func TestOlderRegistrationLeavesTheNewerOne(t *testing.T) {
-	for _, end := range []string{"Failed", "Done"} {
+	for _, end := range []string{"Failed", "Done", "Staged"} {
 		t.Run(end, func(t *testing.T) {
 			s, _ := newSet(t)
 			stage(t, s, "other", yes, (&counter{}).connect(nil)).Staged()
 			_, old := s.Stage(context.Background(), key, "v")
 			_, newer := s.Stage(context.Background(), key, "v")
-			if end == "Failed" {
-				old.Failed()
-			} else {
-				old.Done()
-			}
-			if !s.Registered(key, "v") {
-				t.Fatalf("the older registration's %s removed the newer one", end)
-			}
-			// The newer registration still defers a release to itself.
+			// A release is deferred to the newer registration...
 			var c counter
 			if st, err := s.Release(context.Background(), key, "other", false, c.disconnect(Absent)); err != nil || st != Ready || c.n.Load() != 0 {
 				t.Fatalf("release while the newer registration holds: %s, %v, %d disconnects; want kept", st, err, c.n.Load())
+			}
+			// ...and the older one's end touches neither the registration
+			// nor the deferred release.
+			switch end {
+			case "Failed":
+				if deferred, _ := old.Failed(); deferred {
+					t.Fatal("the older registration's Failed took the release deferred to the newer one")
+				}
+			case "Done":
+				old.Done()
+			case "Staged":
+				old.Staged()
+			}
+			if !s.Registered(key, "v") {
+				t.Fatalf("the older registration's %s removed the newer one", end)
 			}
 			if deferred, _ := newer.Failed(); !deferred {
 				t.Fatal("the newer registration lost the release deferred to it")
