@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubernetes-csi/csi-lib-utils/rpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -203,8 +204,8 @@ type Options struct {
 	OmitNodeID bool
 }
 
-// Start runs the binary on the simulated host and waits until its socket
-// answers. The process is killed at test cleanup if still running.
+// Start runs the binary on the simulated host and waits until it answers
+// Probe ready. The process is killed at test cleanup if still running.
 func Start(t testing.TB, bin string, o Options) *Plugin {
 	t.Helper()
 	p := &Plugin{
@@ -286,22 +287,46 @@ func Command(ctx context.Context, bin string, o Options) *exec.Cmd {
 	return cmd
 }
 
-// WaitReady waits until the socket accepts connections or the process exits.
+// WaitReady waits until the plugin answers Probe with ready, as a
+// sidecar's probe asks it, or the process exits. The socket accepts
+// connections a moment before that (its listener exists before Serve
+// marks the plugin ready), so a test that went on at the first connect
+// could find the plugin not ready yet. timeout is a liveness bound only.
 func (p *Plugin) WaitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := grpc.NewClient(p.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var last error
+	for {
 		select {
 		case <-p.done:
 			return fmt.Errorf("plugin exited: %w", p.waitErr)
 		default:
 		}
-		if c, err := net.DialTimeout("unix", p.Socket, 100*time.Millisecond); err == nil {
+		if c, err := net.DialTimeout("unix", p.Socket, 100*time.Millisecond); err != nil {
+			last = err // no socket yet: nothing to ask
+		} else {
 			_ = c.Close() // only the connect mattered
-			return nil
+			ready, err := rpc.Probe(ctx, conn)
+			switch {
+			case err != nil:
+				last = fmt.Errorf("probe: %w", err)
+			case !ready:
+				last = errors.New("probe: not ready")
+			default:
+				return nil
+			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("plugin on %s not ready after %s: %w", p.Socket, timeout, last)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	return fmt.Errorf("plugin socket %s not ready after %s", p.Socket, timeout)
 }
 
 // ShortDir returns a temporary directory with a short path, removed at
