@@ -166,9 +166,25 @@ type Plugin struct {
 	Kubelet  string
 	SimDir   string
 	HTTPAddr string // host:port of --http-endpoint when Options.HTTP is set
-	Log      *SyncBuffer
+	Log      *Log
 	done     chan struct{}
 	waitErr  error
+}
+
+// Log is a plugin's output (stdout and stderr), in a file the process
+// writes itself. A line the plugin logged before it answered an RPC is
+// there when the test has the answer: a pipe read by a goroutine of the
+// test process (a writer that is not an *os.File) would lag behind, and a
+// test reading it at once could miss the line.
+type Log struct{ path string }
+
+// String returns what the plugin has written so far.
+func (l *Log) String() string {
+	b, err := os.ReadFile(l.path)
+	if err != nil {
+		return fmt.Sprintf("(plugin log %s: %v)", l.path, err)
+	}
+	return string(b)
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writes and reads.
@@ -212,7 +228,7 @@ func Start(t testing.TB, bin string, o Options) *Plugin {
 		Socket:  filepath.Join(o.Dir, "csi.sock"),
 		Kubelet: filepath.Join(o.Dir, "kubelet"),
 		SimDir:  filepath.Join(o.Dir, "sim"),
-		Log:     &SyncBuffer{},
+		Log:     &Log{path: filepath.Join(t.TempDir(), "plugin.log")},
 		done:    make(chan struct{}),
 	}
 	if err := os.MkdirAll(p.Kubelet, 0o755); err != nil {
@@ -223,9 +239,15 @@ func Start(t testing.TB, bin string, o Options) *Plugin {
 		// no other test can take the port in between.
 		o.Args = append([]string{"--http-endpoint=127.0.0.1:0"}, o.Args...)
 	}
+	out, err := os.OpenFile(p.Log.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p.Cmd = Command(context.Background(), bin, o)
-	p.Cmd.Stdout, p.Cmd.Stderr = p.Log, p.Log
-	if err := p.Cmd.Start(); err != nil {
+	p.Cmd.Stdout, p.Cmd.Stderr = out, out
+	err = p.Cmd.Start()
+	_ = out.Close() // the process has its own descriptor; only reads follow
+	if err != nil {
 		t.Fatal(err)
 	}
 	go func() {
