@@ -81,13 +81,18 @@ func (k *KeyMutex) lock(ctx context.Context, key string) (unlock func(), waited 
 		e = &entry{ch: make(chan struct{}, 1)}
 		k.m[key] = e
 	}
+	// Held when asked for: decided here, under k.mu, where Waiting starts
+	// counting the caller. A holder that lets go between this and the
+	// send below still had the key after the caller asked, and may have
+	// changed what the caller read before.
+	waited = e.refs > 0
 	e.refs++
 	k.mu.Unlock()
 
 	select {
 	case e.ch <- struct{}{}:
 	default:
-		waited = true
+		waited = true // also when a caller that asked later got the key first
 		select {
 		case e.ch <- struct{}{}:
 		case <-ctx.Done():
@@ -106,7 +111,8 @@ func (k *KeyMutex) lock(ctx context.Context, key string) (unlock func(), waited 
 
 // Waiting returns how many callers wait for key, the holder not counted.
 // It is a snapshot, for diagnostics and for tests that must know a caller
-// is blocked before they release the key.
+// has asked for the key before they release it: a caller counted here
+// reports that it waited.
 func (k *KeyMutex) Waiting(key string) int {
 	k.mu.Lock()
 	defer k.mu.Unlock()

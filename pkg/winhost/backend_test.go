@@ -545,7 +545,7 @@ func TestBackendFindSafety(t *testing.T) {
 		r := newRig(t)
 		r.e.ExpectWin32("GetFileAttributes", []any{lStage}, scripted.Reply{Uint32: attrDir})
 		r.e.ExpectQuery(ns, wqlDisks, scripted.Reply{Block: true})
-		err := r.b.Stage(blockCtx(t), stageRequest(contract.DiskSelector{Serial: "dup"}))
+		err := r.b.Stage(r.e.BlockedContext(), stageRequest(contract.DiskSelector{Serial: "dup"}))
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
 		}

@@ -53,7 +53,7 @@ func TestDisksListErrors(t *testing.T) {
 	t.Run("hung provider", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectQuery(ns, wqlDisks, scripted.Reply{Block: true})
-		if _, err := disksOf(e).List(blockCtx(t)); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := disksOf(e).List(e.BlockedContext()); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
 		}
 	})
@@ -171,7 +171,7 @@ func TestDisksDeviceIDs(t *testing.T) {
 	t.Run("hung device", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectWin32("StorageDeviceIDDescriptor", []any{devicePath(4)}, scripted.Reply{Block: true})
-		if _, err := disksOf(e).DeviceIDs(blockCtx(t), d); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := disksOf(e).DeviceIDs(e.BlockedContext(), d); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
 		}
 	})
@@ -244,7 +244,7 @@ func TestDisksRescan(t *testing.T) {
 	t.Run("hung provider", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectCall(ns, m, scripted.Reply{Block: true})
-		if err := disksOf(e).Rescan(blockCtx(t)); !errors.Is(err, context.DeadlineExceeded) {
+		if err := disksOf(e).Rescan(e.BlockedContext()); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
 		}
 	})
@@ -589,7 +589,7 @@ func TestDisksCreatePartition(t *testing.T) {
 	t.Run("hung provider", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectCall(ns, createPartition(3, gptBasic), scripted.Reply{Block: true})
-		if _, err := disksOf(e).CreatePartition(blockCtx(t), gpt); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := disksOf(e).CreatePartition(e.BlockedContext(), gpt); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
 		}
 	})

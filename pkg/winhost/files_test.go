@@ -121,7 +121,7 @@ func TestFilesStat(t *testing.T) {
 	t.Run("hung file system", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectWin32("GetFileAttributes", []any{lTarget}, scripted.Reply{Block: true})
-		if _, err := filesOf(e).Stat(blockCtx(t), target); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := filesOf(e).Stat(e.BlockedContext(), target); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
 		}
 	})
@@ -196,7 +196,7 @@ func TestFilesMakeDir(t *testing.T) {
 	t.Run("hung", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectWin32("CreateDirectory", []any{`\\?\` + pod}, scripted.Reply{Block: true})
-		if err := filesOf(e).MakeDir(blockCtx(t), pod); !errors.Is(err, context.DeadlineExceeded) {
+		if err := filesOf(e).MakeDir(e.BlockedContext(), pod); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
 		}
 	})

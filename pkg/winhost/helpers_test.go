@@ -1,11 +1,8 @@
 package winhost_test
 
 import (
-	"context"
 	"fmt"
 	"strconv"
-	"testing"
-	"time"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/winhost"
@@ -256,14 +253,6 @@ func ok() scripted.Reply { return scripted.Reply{} }
 // the executor reports when ExecMethod returns none).
 func rv(code uint32) scripted.Reply {
 	return scripted.Reply{Result: winhost.Result{ReturnValue: code}}
-}
-
-// blockCtx returns a context that ends soon, for replies that block like
-// a hung provider; no test measures the time.
-func blockCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func disksOf(e *scripted.Executor) *winhost.Disks     { return winhost.NewDisks(e) }

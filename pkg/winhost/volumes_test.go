@@ -128,7 +128,7 @@ func TestVolumesGet(t *testing.T) {
 	t.Run("hung provider", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectQuery(ns, wqlVolume(guidB), scripted.Reply{Block: true})
-		if _, err := volumesOf(e).Get(blockCtx(t), guidB); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := volumesOf(e).Get(e.BlockedContext(), guidB); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
 		}
 	})
@@ -209,7 +209,7 @@ func TestVolumesFormat(t *testing.T) {
 	t.Run("hung format", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectCall(ns, format(guidA, formatParams("NTFS", "", 0)...), scripted.Reply{Block: true})
-		if _, err := volumesOf(e).Format(blockCtx(t), blank, host.FormatOptions{FileSystem: "NTFS"}); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := volumesOf(e).Format(e.BlockedContext(), blank, host.FormatOptions{FileSystem: "NTFS"}); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
 		}
 	})
@@ -328,7 +328,7 @@ func TestVolumesUnmountFlushDiskNumberFreeSpace(t *testing.T) {
 	t.Run("free space, hung", func(t *testing.T) {
 		e := scripted.New(t)
 		e.ExpectWin32("GetDiskFreeSpaceEx", []any{`C:\x\`}, scripted.Reply{Block: true})
-		if _, err := volumesOf(e).FreeSpace(blockCtx(t), `C:\x`); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := volumesOf(e).FreeSpace(e.BlockedContext(), `C:\x`); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
 		}
 	})

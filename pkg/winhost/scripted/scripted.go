@@ -64,7 +64,8 @@ type Reply struct {
 	Count     uint32             // ReportIScsiPersistentLogins (with Bytes)
 	Err       error
 	// Block, when set, makes the call wait until ctx ends (a hung
-	// provider); it then returns ctx.Err().
+	// provider); it then returns ctx.Err(). A context from
+	// Executor.BlockedContext ends then.
 	Block bool
 }
 
@@ -78,11 +79,13 @@ type expectation struct {
 type Executor struct {
 	t TB
 
-	mu     sync.Mutex
-	script []expectation
-	next   int
-	log    []Call
-	serve  func(Call) (Reply, bool)
+	mu      sync.Mutex
+	script  []expectation
+	next    int
+	log     []Call
+	blocked chan struct{} // closed when a call with a Block reply waits
+	didWait bool          // blocked is closed
+	serve   func(Call) (Reply, bool)
 }
 
 var _ winhost.Executor = (*Executor)(nil)
@@ -152,6 +155,42 @@ func (e *Executor) Serve(serve func(Call) (Reply, bool)) *Executor {
 	defer e.mu.Unlock()
 	e.serve = serve
 	return e
+}
+
+// BlockedContext returns a context that ends with DeadlineExceeded once a
+// call with a Block reply waits: the caller of a hung provider meets its
+// deadline in the hung call, however long the steps before it take on a
+// loaded machine. (A deadline set by the clock could pass before the call
+// is reached, which then ends early and leaves the script unconsumed.)
+func (e *Executor) BlockedContext() context.Context {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return blockedContext{Context: context.Background(), done: e.blockedLocked()}
+}
+
+func (e *Executor) blockedLocked() chan struct{} {
+	if e.blocked == nil {
+		e.blocked = make(chan struct{})
+	}
+	return e.blocked
+}
+
+// blockedContext is the context BlockedContext returns: done is closed
+// when the deadline passes.
+type blockedContext struct {
+	context.Context
+	done <-chan struct{}
+}
+
+func (c blockedContext) Done() <-chan struct{} { return c.done }
+
+func (c blockedContext) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
 
 // Calls returns every call made so far.
@@ -225,6 +264,12 @@ func (e *Executor) take(ctx context.Context, got Call) Reply {
 	}
 	record(got, x.reply)
 	if x.reply.Block {
+		e.mu.Lock()
+		if !e.didWait {
+			e.didWait = true
+			close(e.blockedLocked())
+		}
+		e.mu.Unlock()
 		<-ctx.Done()
 		return Reply{Err: ctx.Err()}
 	}

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubernetes-csi/csi-lib-utils/rpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -165,9 +166,25 @@ type Plugin struct {
 	Kubelet  string
 	SimDir   string
 	HTTPAddr string // host:port of --http-endpoint when Options.HTTP is set
-	Log      *SyncBuffer
+	Log      *Log
 	done     chan struct{}
 	waitErr  error
+}
+
+// Log is a plugin's output (stdout and stderr), in a file the process
+// writes itself. A line the plugin logged before it answered an RPC is
+// there when the test has the answer: a pipe read by a goroutine of the
+// test process (a writer that is not an *os.File) would lag behind, and a
+// test reading it at once could miss the line.
+type Log struct{ path string }
+
+// String returns what the plugin has written so far.
+func (l *Log) String() string {
+	b, err := os.ReadFile(l.path)
+	if err != nil {
+		return fmt.Sprintf("(plugin log %s: %v)", l.path, err)
+	}
+	return string(b)
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writes and reads.
@@ -203,15 +220,15 @@ type Options struct {
 	OmitNodeID bool
 }
 
-// Start runs the binary on the simulated host and waits until its socket
-// answers. The process is killed at test cleanup if still running.
+// Start runs the binary on the simulated host and waits until it answers
+// Probe ready. The process is killed at test cleanup if still running.
 func Start(t testing.TB, bin string, o Options) *Plugin {
 	t.Helper()
 	p := &Plugin{
 		Socket:  filepath.Join(o.Dir, "csi.sock"),
 		Kubelet: filepath.Join(o.Dir, "kubelet"),
 		SimDir:  filepath.Join(o.Dir, "sim"),
-		Log:     &SyncBuffer{},
+		Log:     &Log{path: filepath.Join(t.TempDir(), "plugin.log")},
 		done:    make(chan struct{}),
 	}
 	if err := os.MkdirAll(p.Kubelet, 0o755); err != nil {
@@ -222,9 +239,15 @@ func Start(t testing.TB, bin string, o Options) *Plugin {
 		// no other test can take the port in between.
 		o.Args = append([]string{"--http-endpoint=127.0.0.1:0"}, o.Args...)
 	}
+	out, err := os.OpenFile(p.Log.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p.Cmd = Command(context.Background(), bin, o)
-	p.Cmd.Stdout, p.Cmd.Stderr = p.Log, p.Log
-	if err := p.Cmd.Start(); err != nil {
+	p.Cmd.Stdout, p.Cmd.Stderr = out, out
+	err = p.Cmd.Start()
+	_ = out.Close() // the process has its own descriptor; only reads follow
+	if err != nil {
 		t.Fatal(err)
 	}
 	go func() {
@@ -286,22 +309,46 @@ func Command(ctx context.Context, bin string, o Options) *exec.Cmd {
 	return cmd
 }
 
-// WaitReady waits until the socket accepts connections or the process exits.
+// WaitReady waits until the plugin answers Probe with ready, as a
+// sidecar's probe asks it, or the process exits. The socket accepts
+// connections a moment before that (its listener exists before Serve
+// marks the plugin ready), so a test that went on at the first connect
+// could find the plugin not ready yet. timeout is a liveness bound only.
 func (p *Plugin) WaitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := grpc.NewClient(p.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var last error
+	for {
 		select {
 		case <-p.done:
 			return fmt.Errorf("plugin exited: %w", p.waitErr)
 		default:
 		}
-		if c, err := net.DialTimeout("unix", p.Socket, 100*time.Millisecond); err == nil {
+		if c, err := net.DialTimeout("unix", p.Socket, 100*time.Millisecond); err != nil {
+			last = err // no socket yet: nothing to ask
+		} else {
 			_ = c.Close() // only the connect mattered
-			return nil
+			ready, err := rpc.Probe(ctx, conn)
+			switch {
+			case err != nil:
+				last = fmt.Errorf("probe: %w", err)
+			case !ready:
+				last = errors.New("probe: not ready")
+			default:
+				return nil
+			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("plugin on %s not ready after %s: %w", p.Socket, timeout, last)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	return fmt.Errorf("plugin socket %s not ready after %s", p.Socket, timeout)
 }
 
 // ShortDir returns a temporary directory with a short path, removed at
