@@ -175,6 +175,45 @@ func TestValidationBeforeHostCalls(t *testing.T) {
 	}
 }
 
+// TestPublishRequestCodes checks NodePublishVolume's answers to a request
+// missing a field, before any host call: a required field is
+// InvalidArgument (CSI spec, Error Scheme), a missing staging_target_path
+// of a plugin with STAGE_UNSTAGE_VOLUME is FailedPrecondition (CSI spec,
+// NodePublishVolume Errors, "Staging target path not set").
+func TestPublishRequestCodes(t *testing.T) {
+	e := newEnv(t)
+	staging := e.stagingDir("vol-q")
+	target := e.targetPath("p1", "pv-q")
+	blockCap := &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+	tests := []struct {
+		name string
+		req  *csi.NodePublishVolumeRequest
+		want codes.Code
+	}{
+		{"no volume id", &csi.NodePublishVolumeRequest{StagingTargetPath: staging, TargetPath: target, VolumeCapability: snw}, codes.InvalidArgument},
+		{"no target path", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, VolumeCapability: snw}, codes.InvalidArgument},
+		{"no capability", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, TargetPath: target}, codes.InvalidArgument},
+		// csi-sanity sends no staging path with no capability and wants InvalidArgument.
+		{"no capability, no staging path", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", TargetPath: target}, codes.InvalidArgument},
+		{"block", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, TargetPath: target, VolumeCapability: blockCap}, codes.InvalidArgument},
+		{"no staging path", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", TargetPath: target, VolumeCapability: snw}, codes.FailedPrecondition},
+		{"no staging path, read-only", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", TargetPath: target, VolumeCapability: snw, Readonly: true}, codes.FailedPrecondition},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mark := e.sim.Mark()
+			_, err := e.srv.NodePublishVolume(context.Background(), tt.req)
+			wantCode(t, tt.name, err, tt.want)
+			if ops := e.sim.OpsSince(mark); len(ops) != 0 {
+				t.Fatalf("host calls before validation failed: %v", ops)
+			}
+		})
+	}
+}
+
 func TestStatsExpandHealth(t *testing.T) {
 	e := newEnvAs(t, true)
 	e.attach("vol-s")

@@ -26,14 +26,18 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if err != nil {
 		return nil, err
 	}
-	if req.GetStagingTargetPath() == "" {
-		return nil, invalid("staging_target_path is required: this plugin stages volumes (STAGE_UNSTAGE_VOLUME)")
-	}
-	staging, err := s.resolveStagingForPublish(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
+	mode, err := validateCapability(req.GetVolumeCapability())
 	if err != nil {
 		return nil, err
 	}
-	mode, err := validateCapability(req.GetVolumeCapability())
+	if req.GetStagingTargetPath() == "" {
+		// CSI spec, NodePublishVolume Errors: "Staging target path not
+		// set" is FAILED_PRECONDITION when STAGE_UNSTAGE_VOLUME is set.
+		// Checked after the required fields, which are InvalidArgument.
+		return nil, status.Error(codes.FailedPrecondition,
+			"staging_target_path is not set: this plugin stages volumes (STAGE_UNSTAGE_VOLUME), so NodeStageVolume must succeed first and its path be passed")
+	}
+	staging, err := s.resolveStagingForPublish(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
