@@ -7,6 +7,7 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -623,4 +624,82 @@ func TestStageCrashBetweenPartitionAndFormatConverges(t *testing.T) {
 	if n := e.sim.Count(sim.OpVolumesFormat); n != 1 {
 		t.Fatalf("format calls after the restart = %d, want 1", n)
 	}
+}
+
+// TestRepeatedPublishCodes checks the answers to a second NodePublishVolume
+// of a volume (CSI spec v1.13.0, NodePublishVolume): at the same target
+// with other arguments ALREADY_EXISTS, at another target with another
+// volume_capability FAILED_PRECONDITION, and a use the staged volume cannot
+// serve refused as the stage would refuse it.
+func TestRepeatedPublishCodes(t *testing.T) {
+	const (
+		snwMode  = csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
+		snmwMode = csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER
+		snswMode = csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+		mnmwMode = csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+		mnroMode = csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
+	)
+	withFlags := mountCap(snwMode, "")
+	withFlags.GetMount().MountFlags = []string{"noatime"}
+	e := newEnv(t)
+	staging := e.stagingDir("vol-r")
+	mustOK(t, "stage", e.stage("vol-r", staging, nil))
+	t1 := e.targetPath("p1", "pv-r")
+	mustOK(t, "publish", e.publish("vol-r", staging, t1, false))
+	publish := func(target string, c *csi.VolumeCapability, ro bool) error {
+		_, err := e.srv.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+			VolumeId: "vol-r", StagingTargetPath: staging, TargetPath: target, VolumeCapability: c, Readonly: ro,
+		})
+		return err
+	}
+	tests := []struct {
+		name    string
+		another bool // at another target than t1
+		cap     *csi.VolumeCapability
+		ro      bool
+		want    codes.Code
+	}{
+		{"same target, same arguments", false, snw, false, codes.OK},
+		{"same target, read-only", false, snw, true, codes.AlreadyExists},
+		{"same target, other access mode", false, mountCap(snmwMode, ""), false, codes.AlreadyExists},
+		{"same target, other fsType", false, mountCap(snwMode, "refs"), false, codes.AlreadyExists},
+		{"same target, mount flags", false, withFlags, false, codes.AlreadyExists},
+		{"another target, same arguments", true, snw, false, codes.OK},
+		{"another target, read-only", true, snw, true, codes.OK},
+		{"another target, other access mode", true, mountCap(snmwMode, ""), false, codes.FailedPrecondition},
+		{"another target, other fsType", true, mountCap(snwMode, "refs"), false, codes.FailedPrecondition},
+		{"another target, mount flags", true, withFlags, false, codes.FailedPrecondition},
+		{"another target, SINGLE_NODE_SINGLE_WRITER", true, mountCap(snswMode, ""), false, codes.FailedPrecondition},
+		{"another target, multi-node writer on a disk", true, mountCap(mnmwMode, ""), false, codes.InvalidArgument},
+		{"another target, reader-only", true, mountCap(mnroMode, ""), true, codes.FailedPrecondition},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := t1
+			if tt.another {
+				target = e.targetPath(fmt.Sprintf("q%d", i), "pv-r")
+			}
+			wantCode(t, tt.name, publish(target, tt.cap, tt.ro), tt.want)
+			if tt.another && tt.want == codes.OK {
+				mustOK(t, "unpublish", e.unpublish("vol-r", target))
+			}
+		})
+	}
+
+	// A volume staged with a reader-only mode is staged read-only: a
+	// writable publish is more than it can serve.
+	n, err := e.sim.AttachDisk(sim.DiskSpec{Serial: "ro-p", Adapter: 1, LUN: 3, FileSystem: "NTFS", Offline: true})
+	mustOK(t, fmt.Sprint("attach ", n), err)
+	roStaging := e.stagingDir("ro-p")
+	_, err = e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
+		VolumeId: "ro-p", StagingTargetPath: roStaging, VolumeCapability: mountCap(mnroMode, "")})
+	mustOK(t, "stage read-only", err)
+	roPublish := func(c *csi.VolumeCapability, ro bool) error {
+		_, err := e.srv.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+			VolumeId: "ro-p", StagingTargetPath: roStaging, TargetPath: e.targetPath("ro", "pv-ro"), VolumeCapability: c, Readonly: ro,
+		})
+		return err
+	}
+	wantCode(t, "writable publish of a read-only stage", roPublish(snw, false), codes.FailedPrecondition)
+	mustOK(t, "reader-only publish of a read-only stage", roPublish(mountCap(mnroMode, ""), false))
 }
