@@ -4,9 +4,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -235,6 +237,11 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 			errs = append(errs, errors.New("--node-id is empty and the host name is unknown"))
 		}
 	}
+	if o.NodeID != "" {
+		if err := ValidateNodeID(o.NodeID); err != nil {
+			errs = append(errs, fmt.Errorf("--node-id: %w", err))
+		}
+	}
 	if o.MaxVolumesPerNode < 0 {
 		errs = append(errs, fmt.Errorf("--max-volumes-per-node=%d: must not be negative", o.MaxVolumesPerNode))
 	}
@@ -242,6 +249,9 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 		if err := ValidateTopology(k, v); err != nil {
 			errs = append(errs, fmt.Errorf("--topology %s=%s: %w", k, v, err))
 		}
+	}
+	if err := ValidateTopologyKeys(o.Topology); err != nil {
+		errs = append(errs, fmt.Errorf("--topology: %w", err))
 	}
 	if o.KubeletDir == "" {
 		errs = append(errs, errors.New("--kubelet-dir must not be empty"))
@@ -412,6 +422,32 @@ var (
 	labelName   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`)
 	labelPrefix = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 )
+
+// MaxNodeIDLength is the most bytes NodeGetInfo's node_id may hold (CSI
+// spec v1.13.0, NodeGetInfoResponse.node_id: "SHALL NOT exceed 256 bytes").
+const MaxNodeIDLength = 256
+
+// ValidateNodeID checks the node ID NodeGetInfo reports.
+func ValidateNodeID(id string) error {
+	if len(id) > MaxNodeIDLength {
+		return fmt.Errorf("%q is %d bytes long; CSI allows at most %d", id, len(id), MaxNodeIDLength)
+	}
+	return nil
+}
+
+// ValidateTopologyKeys checks that no two topology keys differ only in case
+// (CSI spec v1.13.0, Topology: "Keys MUST be case-insensitive. Meaning the
+// keys "Zone" and "zone" MUST not both exist").
+func ValidateTopologyKeys(segments map[string]string) error {
+	seen := make(map[string]string, len(segments))
+	for _, k := range slices.Sorted(maps.Keys(segments)) {
+		if prev, dup := seen[strings.ToLower(k)]; dup {
+			return fmt.Errorf("keys %q and %q differ only in case; CSI topology keys are case-insensitive", prev, k)
+		}
+		seen[strings.ToLower(k)] = k
+	}
+	return nil
+}
 
 // ValidateTopology checks a topology segment against Kubernetes label rules,
 // because the CO turns segments into node labels.

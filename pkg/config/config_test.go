@@ -28,6 +28,8 @@ func TestFinish(t *testing.T) {
 		endpoint string
 		stateDir string
 		volIDDsk string
+		// wantNodeID is the node ID Finish settles on; "" means the host name.
+		wantNodeID string
 	}{
 		{name: "sim minimal", goos: "linux", args: []string{"--driver-name=disk.csi.example.com", "--host=sim", "--sim-dir=/tmp/s"},
 			endpoint: "unix:///var/lib/kubelet/plugins/disk.csi.example.com/csi.sock", stateDir: "/tmp/s/journal"},
@@ -44,6 +46,11 @@ func TestFinish(t *testing.T) {
 		{name: "bad topology", goos: "windows", args: []string{"--driver-name=a.b", "--topology=zone=eu west"}, wantErr: "--topology"},
 		{name: "good topology", goos: "windows", args: []string{"--driver-name=a.b", "--topology=topology.kubernetes.io/zone=eu-west-1a"},
 			endpoint: `unix://C:\var\lib\kubelet\plugins\a.b\csi.sock`, stateDir: `C:\var\lib\kubelet\plugins\a.b\state`},
+		{name: "node id of 256 bytes", goos: "linux", args: []string{"--driver-name=a.b", "--host=sim", "--sim-dir=/s", "--node-id=" + strings.Repeat("n", 256)},
+			wantNodeID: strings.Repeat("n", 256), endpoint: "unix:///var/lib/kubelet/plugins/a.b/csi.sock", stateDir: "/s/journal"},
+		{name: "node id over 256 bytes", goos: "windows", args: []string{"--driver-name=a.b", "--node-id=" + strings.Repeat("n", 257)}, wantErr: "--node-id"},
+		{name: "topology keys differing in case", goos: "windows", args: []string{"--driver-name=a.b", "--topology=Zone=z1", "--topology=zone=z1"},
+			wantErr: `"Zone" and "zone" differ only in case`},
 		{name: "negative max volumes", goos: "windows", args: []string{"--driver-name=a.b", "--max-volumes-per-node=-1"}, wantErr: "--max-volumes-per-node"},
 		{name: "bad default backend", goos: "windows", args: []string{"--driver-name=a.b", "--default-backend=nfs"}, wantErr: "--default-backend"},
 		{name: "sim flag without sim", goos: "windows", args: []string{"--driver-name=a.b", "--sim-dir=x"}, wantErr: "--sim-dir only applies"},
@@ -88,8 +95,12 @@ func TestFinish(t *testing.T) {
 			if o.VolumeIDDisk != tt.volIDDsk {
 				t.Errorf("VolumeIDDisk = %q, want %q", o.VolumeIDDisk, tt.volIDDsk)
 			}
-			if o.NodeID != "node-a" {
-				t.Errorf("NodeID = %q, want the host name", o.NodeID)
+			wantNodeID := tt.wantNodeID
+			if wantNodeID == "" {
+				wantNodeID = "node-a"
+			}
+			if o.NodeID != wantNodeID {
+				t.Errorf("NodeID = %q, want %q", o.NodeID, wantNodeID)
 			}
 		})
 	}
