@@ -686,6 +686,17 @@ func TestRepeatedPublishCodes(t *testing.T) {
 		})
 	}
 
+	// With two publications, a repeat at one of them with another
+	// capability is ALREADY_EXISTS (its own target's rule), never the
+	// other target's FAILED_PRECONDITION. The node keeps publications in
+	// a map: repeat, so that either order of visiting them is met.
+	t2 := e.targetPath("p2", "pv-r")
+	mustOK(t, "publish at a second target", publish(t2, snw, false))
+	for range 20 {
+		wantCode(t, "second target again, other access mode", publish(t2, mountCap(snmwMode, ""), false), codes.AlreadyExists)
+	}
+	mustOK(t, "unpublish the second target", e.unpublish("vol-r", t2))
+
 	// A volume staged with a reader-only mode is staged read-only: a
 	// writable publish is more than it can serve.
 	n, err := e.sim.AttachDisk(sim.DiskSpec{Serial: "ro-p", Adapter: 1, LUN: 3, FileSystem: "NTFS", Offline: true})

@@ -138,14 +138,16 @@ func stageServes(e journal.Entry, pub publication) error {
 func (s *Server) checkPublication(volumeID, target string, pub publication) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The publication at the target itself first: when it differs, the
+	// answer is ALREADY_EXISTS whatever the others are.
+	for t, p := range s.published[volumeID] {
+		if samePath(t, target) && (p.readOnly != pub.readOnly || !p.sameCapability(pub)) {
+			return status.Errorf(codes.AlreadyExists, "volume %q is already published at %s with readonly=%t and %s",
+				volumeID, target, p.readOnly, p.describe())
+		}
+	}
 	for t, p := range s.published[volumeID] {
 		if samePath(t, target) {
-			// Published at the target but incompatible with the
-			// capability or read-only flag → ALREADY_EXISTS.
-			if p.readOnly != pub.readOnly || !p.sameCapability(pub) {
-				return status.Errorf(codes.AlreadyExists, "volume %q is already published at %s with readonly=%t and %s",
-					volumeID, target, p.readOnly, p.describe())
-			}
 			continue
 		}
 		if singleWriter(pub.mode) || singleWriter(p.mode) {
