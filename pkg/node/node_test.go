@@ -241,6 +241,10 @@ func TestStatsExpandHealth(t *testing.T) {
 		{"no id", &csi.NodeGetVolumeStatsRequest{VolumePath: target}, codes.InvalidArgument},
 		{"no path", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s"}, codes.InvalidArgument},
 		{"traversal", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: e.kubelet + "/pods/../x"}, codes.InvalidArgument},
+		{"its staging path", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: target, StagingTargetPath: staging}, codes.OK},
+		{"other staging path", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: target, StagingTargetPath: e.stagingDir("vol-x")}, codes.NotFound},
+		{"staging path outside", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: target, StagingTargetPath: "/elsewhere"}, codes.NotFound},
+		{"staging path traversal", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: target, StagingTargetPath: e.kubelet + "/pods/../x"}, codes.InvalidArgument},
 	} {
 		_, err := e.srv.NodeGetVolumeStats(ctx, tt.req)
 		wantCode(t, "stats "+tt.name, err, tt.want)
