@@ -152,8 +152,6 @@ func TestValidationBeforeHostCalls(t *testing.T) {
 		{"block", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: blockCap}},
 		{"ext4", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging,
 			VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "ext4")}},
-		{"multi-node writer disk", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging,
-			VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, "")}},
 		{"bad lun", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: snw,
 			VolumeContext: map[string]string{"diskLUN": "x"}}},
 		{"relative path", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: "rel/path", VolumeCapability: snw}},
@@ -210,6 +208,35 @@ func TestPublishRequestCodes(t *testing.T) {
 			wantCode(t, tt.name, err, tt.want)
 			if ops := e.sim.OpsSince(mark); len(ops) != 0 {
 				t.Fatalf("host calls before validation failed: %v", ops)
+			}
+		})
+	}
+}
+
+// TestStageExceedsCapabilities checks that an access mode the plugin
+// supports but the volume's kind cannot serve is FAILED_PRECONDITION,
+// "Exceeds capabilities" (CSI spec v1.13.0, NodeStageVolume Errors),
+// before any host call.
+func TestStageExceedsCapabilities(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name string
+		mode csi.VolumeCapability_AccessMode_Mode
+		vctx map[string]string
+	}{
+		{"disk, MULTI_NODE_MULTI_WRITER", csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, nil},
+		{"disk, MULTI_NODE_SINGLE_WRITER", csi.VolumeCapability_AccessMode_MULTI_NODE_SINGLE_WRITER, nil},
+		{"iscsi, MULTI_NODE_MULTI_WRITER", csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER,
+			map[string]string{"backend": "iscsi", "targetPortal": "10.0.0.1:3260", "iqn": "iqn.2026-01.io.example:t", "lun": "0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mark := e.sim.Mark()
+			_, err := e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: e.stagingDir("v"),
+				VolumeCapability: mountCap(tt.mode, ""), VolumeContext: tt.vctx})
+			wantCode(t, tt.name, err, codes.FailedPrecondition)
+			if ops := e.sim.OpsSince(mark); len(ops) != 0 {
+				t.Fatalf("host calls before the capability was refused: %v", ops)
 			}
 		})
 	}
@@ -674,7 +701,7 @@ func TestRepeatedPublishCodes(t *testing.T) {
 		{"another target, other fsType", true, mountCap(snwMode, "refs"), false, codes.FailedPrecondition},
 		{"another target, mount flags", true, withFlags, false, codes.FailedPrecondition},
 		{"another target, SINGLE_NODE_SINGLE_WRITER", true, mountCap(snswMode, ""), false, codes.FailedPrecondition},
-		{"another target, multi-node writer on a disk", true, mountCap(mnmwMode, ""), false, codes.InvalidArgument},
+		{"another target, multi-node writer on a disk", true, mountCap(mnmwMode, ""), false, codes.FailedPrecondition},
 		{"another target, reader-only", true, mountCap(mnroMode, ""), true, codes.FailedPrecondition},
 	}
 	for i, tt := range tests {

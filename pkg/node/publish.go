@@ -115,15 +115,14 @@ func (s *Server) checkStaged(ctx context.Context, volumeID, staging string, pub 
 // stageServes fails unless the volume staged as e can be used as pub
 // describes (CSI spec v1.13.0, NodePublishVolumeRequest.volume_capability:
 // "SP MUST ensure the CO can use the published volume as described"): a
-// multi-node writer mode on a disk or iSCSI volume is refused as the stage
-// refuses it, and a writable publish of a volume staged with a reader-only
-// mode (staged read-only) is FailedPrecondition, "Exceeds capabilities".
-// An entry that records no access mode (written before it was recorded)
-// is not checked.
+// mode its kind cannot serve is refused as the stage refuses it, and a
+// writable publish of a volume staged with a reader-only mode (staged
+// read-only) is FailedPrecondition, "Exceeds capabilities". An entry that
+// records no access mode (written before it was recorded) is not checked
+// for the latter.
 func stageServes(e journal.Entry, pub publication) error {
-	if e.Backend != string(contract.KindSMB) && multiNodeWriter(pub.mode) {
-		return invalid("volume_capability: access mode %s is not supported for %s volumes: NTFS and ReFS are not cluster file systems",
-			modeName(pub.mode), e.Backend)
+	if err := kindServes(contract.Kind(e.Backend), pub.mode); err != nil {
+		return err
 	}
 	staged, known := csi.VolumeCapability_AccessMode_Mode_value[e.AccessMode]
 	if known && readerOnly(csi.VolumeCapability_AccessMode_Mode(staged)) && !readerOnly(pub.mode) && !pub.readOnly {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -81,6 +82,21 @@ func validateCapability(c *csi.VolumeCapability) (csi.VolumeCapability_AccessMod
 		return 0, invalid("volume_capability: access_mode %v is not supported", mode)
 	}
 	return mode, nil
+}
+
+// kindServes fails unless volumes of kind can be used with mode: disk and
+// iSCSI volumes hold NTFS or ReFS, which several nodes cannot write. The
+// plugin supports the mode (for SMB volumes), the volume does not: "Exceeds
+// capabilities", FAILED_PRECONDITION (CSI spec v1.13.0, NodeStageVolume
+// and NodePublishVolume Errors), where a field no volume of this plugin
+// takes (a block access type) is InvalidArgument.
+func kindServes(kind contract.Kind, mode csi.VolumeCapability_AccessMode_Mode) error {
+	if kind != contract.KindSMB && multiNodeWriter(mode) {
+		return status.Errorf(codes.FailedPrecondition,
+			"volume_capability: access mode %s is not supported for %s volumes: NTFS and ReFS are not cluster file systems",
+			modeName(mode), kind)
+	}
+	return nil
 }
 
 // singleWriter reports whether the mode allows only one publication per node.
