@@ -130,10 +130,6 @@ func TestPublishRules(t *testing.T) {
 func TestValidationBeforeHostCalls(t *testing.T) {
 	e := newEnv(t)
 	staging := e.stagingDir("vol-v")
-	blockCap := &csi.VolumeCapability{
-		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
-		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-	}
 	outside := t.TempDir()
 	escape := e.path("pods", "evil")
 	if err := os.MkdirAll(filepath.Dir(escape), 0o750); err != nil {
@@ -149,7 +145,7 @@ func TestValidationBeforeHostCalls(t *testing.T) {
 		{"no volume id", &csi.NodeStageVolumeRequest{StagingTargetPath: staging, VolumeCapability: snw}},
 		{"no staging path", &csi.NodeStageVolumeRequest{VolumeId: "v", VolumeCapability: snw}},
 		{"no capability", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging}},
-		{"block", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: blockCap}},
+		{"block", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: blockSNW}},
 		{"ext4", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging,
 			VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "ext4")}},
 		{"bad lun", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: snw,
@@ -164,12 +160,10 @@ func TestValidationBeforeHostCalls(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mark := e.sim.Mark()
-			_, err := e.srv.NodeStageVolume(context.Background(), tt.req)
-			wantCode(t, tt.name, err, codes.InvalidArgument)
-			if ops := e.sim.OpsSince(mark); len(ops) != 0 {
-				t.Fatalf("host calls before validation failed: %v", ops)
-			}
+			e.wantBeforeHost(t, tt.name, codes.InvalidArgument, func() error {
+				_, err := e.srv.NodeStageVolume(context.Background(), tt.req)
+				return err
+			})
 		})
 	}
 }
@@ -183,10 +177,6 @@ func TestPublishRequestCodes(t *testing.T) {
 	e := newEnv(t)
 	staging := e.stagingDir("vol-q")
 	target := e.targetPath("p1", "pv-q")
-	blockCap := &csi.VolumeCapability{
-		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
-		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-	}
 	tests := []struct {
 		name string
 		req  *csi.NodePublishVolumeRequest
@@ -197,18 +187,16 @@ func TestPublishRequestCodes(t *testing.T) {
 		{"no capability", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, TargetPath: target}, codes.InvalidArgument},
 		// csi-sanity sends no staging path with no capability and wants InvalidArgument.
 		{"no capability, no staging path", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", TargetPath: target}, codes.InvalidArgument},
-		{"block", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, TargetPath: target, VolumeCapability: blockCap}, codes.InvalidArgument},
+		{"block", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, TargetPath: target, VolumeCapability: blockSNW}, codes.InvalidArgument},
 		{"no staging path", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", TargetPath: target, VolumeCapability: snw}, codes.FailedPrecondition},
 		{"no staging path, read-only", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", TargetPath: target, VolumeCapability: snw, Readonly: true}, codes.FailedPrecondition},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mark := e.sim.Mark()
-			_, err := e.srv.NodePublishVolume(context.Background(), tt.req)
-			wantCode(t, tt.name, err, tt.want)
-			if ops := e.sim.OpsSince(mark); len(ops) != 0 {
-				t.Fatalf("host calls before validation failed: %v", ops)
-			}
+			e.wantBeforeHost(t, tt.name, tt.want, func() error {
+				_, err := e.srv.NodePublishVolume(context.Background(), tt.req)
+				return err
+			})
 		})
 	}
 }
@@ -231,13 +219,11 @@ func TestStageExceedsCapabilities(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mark := e.sim.Mark()
-			_, err := e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: e.stagingDir("v"),
-				VolumeCapability: mountCap(tt.mode, ""), VolumeContext: tt.vctx})
-			wantCode(t, tt.name, err, codes.FailedPrecondition)
-			if ops := e.sim.OpsSince(mark); len(ops) != 0 {
-				t.Fatalf("host calls before the capability was refused: %v", ops)
-			}
+			e.wantBeforeHost(t, tt.name, codes.FailedPrecondition, func() error {
+				_, err := e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: e.stagingDir("v"),
+					VolumeCapability: mountCap(tt.mode, ""), VolumeContext: tt.vctx})
+				return err
+			})
 		})
 	}
 }
