@@ -722,12 +722,32 @@ func TestRepeatedPublishCodes(t *testing.T) {
 	_, err = e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
 		VolumeId: "ro-p", StagingTargetPath: roStaging, VolumeCapability: mountCap(mnroMode, "")})
 	mustOK(t, "stage read-only", err)
-	roPublish := func(c *csi.VolumeCapability, ro bool) error {
+	roPublish := func(pod string, c *csi.VolumeCapability, ro bool) error {
 		_, err := e.srv.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
-			VolumeId: "ro-p", StagingTargetPath: roStaging, TargetPath: e.targetPath("ro", "pv-ro"), VolumeCapability: c, Readonly: ro,
+			VolumeId: "ro-p", StagingTargetPath: roStaging, TargetPath: e.targetPath(pod, "pv-ro"), VolumeCapability: c, Readonly: ro,
 		})
 		return err
 	}
-	wantCode(t, "writable publish of a read-only stage", roPublish(snw, false), codes.FailedPrecondition)
-	mustOK(t, "reader-only publish of a read-only stage", roPublish(mountCap(mnroMode, ""), false))
+	wantCode(t, "writable publish of a read-only stage", roPublish("ro", snw, false), codes.FailedPrecondition)
+	mustOK(t, "reader-only publish of a read-only stage", roPublish("ro", mountCap(mnroMode, ""), false))
+	mustOK(t, "MULTI_NODE_READER_ONLY at a second target", roPublish("ro2", mountCap(mnroMode, ""), false))
+
+	// SINGLE_NODE_READER_ONLY, like SINGLE_NODE_SINGLE_WRITER, is published
+	// at one target path per node: a second one is FAILED_PRECONDITION
+	// even with the same arguments.
+	n, err = e.sim.AttachDisk(sim.DiskSpec{Serial: "sro-p", Adapter: 1, LUN: 4, FileSystem: "NTFS", Offline: true})
+	mustOK(t, fmt.Sprint("attach ", n), err)
+	sroStaging, sro := e.stagingDir("sro-p"), mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY, "")
+	_, err = e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
+		VolumeId: "sro-p", StagingTargetPath: sroStaging, VolumeCapability: sro})
+	mustOK(t, "stage SINGLE_NODE_READER_ONLY", err)
+	sroPublish := func(pod string) error {
+		_, err := e.srv.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+			VolumeId: "sro-p", StagingTargetPath: sroStaging, TargetPath: e.targetPath(pod, "pv-sro"), VolumeCapability: sro, Readonly: true,
+		})
+		return err
+	}
+	mustOK(t, "SINGLE_NODE_READER_ONLY publish", sroPublish("sro"))
+	mustOK(t, "SINGLE_NODE_READER_ONLY publish again", sroPublish("sro"))
+	wantCode(t, "SINGLE_NODE_READER_ONLY at a second target", sroPublish("sro2"), codes.FailedPrecondition)
 }

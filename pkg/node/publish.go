@@ -149,9 +149,11 @@ func (s *Server) checkPublication(volumeID, target string, pub publication) erro
 		if samePath(t, target) {
 			continue
 		}
-		if singleWriter(pub.mode) || singleWriter(p.mode) {
-			return status.Errorf(codes.FailedPrecondition, "volume %q has access mode SINGLE_NODE_SINGLE_WRITER and is already published at %s",
-				volumeID, t)
+		for _, m := range []csi.VolumeCapability_AccessMode_Mode{pub.mode, p.mode} {
+			if publishedOnce(m) {
+				return status.Errorf(codes.FailedPrecondition, "volume %q has access mode %s, published at one target path per node, and is already published at %s",
+					volumeID, modeName(m), t)
+			}
 		}
 		// "COs SHOULD NOT call NodePublishVolume a second time with a
 		// different volume_capability. If this happens, the Plugin SHOULD

@@ -99,9 +99,18 @@ func kindServes(kind contract.Kind, mode csi.VolumeCapability_AccessMode_Mode) e
 	return nil
 }
 
-// singleWriter reports whether the mode allows only one publication per node.
-func singleWriter(m csi.VolumeCapability_AccessMode_Mode) bool {
-	return m == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+// publishedOnce reports whether the mode allows only one publication per
+// node: a second target path is FAILED_PRECONDITION (CSI spec v1.13.0,
+// NodePublishVolume, the table for plugins with SINGLE_NODE_MULTI_WRITER).
+// SINGLE_NODE_WRITER is left out although that table puts it with them:
+// a kubelet that does not map ReadWriteOnce to SINGLE_NODE_MULTI_WRITER
+// (kubelet's asCSIAccessModeV1, used for drivers without that capability,
+// and kubelets older than the mapping) sends it for every pod of a node
+// sharing a ReadWriteOnce volume, and the spec says plugins "MUST accept
+// and allow" it.
+func publishedOnce(m csi.VolumeCapability_AccessMode_Mode) bool {
+	return m == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER ||
+		m == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
 }
 
 // multiNodeWriter reports whether the mode lets several nodes write.
