@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -92,7 +93,16 @@ type Options struct {
 
 	// set records which flags were given explicitly.
 	set map[string]bool
+	// lookupEnv reads the environment (os.LookupEnv; tests replace it);
+	// endpointFromEnv records that Endpoint came from CSI_ENDPOINT.
+	lookupEnv       func(string) (string, bool)
+	endpointFromEnv bool
 }
+
+// EndpointEnv is the environment variable a CSI plugin supervisor names the
+// plugin's listen address in (CSI spec v1.13.0, "Connectivity" and
+// "CSI_ENDPOINT": the plugin reads it and listens there).
+const EndpointEnv = "CSI_ENDPOINT"
 
 // mapFlag collects repeated key=value flags.
 type mapFlag struct {
@@ -152,8 +162,8 @@ func (f listFlag) Set(s string) error {
 // Register adds the plugin's flags to fs and returns the options they fill.
 // goos is the operating system the binary runs on ("windows" or other).
 func Register(fs *flag.FlagSet, goos string) *Options {
-	o := &Options{}
-	fs.StringVar(&o.Endpoint, "endpoint", "", "CSI endpoint, unix://<path>. Default: unix://<kubelet-dir>/plugins/<driver-name>/csi.sock")
+	o := &Options{lookupEnv: os.LookupEnv}
+	fs.StringVar(&o.Endpoint, "endpoint", "", "CSI endpoint, unix://<path>. Default: $CSI_ENDPOINT when set, else unix://<kubelet-dir>/plugins/<driver-name>/csi.sock")
 	fs.StringVar(&o.DriverName, "driver-name", "", "CSI driver name to register under; must equal the vendor controller's driver name (required)")
 	fs.StringVar(&o.NodeID, "node-id", "", "node ID reported by NodeGetInfo, in the format the vendor's controller expects. Default: the host name")
 	fs.Int64Var(&o.MaxVolumesPerNode, "max-volumes-per-node", 0, "maximum number of volumes the CO may place on this node; 0 means no limit")
@@ -260,6 +270,11 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 	if goos == "windows" {
 		sep = `\`
 	}
+	if o.Endpoint == "" && o.lookupEnv != nil {
+		if v, ok := o.lookupEnv(EndpointEnv); ok && v != "" {
+			o.Endpoint, o.endpointFromEnv = v, true
+		}
+	}
 	if o.Endpoint == "" && o.DriverName != "" {
 		o.Endpoint = "unix://" + join(sep, o.KubeletDir, "plugins", o.DriverName, "csi.sock")
 	}
@@ -349,6 +364,15 @@ func (o *Options) finishCloud() []error {
 		errs = append(errs, fmt.Errorf("--cloud-metadata-timeout=%s: must be positive", o.CloudMetadataTimeout))
 	}
 	return errs
+}
+
+// EndpointSource names where Endpoint came from, for an error about it:
+// the flag (or its default) or the environment variable.
+func (o *Options) EndpointSource() string {
+	if o.endpointFromEnv {
+		return EndpointEnv
+	}
+	return "--endpoint"
 }
 
 // CloudNodeID reports whether the node ID is read from the cloud's

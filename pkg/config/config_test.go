@@ -10,13 +10,52 @@ import (
 
 func parse(t *testing.T, goos string, args ...string) (*Options, error) {
 	t.Helper()
+	return parseEnv(t, nil, goos, args...)
+}
+
+// parseEnv is parse in an environment of env only, whatever the test
+// process has (a developer may have exported CSI_ENDPOINT for csc).
+func parseEnv(t *testing.T, env map[string]string, goos string, args ...string) (*Options, error) {
+	t.Helper()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	o := Register(fs, goos)
+	o.lookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	return o, o.Finish(fs, goos, "node-a")
+}
+
+// TestEndpointFromEnvironment: CSI_ENDPOINT, which a CSI plugin supervisor
+// sets (CSI spec v1.13.0, "CSI_ENDPOINT"), is the endpoint unless
+// --endpoint is given.
+func TestEndpointFromEnvironment(t *testing.T) {
+	const derived = "unix:///var/lib/kubelet/plugins/a.b/csi.sock"
+	base := []string{"--driver-name=a.b", "--host=sim", "--sim-dir=/s"}
+	tests := []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		want   string
+		source string
+	}{
+		{"no variable", nil, nil, derived, "--endpoint"},
+		{"variable", map[string]string{"CSI_ENDPOINT": "unix:///run/csi/csi.sock"}, nil, "unix:///run/csi/csi.sock", "CSI_ENDPOINT"},
+		{"empty variable", map[string]string{"CSI_ENDPOINT": ""}, nil, derived, "--endpoint"},
+		{"flag wins", map[string]string{"CSI_ENDPOINT": "unix:///run/csi/csi.sock"}, []string{"--endpoint=unix:///flag/csi.sock"}, "unix:///flag/csi.sock", "--endpoint"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseEnv(t, tt.env, "linux", append(slices.Clone(base), tt.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Endpoint != tt.want || o.EndpointSource() != tt.source {
+				t.Errorf("Endpoint = %q from %s, want %q from %s", o.Endpoint, o.EndpointSource(), tt.want, tt.source)
+			}
+		})
+	}
 }
 
 func TestFinish(t *testing.T) {
