@@ -41,8 +41,14 @@ func nodeIdentity(ctx context.Context, opts *config.Options) error {
 			return fmt.Errorf("--cloud=%s: topology segment %s=%s: %w", opts.Cloud, k, id.Topology[k], err)
 		}
 	}
+	if err := config.ValidateTopologyKeys(id.Topology); err != nil {
+		return fmt.Errorf("--cloud=%s: topology: %w", opts.Cloud, err)
+	}
 	if id.NodeID == "" {
 		return fmt.Errorf("--cloud=%s: no node ID", opts.Cloud)
+	}
+	if err := config.ValidateNodeID(id.NodeID); err != nil {
+		return fmt.Errorf("--cloud=%s: node ID: %w", opts.Cloud, err)
 	}
 	opts.NodeID, opts.Topology = id.NodeID, id.Topology
 	return nil

@@ -173,7 +173,7 @@ func prepare(fs *flag.FlagSet, opts *config.Options, hostname string) (startup, 
 		errs = append(errs, err)
 	}
 	if st.socket, err = server.ParseEndpoint(opts.Endpoint); err != nil {
-		errs = append(errs, fmt.Errorf("--endpoint: %w", err))
+		errs = append(errs, fmt.Errorf("%s: %w", opts.EndpointSource(), err))
 	}
 	if opts.SimConfig != "" {
 		if st.setup, err = loadSimSetup(opts.SimConfig); err != nil {

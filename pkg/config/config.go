@@ -4,9 +4,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,7 +93,16 @@ type Options struct {
 
 	// set records which flags were given explicitly.
 	set map[string]bool
+	// lookupEnv reads the environment (os.LookupEnv; tests replace it);
+	// endpointFromEnv records that Endpoint came from CSI_ENDPOINT.
+	lookupEnv       func(string) (string, bool)
+	endpointFromEnv bool
 }
+
+// EndpointEnv is the environment variable a CSI plugin supervisor names the
+// plugin's listen address in (CSI spec v1.13.0, "Connectivity" and
+// "CSI_ENDPOINT": the plugin reads it and listens there).
+const EndpointEnv = "CSI_ENDPOINT"
 
 // mapFlag collects repeated key=value flags.
 type mapFlag struct {
@@ -150,8 +162,8 @@ func (f listFlag) Set(s string) error {
 // Register adds the plugin's flags to fs and returns the options they fill.
 // goos is the operating system the binary runs on ("windows" or other).
 func Register(fs *flag.FlagSet, goos string) *Options {
-	o := &Options{}
-	fs.StringVar(&o.Endpoint, "endpoint", "", "CSI endpoint, unix://<path>. Default: unix://<kubelet-dir>/plugins/<driver-name>/csi.sock")
+	o := &Options{lookupEnv: os.LookupEnv}
+	fs.StringVar(&o.Endpoint, "endpoint", "", "CSI endpoint, unix://<path>. Default: $CSI_ENDPOINT when set, else unix://<kubelet-dir>/plugins/<driver-name>/csi.sock")
 	fs.StringVar(&o.DriverName, "driver-name", "", "CSI driver name to register under; must equal the vendor controller's driver name (required)")
 	fs.StringVar(&o.NodeID, "node-id", "", "node ID reported by NodeGetInfo, in the format the vendor's controller expects. Default: the host name")
 	fs.Int64Var(&o.MaxVolumesPerNode, "max-volumes-per-node", 0, "maximum number of volumes the CO may place on this node; 0 means no limit")
@@ -235,6 +247,11 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 			errs = append(errs, errors.New("--node-id is empty and the host name is unknown"))
 		}
 	}
+	if o.NodeID != "" {
+		if err := ValidateNodeID(o.NodeID); err != nil {
+			errs = append(errs, fmt.Errorf("--node-id: %w", err))
+		}
+	}
 	if o.MaxVolumesPerNode < 0 {
 		errs = append(errs, fmt.Errorf("--max-volumes-per-node=%d: must not be negative", o.MaxVolumesPerNode))
 	}
@@ -243,12 +260,20 @@ func (o *Options) Finish(fs *flag.FlagSet, goos, hostname string) error {
 			errs = append(errs, fmt.Errorf("--topology %s=%s: %w", k, v, err))
 		}
 	}
+	if err := ValidateTopologyKeys(o.Topology); err != nil {
+		errs = append(errs, fmt.Errorf("--topology: %w", err))
+	}
 	if o.KubeletDir == "" {
 		errs = append(errs, errors.New("--kubelet-dir must not be empty"))
 	}
 	sep := "/"
 	if goos == "windows" {
 		sep = `\`
+	}
+	if o.Endpoint == "" && o.lookupEnv != nil {
+		if v, ok := o.lookupEnv(EndpointEnv); ok && v != "" {
+			o.Endpoint, o.endpointFromEnv = v, true
+		}
 	}
 	if o.Endpoint == "" && o.DriverName != "" {
 		o.Endpoint = "unix://" + join(sep, o.KubeletDir, "plugins", o.DriverName, "csi.sock")
@@ -341,6 +366,15 @@ func (o *Options) finishCloud() []error {
 	return errs
 }
 
+// EndpointSource names where Endpoint came from, for an error about it:
+// the flag (or its default) or the environment variable.
+func (o *Options) EndpointSource() string {
+	if o.endpointFromEnv {
+		return EndpointEnv
+	}
+	return "--endpoint"
+}
+
 // CloudNodeID reports whether the node ID is read from the cloud's
 // metadata service: with --cloud=aws or gce (whose controllers want the
 // instance ID or path), unless --node-id was given.
@@ -412,6 +446,32 @@ var (
 	labelName   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`)
 	labelPrefix = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 )
+
+// MaxNodeIDLength is the most bytes NodeGetInfo's node_id may hold (CSI
+// spec v1.13.0, NodeGetInfoResponse.node_id: "SHALL NOT exceed 256 bytes").
+const MaxNodeIDLength = 256
+
+// ValidateNodeID checks the node ID NodeGetInfo reports.
+func ValidateNodeID(id string) error {
+	if len(id) > MaxNodeIDLength {
+		return fmt.Errorf("%q is %d bytes long; CSI allows at most %d", id, len(id), MaxNodeIDLength)
+	}
+	return nil
+}
+
+// ValidateTopologyKeys checks that no two topology keys differ only in case
+// (CSI spec v1.13.0, Topology: "Keys MUST be case-insensitive. Meaning the
+// keys "Zone" and "zone" MUST not both exist").
+func ValidateTopologyKeys(segments map[string]string) error {
+	seen := make(map[string]string, len(segments))
+	for _, k := range slices.Sorted(maps.Keys(segments)) {
+		if prev, dup := seen[strings.ToLower(k)]; dup {
+			return fmt.Errorf("keys %q and %q differ only in case; CSI topology keys are case-insensitive", prev, k)
+		}
+		seen[strings.ToLower(k)] = k
+	}
+	return nil
+}
 
 // ValidateTopology checks a topology segment against Kubernetes label rules,
 // because the CO turns segments into node labels.

@@ -10,13 +10,52 @@ import (
 
 func parse(t *testing.T, goos string, args ...string) (*Options, error) {
 	t.Helper()
+	return parseEnv(t, nil, goos, args...)
+}
+
+// parseEnv is parse in an environment of env only, whatever the test
+// process has (a developer may have exported CSI_ENDPOINT for csc).
+func parseEnv(t *testing.T, env map[string]string, goos string, args ...string) (*Options, error) {
+	t.Helper()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	o := Register(fs, goos)
+	o.lookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	return o, o.Finish(fs, goos, "node-a")
+}
+
+// TestEndpointFromEnvironment: CSI_ENDPOINT, which a CSI plugin supervisor
+// sets (CSI spec v1.13.0, "CSI_ENDPOINT"), is the endpoint unless
+// --endpoint is given.
+func TestEndpointFromEnvironment(t *testing.T) {
+	const derived = "unix:///var/lib/kubelet/plugins/a.b/csi.sock"
+	base := []string{"--driver-name=a.b", "--host=sim", "--sim-dir=/s"}
+	tests := []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		want   string
+		source string
+	}{
+		{"no variable", nil, nil, derived, "--endpoint"},
+		{"variable", map[string]string{"CSI_ENDPOINT": "unix:///run/csi/csi.sock"}, nil, "unix:///run/csi/csi.sock", "CSI_ENDPOINT"},
+		{"empty variable", map[string]string{"CSI_ENDPOINT": ""}, nil, derived, "--endpoint"},
+		{"flag wins", map[string]string{"CSI_ENDPOINT": "unix:///run/csi/csi.sock"}, []string{"--endpoint=unix:///flag/csi.sock"}, "unix:///flag/csi.sock", "--endpoint"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseEnv(t, tt.env, "linux", append(slices.Clone(base), tt.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Endpoint != tt.want || o.EndpointSource() != tt.source {
+				t.Errorf("Endpoint = %q from %s, want %q from %s", o.Endpoint, o.EndpointSource(), tt.want, tt.source)
+			}
+		})
+	}
 }
 
 func TestFinish(t *testing.T) {
@@ -28,6 +67,8 @@ func TestFinish(t *testing.T) {
 		endpoint string
 		stateDir string
 		volIDDsk string
+		// wantNodeID is the node ID Finish settles on; "" means the host name.
+		wantNodeID string
 	}{
 		{name: "sim minimal", goos: "linux", args: []string{"--driver-name=disk.csi.example.com", "--host=sim", "--sim-dir=/tmp/s"},
 			endpoint: "unix:///var/lib/kubelet/plugins/disk.csi.example.com/csi.sock", stateDir: "/tmp/s/journal"},
@@ -44,6 +85,11 @@ func TestFinish(t *testing.T) {
 		{name: "bad topology", goos: "windows", args: []string{"--driver-name=a.b", "--topology=zone=eu west"}, wantErr: "--topology"},
 		{name: "good topology", goos: "windows", args: []string{"--driver-name=a.b", "--topology=topology.kubernetes.io/zone=eu-west-1a"},
 			endpoint: `unix://C:\var\lib\kubelet\plugins\a.b\csi.sock`, stateDir: `C:\var\lib\kubelet\plugins\a.b\state`},
+		{name: "node id of 256 bytes", goos: "linux", args: []string{"--driver-name=a.b", "--host=sim", "--sim-dir=/s", "--node-id=" + strings.Repeat("n", 256)},
+			wantNodeID: strings.Repeat("n", 256), endpoint: "unix:///var/lib/kubelet/plugins/a.b/csi.sock", stateDir: "/s/journal"},
+		{name: "node id over 256 bytes", goos: "windows", args: []string{"--driver-name=a.b", "--node-id=" + strings.Repeat("n", 257)}, wantErr: "--node-id"},
+		{name: "topology keys differing in case", goos: "windows", args: []string{"--driver-name=a.b", "--topology=Zone=z1", "--topology=zone=z1"},
+			wantErr: `"Zone" and "zone" differ only in case`},
 		{name: "negative max volumes", goos: "windows", args: []string{"--driver-name=a.b", "--max-volumes-per-node=-1"}, wantErr: "--max-volumes-per-node"},
 		{name: "bad default backend", goos: "windows", args: []string{"--driver-name=a.b", "--default-backend=nfs"}, wantErr: "--default-backend"},
 		{name: "sim flag without sim", goos: "windows", args: []string{"--driver-name=a.b", "--sim-dir=x"}, wantErr: "--sim-dir only applies"},
@@ -88,8 +134,12 @@ func TestFinish(t *testing.T) {
 			if o.VolumeIDDisk != tt.volIDDsk {
 				t.Errorf("VolumeIDDisk = %q, want %q", o.VolumeIDDisk, tt.volIDDsk)
 			}
-			if o.NodeID != "node-a" {
-				t.Errorf("NodeID = %q, want the host name", o.NodeID)
+			wantNodeID := tt.wantNodeID
+			if wantNodeID == "" {
+				wantNodeID = "node-a"
+			}
+			if o.NodeID != wantNodeID {
+				t.Errorf("NodeID = %q, want %q", o.NodeID, wantNodeID)
 			}
 		})
 	}

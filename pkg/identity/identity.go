@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -24,8 +26,8 @@ type Server struct {
 }
 
 // SetHealthCheck installs a check Probe consults once the plugin is ready:
-// a non-nil error (a wedged host executor) makes Probe report not ready,
-// so that livenessprobe restarts the plugin. The check must be cheap and
+// a non-nil error (a wedged host executor) makes Probe fail with
+// FailedPrecondition, so that livenessprobe restarts the plugin. The check must be cheap and
 // must not call the host.
 func (s *Server) SetHealthCheck(check func() error) { s.health.Store(&check) }
 
@@ -41,15 +43,18 @@ func New(name, version string, topology bool) *Server {
 // SetReady marks the plugin ready (or not) for Probe.
 func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 
-// Ready reports what Probe reports.
+// Ready reports whether the plugin is initialised and healthy: what /healthz
+// answers, and what Probe answers as ready or as an error.
 func (s *Server) Ready() bool {
-	if !s.ready.Load() {
-		return false
-	}
+	return s.ready.Load() && s.unhealthy() == nil
+}
+
+// unhealthy runs the health check, if one is installed.
+func (s *Server) unhealthy() error {
 	if check := s.health.Load(); check != nil && *check != nil {
-		return (*check)() == nil
+		return (*check)()
 	}
-	return true
+	return nil
 }
 
 // GetPluginInfo returns the driver name the plugin registers under.
@@ -71,7 +76,17 @@ func (s *Server) GetPluginCapabilities(context.Context, *csi.GetPluginCapabiliti
 	return resp, nil
 }
 
-// Probe reports readiness: ready once the host backend has initialised.
+// Probe reports readiness as the CSI spec (v1.13.0, Probe) tells the
+// cases apart: still initialising (the host backend has not started) is a
+// success with ready=false; initialised but unhealthy (the health check
+// fails: a wedged host executor) is FAILED_PRECONDITION ("Plugin not
+// healthy"), since the plugin may need restarting; otherwise ready=true.
 func (s *Server) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
-	return &csi.ProbeResponse{Ready: wrapperspb.Bool(s.Ready())}, nil
+	if !s.ready.Load() {
+		return &csi.ProbeResponse{Ready: wrapperspb.Bool(false)}, nil
+	}
+	if err := s.unhealthy(); err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "plugin is not healthy: %v", err)
+	}
+	return &csi.ProbeResponse{Ready: wrapperspb.Bool(true)}, nil
 }

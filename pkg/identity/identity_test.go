@@ -3,9 +3,12 @@ package identity
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func TestIdentity(t *testing.T) {
@@ -42,18 +45,43 @@ func TestIdentity(t *testing.T) {
 	}
 }
 
-func TestProbeFollowsHealthCheck(t *testing.T) {
-	s := New("a.b", "v", false)
-	s.SetReady(true)
-	var err error
-	s.SetHealthCheck(func() error { return err })
-	p, _ := s.Probe(context.Background(), &csi.ProbeRequest{})
-	if !p.GetReady().GetValue() {
-		t.Fatal("healthy host reported not ready")
+// TestProbeTellsInitialisingFromUnhealthy checks Probe's three cases (CSI
+// spec v1.13.0, ProbeResponse and Probe Errors): initialising is OK with
+// ready=false, initialised and healthy OK with ready=true, unhealthy
+// FAILED_PRECONDITION whatever the readiness flag says about start-up.
+func TestProbeTellsInitialisingFromUnhealthy(t *testing.T) {
+	wedged := errors.New("4 wmi workers are stuck")
+	tests := []struct {
+		name      string
+		ready     bool
+		check     error
+		want      codes.Code
+		wantReady bool
+	}{
+		{"initialising", false, nil, codes.OK, false},
+		{"initialising, check failing", false, wedged, codes.OK, false},
+		{"ready", true, nil, codes.OK, true},
+		{"ready, host wedged", true, wedged, codes.FailedPrecondition, false},
 	}
-	err = errors.New("4 wmi workers are stuck")
-	p, _ = s.Probe(context.Background(), &csi.ProbeRequest{})
-	if p.GetReady().GetValue() || s.Ready() {
-		t.Fatal("wedged host reported ready")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New("a.b", "v", false)
+			s.SetReady(tt.ready)
+			s.SetHealthCheck(func() error { return tt.check })
+			p, err := s.Probe(context.Background(), &csi.ProbeRequest{})
+			if status.Code(err) != tt.want {
+				t.Fatalf("Probe = %v, %v; want code %v", p, err, tt.want)
+			}
+			if err != nil {
+				if !strings.Contains(status.Convert(err).Message(), wedged.Error()) {
+					t.Errorf("Probe error %q does not say why", err)
+				}
+			} else if p.GetReady() == nil || p.GetReady().GetValue() != tt.wantReady {
+				t.Errorf("Probe = %v, want ready=%v", p, tt.wantReady)
+			}
+			if s.Ready() != tt.wantReady {
+				t.Errorf("Ready() = %v, want %v", s.Ready(), tt.wantReady)
+			}
+		})
 	}
 }

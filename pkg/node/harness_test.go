@@ -158,6 +158,23 @@ func mountCap(mode csi.VolumeCapability_AccessMode_Mode, fsType string) *csi.Vol
 
 var snw = mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "")
 
+// blockSNW is a raw block capability, which no volume of the plugin takes.
+var blockSNW = &csi.VolumeCapability{
+	AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+	AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+}
+
+// wantBeforeHost checks that call fails with want and made no host call:
+// requests are checked before anything is done on the host.
+func (e *env) wantBeforeHost(t *testing.T, what string, want codes.Code, call func() error) {
+	t.Helper()
+	mark := e.sim.Mark()
+	wantCode(t, what, call(), want)
+	if ops := e.sim.OpsSince(mark); len(ops) != 0 {
+		t.Fatalf("%s: host calls before the request was refused: %v", what, ops)
+	}
+}
+
 func (e *env) stage(vol, staging string, vctx map[string]string) error {
 	_, err := e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
 		VolumeId: vol, StagingTargetPath: staging, VolumeCapability: snw, VolumeContext: vctx,

@@ -7,6 +7,7 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,10 +130,6 @@ func TestPublishRules(t *testing.T) {
 func TestValidationBeforeHostCalls(t *testing.T) {
 	e := newEnv(t)
 	staging := e.stagingDir("vol-v")
-	blockCap := &csi.VolumeCapability{
-		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
-		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-	}
 	outside := t.TempDir()
 	escape := e.path("pods", "evil")
 	if err := os.MkdirAll(filepath.Dir(escape), 0o750); err != nil {
@@ -148,11 +145,9 @@ func TestValidationBeforeHostCalls(t *testing.T) {
 		{"no volume id", &csi.NodeStageVolumeRequest{StagingTargetPath: staging, VolumeCapability: snw}},
 		{"no staging path", &csi.NodeStageVolumeRequest{VolumeId: "v", VolumeCapability: snw}},
 		{"no capability", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging}},
-		{"block", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: blockCap}},
+		{"block", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: blockSNW}},
 		{"ext4", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging,
 			VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "ext4")}},
-		{"multi-node writer disk", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging,
-			VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, "")}},
 		{"bad lun", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: snw,
 			VolumeContext: map[string]string{"diskLUN": "x"}}},
 		{"relative path", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: "rel/path", VolumeCapability: snw}},
@@ -165,12 +160,70 @@ func TestValidationBeforeHostCalls(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mark := e.sim.Mark()
-			_, err := e.srv.NodeStageVolume(context.Background(), tt.req)
-			wantCode(t, tt.name, err, codes.InvalidArgument)
-			if ops := e.sim.OpsSince(mark); len(ops) != 0 {
-				t.Fatalf("host calls before validation failed: %v", ops)
-			}
+			e.wantBeforeHost(t, tt.name, codes.InvalidArgument, func() error {
+				_, err := e.srv.NodeStageVolume(context.Background(), tt.req)
+				return err
+			})
+		})
+	}
+}
+
+// TestPublishRequestCodes checks NodePublishVolume's answers to a request
+// missing a field, before any host call: a required field is
+// InvalidArgument (CSI spec, Error Scheme), a missing staging_target_path
+// of a plugin with STAGE_UNSTAGE_VOLUME is FailedPrecondition (CSI spec,
+// NodePublishVolume Errors, "Staging target path not set").
+func TestPublishRequestCodes(t *testing.T) {
+	e := newEnv(t)
+	staging := e.stagingDir("vol-q")
+	target := e.targetPath("p1", "pv-q")
+	tests := []struct {
+		name string
+		req  *csi.NodePublishVolumeRequest
+		want codes.Code
+	}{
+		{"no volume id", &csi.NodePublishVolumeRequest{StagingTargetPath: staging, TargetPath: target, VolumeCapability: snw}, codes.InvalidArgument},
+		{"no target path", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, VolumeCapability: snw}, codes.InvalidArgument},
+		{"no capability", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, TargetPath: target}, codes.InvalidArgument},
+		// csi-sanity sends no staging path with no capability and wants InvalidArgument.
+		{"no capability, no staging path", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", TargetPath: target}, codes.InvalidArgument},
+		{"block", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, TargetPath: target, VolumeCapability: blockSNW}, codes.InvalidArgument},
+		{"no staging path", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", TargetPath: target, VolumeCapability: snw}, codes.FailedPrecondition},
+		{"no staging path, read-only", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", TargetPath: target, VolumeCapability: snw, Readonly: true}, codes.FailedPrecondition},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.wantBeforeHost(t, tt.name, tt.want, func() error {
+				_, err := e.srv.NodePublishVolume(context.Background(), tt.req)
+				return err
+			})
+		})
+	}
+}
+
+// TestStageExceedsCapabilities checks that an access mode the plugin
+// supports but the volume's kind cannot serve is FAILED_PRECONDITION,
+// "Exceeds capabilities" (CSI spec v1.13.0, NodeStageVolume Errors),
+// before any host call.
+func TestStageExceedsCapabilities(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name string
+		mode csi.VolumeCapability_AccessMode_Mode
+		vctx map[string]string
+	}{
+		{"disk, MULTI_NODE_MULTI_WRITER", csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, nil},
+		{"disk, MULTI_NODE_SINGLE_WRITER", csi.VolumeCapability_AccessMode_MULTI_NODE_SINGLE_WRITER, nil},
+		{"iscsi, MULTI_NODE_MULTI_WRITER", csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER,
+			map[string]string{"backend": "iscsi", "targetPortal": "10.0.0.1:3260", "iqn": "iqn.2026-01.io.example:t", "lun": "0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.wantBeforeHost(t, tt.name, codes.FailedPrecondition, func() error {
+				_, err := e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: e.stagingDir("v"),
+					VolumeCapability: mountCap(tt.mode, ""), VolumeContext: tt.vctx})
+				return err
+			})
 		})
 	}
 }
@@ -201,6 +254,10 @@ func TestStatsExpandHealth(t *testing.T) {
 		{"no id", &csi.NodeGetVolumeStatsRequest{VolumePath: target}, codes.InvalidArgument},
 		{"no path", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s"}, codes.InvalidArgument},
 		{"traversal", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: e.kubelet + "/pods/../x"}, codes.InvalidArgument},
+		{"its staging path", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: target, StagingTargetPath: staging}, codes.OK},
+		{"other staging path", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: target, StagingTargetPath: e.stagingDir("vol-x")}, codes.NotFound},
+		{"staging path outside", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: target, StagingTargetPath: "/elsewhere"}, codes.NotFound},
+		{"staging path traversal", &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-s", VolumePath: target, StagingTargetPath: e.kubelet + "/pods/../x"}, codes.InvalidArgument},
 	} {
 		_, err := e.srv.NodeGetVolumeStats(ctx, tt.req)
 		wantCode(t, "stats "+tt.name, err, tt.want)
@@ -584,4 +641,113 @@ func TestStageCrashBetweenPartitionAndFormatConverges(t *testing.T) {
 	if n := e.sim.Count(sim.OpVolumesFormat); n != 1 {
 		t.Fatalf("format calls after the restart = %d, want 1", n)
 	}
+}
+
+// TestRepeatedPublishCodes checks the answers to a second NodePublishVolume
+// of a volume (CSI spec v1.13.0, NodePublishVolume): at the same target
+// with other arguments ALREADY_EXISTS, at another target with another
+// volume_capability FAILED_PRECONDITION, and a use the staged volume cannot
+// serve refused as the stage would refuse it.
+func TestRepeatedPublishCodes(t *testing.T) {
+	const (
+		snwMode  = csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
+		snmwMode = csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER
+		snswMode = csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+		mnmwMode = csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+		mnroMode = csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
+	)
+	withFlags := mountCap(snwMode, "")
+	withFlags.GetMount().MountFlags = []string{"noatime"}
+	e := newEnv(t)
+	staging := e.stagingDir("vol-r")
+	mustOK(t, "stage", e.stage("vol-r", staging, nil))
+	t1 := e.targetPath("p1", "pv-r")
+	mustOK(t, "publish", e.publish("vol-r", staging, t1, false))
+	publish := func(target string, c *csi.VolumeCapability, ro bool) error {
+		_, err := e.srv.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+			VolumeId: "vol-r", StagingTargetPath: staging, TargetPath: target, VolumeCapability: c, Readonly: ro,
+		})
+		return err
+	}
+	tests := []struct {
+		name    string
+		another bool // at another target than t1
+		cap     *csi.VolumeCapability
+		ro      bool
+		want    codes.Code
+	}{
+		{"same target, same arguments", false, snw, false, codes.OK},
+		{"same target, read-only", false, snw, true, codes.AlreadyExists},
+		{"same target, other access mode", false, mountCap(snmwMode, ""), false, codes.AlreadyExists},
+		{"same target, other fsType", false, mountCap(snwMode, "refs"), false, codes.AlreadyExists},
+		{"same target, mount flags", false, withFlags, false, codes.AlreadyExists},
+		{"another target, same arguments", true, snw, false, codes.OK},
+		{"another target, read-only", true, snw, true, codes.OK},
+		{"another target, other access mode", true, mountCap(snmwMode, ""), false, codes.FailedPrecondition},
+		{"another target, other fsType", true, mountCap(snwMode, "refs"), false, codes.FailedPrecondition},
+		{"another target, mount flags", true, withFlags, false, codes.FailedPrecondition},
+		{"another target, SINGLE_NODE_SINGLE_WRITER", true, mountCap(snswMode, ""), false, codes.FailedPrecondition},
+		{"another target, multi-node writer on a disk", true, mountCap(mnmwMode, ""), false, codes.FailedPrecondition},
+		{"another target, reader-only", true, mountCap(mnroMode, ""), true, codes.FailedPrecondition},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := t1
+			if tt.another {
+				target = e.targetPath(fmt.Sprintf("q%d", i), "pv-r")
+			}
+			wantCode(t, tt.name, publish(target, tt.cap, tt.ro), tt.want)
+			if tt.another && tt.want == codes.OK {
+				mustOK(t, "unpublish", e.unpublish("vol-r", target))
+			}
+		})
+	}
+
+	// With two publications, a repeat at one of them with another
+	// capability is ALREADY_EXISTS (its own target's rule), never the
+	// other target's FAILED_PRECONDITION. The node keeps publications in
+	// a map: repeat, so that either order of visiting them is met.
+	t2 := e.targetPath("p2", "pv-r")
+	mustOK(t, "publish at a second target", publish(t2, snw, false))
+	for range 20 {
+		wantCode(t, "second target again, other access mode", publish(t2, mountCap(snmwMode, ""), false), codes.AlreadyExists)
+	}
+	mustOK(t, "unpublish the second target", e.unpublish("vol-r", t2))
+
+	// A volume staged with a reader-only mode is staged read-only: a
+	// writable publish is more than it can serve.
+	n, err := e.sim.AttachDisk(sim.DiskSpec{Serial: "ro-p", Adapter: 1, LUN: 3, FileSystem: "NTFS", Offline: true})
+	mustOK(t, fmt.Sprint("attach ", n), err)
+	roStaging := e.stagingDir("ro-p")
+	_, err = e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
+		VolumeId: "ro-p", StagingTargetPath: roStaging, VolumeCapability: mountCap(mnroMode, "")})
+	mustOK(t, "stage read-only", err)
+	roPublish := func(pod string, c *csi.VolumeCapability, ro bool) error {
+		_, err := e.srv.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+			VolumeId: "ro-p", StagingTargetPath: roStaging, TargetPath: e.targetPath(pod, "pv-ro"), VolumeCapability: c, Readonly: ro,
+		})
+		return err
+	}
+	wantCode(t, "writable publish of a read-only stage", roPublish("ro", snw, false), codes.FailedPrecondition)
+	mustOK(t, "reader-only publish of a read-only stage", roPublish("ro", mountCap(mnroMode, ""), false))
+	mustOK(t, "MULTI_NODE_READER_ONLY at a second target", roPublish("ro2", mountCap(mnroMode, ""), false))
+
+	// SINGLE_NODE_READER_ONLY, like SINGLE_NODE_SINGLE_WRITER, is published
+	// at one target path per node: a second one is FAILED_PRECONDITION
+	// even with the same arguments.
+	n, err = e.sim.AttachDisk(sim.DiskSpec{Serial: "sro-p", Adapter: 1, LUN: 4, FileSystem: "NTFS", Offline: true})
+	mustOK(t, fmt.Sprint("attach ", n), err)
+	sroStaging, sro := e.stagingDir("sro-p"), mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY, "")
+	_, err = e.srv.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
+		VolumeId: "sro-p", StagingTargetPath: sroStaging, VolumeCapability: sro})
+	mustOK(t, "stage SINGLE_NODE_READER_ONLY", err)
+	sroPublish := func(pod string) error {
+		_, err := e.srv.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+			VolumeId: "sro-p", StagingTargetPath: sroStaging, TargetPath: e.targetPath(pod, "pv-sro"), VolumeCapability: sro, Readonly: true,
+		})
+		return err
+	}
+	mustOK(t, "SINGLE_NODE_READER_ONLY publish", sroPublish("sro"))
+	mustOK(t, "SINGLE_NODE_READER_ONLY publish again", sroPublish("sro"))
+	wantCode(t, "SINGLE_NODE_READER_ONLY at a second target", sroPublish("sro2"), codes.FailedPrecondition)
 }

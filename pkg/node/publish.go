@@ -8,6 +8,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
+
+	"github.com/wincsi/csi-windows-node/pkg/contract"
+	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
 
 // NodePublishVolume links the target path to the staging path.
@@ -26,14 +29,17 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if err != nil {
 		return nil, err
 	}
-	if req.GetStagingTargetPath() == "" {
-		return nil, invalid("staging_target_path is required: this plugin stages volumes (STAGE_UNSTAGE_VOLUME)")
-	}
-	staging, err := s.resolveStagingForPublish(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
-	if err != nil {
+	if _, err := validateCapability(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	mode, err := validateCapability(req.GetVolumeCapability())
+	if req.GetStagingTargetPath() == "" {
+		// CSI spec, NodePublishVolume Errors: "Staging target path not
+		// set" is FAILED_PRECONDITION when STAGE_UNSTAGE_VOLUME is set.
+		// Checked after the required fields, which are InvalidArgument.
+		return nil, status.Error(codes.FailedPrecondition,
+			"staging_target_path is not set: this plugin stages volumes (STAGE_UNSTAGE_VOLUME), so NodeStageVolume must succeed first and its path be passed")
+	}
+	staging, err := s.resolveStagingForPublish(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -50,10 +56,10 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	}
 	defer unlock()
 
-	if err := s.checkStaged(ctx, volumeID, staging); err != nil {
+	pub := newPublication(req.GetVolumeCapability(), req.GetReadonly())
+	if err := s.checkStaged(ctx, volumeID, staging, pub); err != nil {
 		return nil, err
 	}
-	pub := publication{readOnly: req.GetReadonly(), mode: mode}
 	if err := s.checkPublication(volumeID, target, pub); err != nil {
 		return nil, err
 	}
@@ -75,14 +81,18 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 
 // checkStaged fails with FailedPrecondition unless the volume is staged at
 // staging: the journal must know it there, or, when the journal has no
-// record, the host must show a stage at the path.
-func (s *Server) checkStaged(ctx context.Context, volumeID, staging string) error {
+// record, the host must show a stage at the path. When the journal knows
+// the stage, pub must be a use the staged volume can serve.
+func (s *Server) checkStaged(ctx context.Context, volumeID, staging string, pub publication) error {
 	if e, ok := s.cfg.Journal.Get(ctx, volumeID); ok {
 		if !samePath(e.StagingPath, staging) {
 			return status.Errorf(codes.FailedPrecondition, "volume %q is staged at %s, not at %s", volumeID, e.StagingPath, staging)
 		}
 		if !e.Staged {
 			return status.Errorf(codes.FailedPrecondition, "volume %q is not staged at %s: its stage did not complete", volumeID, staging)
+		}
+		if err := stageServes(e, pub); err != nil {
+			return err
 		}
 		// The journal is an index, the host is the truth: a link to an
 		// empty staging directory would put the pod's writes on the node's
@@ -102,24 +112,55 @@ func (s *Server) checkStaged(ctx context.Context, volumeID, staging string) erro
 	return nil
 }
 
+// stageServes fails unless the volume staged as e can be used as pub
+// describes (CSI spec v1.13.0, NodePublishVolumeRequest.volume_capability:
+// "SP MUST ensure the CO can use the published volume as described"): a
+// mode its kind cannot serve is refused as the stage refuses it, and a
+// writable publish of a volume staged with a reader-only mode (staged
+// read-only) is FailedPrecondition, "Exceeds capabilities". An entry that
+// records no access mode (written before it was recorded) is not checked
+// for the latter.
+func stageServes(e journal.Entry, pub publication) error {
+	if err := kindServes(contract.Kind(e.Backend), pub.mode); err != nil {
+		return err
+	}
+	staged, known := csi.VolumeCapability_AccessMode_Mode_value[e.AccessMode]
+	if known && readerOnly(csi.VolumeCapability_AccessMode_Mode(staged)) && !readerOnly(pub.mode) && !pub.readOnly {
+		return status.Errorf(codes.FailedPrecondition, "volume %q is staged read-only (access mode %s) and cannot be published writable with access mode %s",
+			e.VolumeID, e.AccessMode, modeName(pub.mode))
+	}
+	return nil
+}
+
 // checkPublication applies the spec's rules on repeated and concurrent
-// publications.
+// publications (CSI spec v1.13.0, NodePublishVolume).
 func (s *Server) checkPublication(volumeID, target string, pub publication) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The publication at the target itself first: when it differs, the
+	// answer is ALREADY_EXISTS whatever the others are.
+	for t, p := range s.published[volumeID] {
+		if samePath(t, target) && (p.readOnly != pub.readOnly || !p.sameCapability(pub)) {
+			return status.Errorf(codes.AlreadyExists, "volume %q is already published at %s with readonly=%t and %s",
+				volumeID, target, p.readOnly, p.describe())
+		}
+	}
 	for t, p := range s.published[volumeID] {
 		if samePath(t, target) {
-			// From the spec: published at the target with an incompatible
-			// capability or read-only flag → ALREADY_EXISTS.
-			if p.readOnly != pub.readOnly || p.mode != pub.mode {
-				return status.Errorf(codes.AlreadyExists, "volume %q is already published at %s with readonly=%t and access mode %s",
-					volumeID, target, p.readOnly, modeName(p.mode))
-			}
 			continue
 		}
-		if singleWriter(pub.mode) || singleWriter(p.mode) {
-			return status.Errorf(codes.FailedPrecondition, "volume %q has access mode SINGLE_NODE_SINGLE_WRITER and is already published at %s",
-				volumeID, t)
+		for _, m := range []csi.VolumeCapability_AccessMode_Mode{pub.mode, p.mode} {
+			if publishedOnce(m) {
+				return status.Errorf(codes.FailedPrecondition, "volume %q has access mode %s, published at one target path per node, and is already published at %s",
+					volumeID, modeName(m), t)
+			}
+		}
+		// "COs SHOULD NOT call NodePublishVolume a second time with a
+		// different volume_capability. If this happens, the Plugin SHOULD
+		// return FAILED_PRECONDITION."
+		if !p.sameCapability(pub) {
+			return status.Errorf(codes.FailedPrecondition, "volume %q is already published at %s with %s, not %s",
+				volumeID, t, p.describe(), pub.describe())
 		}
 	}
 	return nil

@@ -2,6 +2,9 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -60,6 +63,31 @@ type Server struct {
 type publication struct {
 	readOnly bool
 	mode     csi.VolumeCapability_AccessMode_Mode
+	// The rest of the volume capability (access type mount, as
+	// validateCapability requires).
+	fsType     string
+	mountFlags []string
+	mountGroup string
+}
+
+func newPublication(c *csi.VolumeCapability, readOnly bool) publication {
+	m := c.GetMount()
+	return publication{readOnly: readOnly, mode: c.GetAccessMode().GetMode(),
+		fsType: m.GetFsType(), mountFlags: m.GetMountFlags(), mountGroup: m.GetVolumeMountGroup()}
+}
+
+// sameCapability reports whether two publications carry the same volume
+// capability; fsType compares as the contract reads it, in any case.
+func (p publication) sameCapability(q publication) bool {
+	return p.mode == q.mode && strings.EqualFold(p.fsType, q.fsType) &&
+		slices.Equal(p.mountFlags, q.mountFlags) && p.mountGroup == q.mountGroup
+}
+
+// describe names the capability in an error; mount flags may hold
+// sensitive values (CSI spec, MountVolume.mount_flags), so only their
+// number is given.
+func (p publication) describe() string {
+	return fmt.Sprintf("access mode %s, fsType %q, %d mount flags", modeName(p.mode), p.fsType, len(p.mountFlags))
 }
 
 var _ csi.NodeServer = (*Server)(nil)

@@ -41,9 +41,8 @@ func (s *Server) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 		return nil, toStatus(err)
 	}
 	s.logIgnored(ctx, req.GetVolumeId(), vol.Ignored)
-	if vol.Kind != contract.KindSMB && multiNodeWriter(mode) {
-		return nil, invalid("volume_capability: access mode %s is not supported for %s volumes: NTFS and ReFS are not cluster file systems",
-			modeName(mode), vol.Kind)
+	if err := kindServes(vol.Kind, mode); err != nil {
+		return nil, err
 	}
 	b, err := s.backendFor(vol.Kind)
 	if err != nil {

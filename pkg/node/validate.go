@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
@@ -83,9 +84,33 @@ func validateCapability(c *csi.VolumeCapability) (csi.VolumeCapability_AccessMod
 	return mode, nil
 }
 
-// singleWriter reports whether the mode allows only one publication per node.
-func singleWriter(m csi.VolumeCapability_AccessMode_Mode) bool {
-	return m == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+// kindServes fails unless volumes of kind can be used with mode: disk and
+// iSCSI volumes hold NTFS or ReFS, which several nodes cannot write. The
+// plugin supports the mode (for SMB volumes), the volume does not: "Exceeds
+// capabilities", FAILED_PRECONDITION (CSI spec v1.13.0, NodeStageVolume
+// and NodePublishVolume Errors), where a field no volume of this plugin
+// takes (a block access type) is InvalidArgument.
+func kindServes(kind contract.Kind, mode csi.VolumeCapability_AccessMode_Mode) error {
+	if kind != contract.KindSMB && multiNodeWriter(mode) {
+		return status.Errorf(codes.FailedPrecondition,
+			"volume_capability: access mode %s is not supported for %s volumes: NTFS and ReFS are not cluster file systems",
+			modeName(mode), kind)
+	}
+	return nil
+}
+
+// publishedOnce reports whether the mode allows only one publication per
+// node: a second target path is FAILED_PRECONDITION (CSI spec v1.13.0,
+// NodePublishVolume, the table for plugins with SINGLE_NODE_MULTI_WRITER).
+// SINGLE_NODE_WRITER is left out although that table puts it with them:
+// a kubelet that does not map ReadWriteOnce to SINGLE_NODE_MULTI_WRITER
+// (kubelet's asCSIAccessModeV1, used for drivers without that capability,
+// and kubelets older than the mapping) sends it for every pod of a node
+// sharing a ReadWriteOnce volume, and the spec says plugins "MUST accept
+// and allow" it.
+func publishedOnce(m csi.VolumeCapability_AccessMode_Mode) bool {
+	return m == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER ||
+		m == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
 }
 
 // multiNodeWriter reports whether the mode lets several nodes write.

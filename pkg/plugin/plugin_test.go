@@ -26,9 +26,12 @@ import (
 	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
-// flags parses the binary's flags for goos.
+// flags parses the binary's flags for goos, with CSI_ENDPOINT empty (a
+// developer may have exported it for csc), so that defaults derive from
+// the flags alone.
 func flags(t *testing.T, goos string, args ...string) *config.Options {
 	t.Helper()
+	t.Setenv(config.EndpointEnv, "")
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c := config.Register(fs, goos)

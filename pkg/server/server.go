@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"k8s.io/klog/v2"
 )
 
@@ -129,7 +130,8 @@ func withLogger(base klog.Logger) grpc.UnaryServerInterceptor {
 }
 
 // logRPC puts a contextual logger carrying the method and volume ID into
-// ctx and logs each RPC: bodies through protosanitizer.StripSecrets only.
+// ctx and logs each RPC: bodies through sanitized and
+// protosanitizer.StripSecrets only.
 func logRPC(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	method := shortMethod(info.FullMethod)
 	logger := klog.FromContext(ctx).WithValues("method", method)
@@ -142,7 +144,7 @@ func logRPC(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler gr
 		bodyLevel = 6
 	}
 	if l := logger.V(int(bodyLevel)); l.Enabled() {
-		l.Info("Request", "request", protosanitizer.StripSecrets(req))
+		l.Info("Request", "request", sanitized(req))
 	}
 	start := time.Now()
 	resp, err := handler(ctx, req)
@@ -162,6 +164,27 @@ func logRPC(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler gr
 		l.Info("Response", "response", protosanitizer.StripSecrets(resp))
 	}
 	return resp, err
+}
+
+// sanitized is what logRPC logs of a request: its secrets stripped
+// (protosanitizer), and the mount flags of its volume capability too, which
+// "MAY contain sensitive information" that "the CO and the Plugin MUST NOT
+// leak" (CSI spec v1.13.0, VolumeCapability.MountVolume.mount_flags). The
+// request itself is not changed.
+func sanitized(req any) fmt.Stringer {
+	type withCapability interface {
+		proto.Message
+		GetVolumeCapability() *csi.VolumeCapability
+	}
+	if r, ok := req.(withCapability); ok && len(r.GetVolumeCapability().GetMount().GetMountFlags()) > 0 {
+		c := proto.Clone(r).(withCapability)
+		flags := c.GetVolumeCapability().GetMount().MountFlags
+		for i := range flags {
+			flags[i] = "***stripped***"
+		}
+		req = c
+	}
+	return protosanitizer.StripSecrets(req)
 }
 
 // recoverPanics turns a panic in a handler into Internal instead of a crash.
