@@ -8,12 +8,28 @@ import (
 	"runtime"
 )
 
+// devVersion names a development build.
+const devVersion = "v0.0.0-dev"
+
 // Set by the linker; the defaults describe a development build.
 var (
-	Version   = "v0.0.0-dev"
-	Commit    = "unknown"
-	BuildDate = "unknown"
+	Version   string = devVersion
+	Commit           = "unknown"
+	BuildDate        = "unknown"
 )
+
+// A build whose VERSION was set empty (-X ...Version=, a docker build
+// with --build-arg VERSION=) is a development build too: GetPluginInfo's
+// vendor_version must not be empty (CSI spec v1.13.0,
+// GetPluginInfoResponse.vendor_version: "This field is REQUIRED").
+func init() { Version = orDev(Version) }
+
+func orDev(v string) string {
+	if v == "" {
+		return devVersion
+	}
+	return v
+}
 
 // Info is what --version prints.
 type Info struct {
