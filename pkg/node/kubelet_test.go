@@ -262,3 +262,22 @@ func TestKubeletRequestsTheVolumeCannotServe(t *testing.T) {
 	pv := kubeletPV{name: "pv-rwx", handle: "vol-rwx", accessModes: []string{"ReadWriteMany"}}
 	e.wantBeforeHost(t, "RWX disk volume", codes.FailedPrecondition, func() error { return k.mountDevice(pv) })
 }
+
+// TestKubeletAfterAnEditOfMountOptions: a PV's mountOptions may change
+// while pods use it; kubelet then sends the new ones for a new pod on the
+// node. The plugin ignores mount flags, so the new pod's publish is not
+// refused for them; a repeat at a published target with other flags is
+// still ALREADY_EXISTS.
+func TestKubeletAfterAnEditOfMountOptions(t *testing.T) {
+	e := newEnv(t)
+	k := &kubelet{t: t, e: e, snmw: true}
+	pv := kubeletPV{name: "pv-mo", handle: "vol-mo", accessModes: []string{"ReadWriteOnce"}, mountFlags: []string{"noatime"}}
+	first, second := kubeletPod{uid: "pod-1"}, kubeletPod{uid: "pod-2"}
+	mustOK(t, "stage", k.mountDevice(pv))
+	mustOK(t, "publish the first pod", k.setUp(first, pv))
+	pv.mountFlags = []string{"noatime", "nodiratime"}
+	mustOK(t, "publish a new pod after the edit", k.setUp(second, pv))
+	wantCode(t, "the first pod's target with the edited flags", k.setUp(first, pv), codes.AlreadyExists)
+	pv.accessModes = []string{"ReadWriteMany"}
+	wantCode(t, "a new pod after an access mode edit", k.setUp(kubeletPod{uid: "pod-3"}, pv), codes.FailedPrecondition)
+}

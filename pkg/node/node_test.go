@@ -685,7 +685,7 @@ func TestRepeatedPublishCodes(t *testing.T) {
 		{"another target, read-only", true, snw, true, codes.OK},
 		{"another target, other access mode", true, mountCap(snmwMode, ""), false, codes.FailedPrecondition},
 		{"another target, other fsType", true, mountCap(snwMode, "refs"), false, codes.FailedPrecondition},
-		{"another target, mount flags", true, withFlags, false, codes.FailedPrecondition},
+		{"another target, other mount flags only (ignored)", true, withFlags, false, codes.OK},
 		{"another target, SINGLE_NODE_SINGLE_WRITER", true, mountCap(snswMode, ""), false, codes.FailedPrecondition},
 		{"another target, multi-node writer on a disk", true, mountCap(mnmwMode, ""), false, codes.FailedPrecondition},
 		{"another target, reader-only", true, mountCap(mnroMode, ""), true, codes.FailedPrecondition},

@@ -157,8 +157,13 @@ func (s *Server) checkPublication(volumeID, target string, pub publication) erro
 		}
 		// "COs SHOULD NOT call NodePublishVolume a second time with a
 		// different volume_capability. If this happens, the Plugin SHOULD
-		// return FAILED_PRECONDITION."
-		if !p.sameCapability(pub) {
+		// return FAILED_PRECONDITION." Mount flags alone do not count:
+		// the plugin ignores them (a Windows mount point takes none), and
+		// a PV's mountOptions may be edited while pods use it
+		// (kubernetes v1.37.2 pkg/apis/core/validation
+		// ValidatePersistentVolumeUpdate), so a new pod would be refused
+		// for a difference that changes nothing.
+		if !p.sameUse(pub) {
 			return status.Errorf(codes.FailedPrecondition, "volume %q is already published at %s with %s, not %s",
 				volumeID, t, p.describe(), pub.describe())
 		}

@@ -83,6 +83,14 @@ func (p publication) sameCapability(q publication) bool {
 		slices.Equal(p.mountFlags, q.mountFlags) && p.mountGroup == q.mountGroup
 }
 
+// sameUse reports whether two publications ask the same of the volume:
+// their capabilities differ at most in mount flags, which the plugin
+// ignores.
+func (p publication) sameUse(q publication) bool {
+	p.mountFlags, q.mountFlags = nil, nil
+	return p.sameCapability(q)
+}
+
 // describe names the capability in an error; mount flags may hold
 // sensitive values (CSI spec, MountVolume.mount_flags), so only their
 // number is given.
