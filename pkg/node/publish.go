@@ -37,7 +37,7 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		// set" is FAILED_PRECONDITION when STAGE_UNSTAGE_VOLUME is set.
 		// Checked after the required fields, which are InvalidArgument.
 		return nil, status.Error(codes.FailedPrecondition,
-			"staging_target_path is not set: this plugin stages volumes (STAGE_UNSTAGE_VOLUME), so NodeStageVolume must succeed first and its path be passed")
+			"staging_target_path is not set: this plugin stages volumes (STAGE_UNSTAGE_VOLUME), so NodeStageVolume must succeed first and its path be passed; CSI ephemeral inline volumes, which kubelet publishes without a stage, are not supported")
 	}
 	staging, err := s.resolveStagingForPublish(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
 	if err != nil {
