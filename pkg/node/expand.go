@@ -27,8 +27,14 @@ func (s *Server) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 		}
 	}
 	required, limit := req.GetCapacityRange().GetRequiredBytes(), req.GetCapacityRange().GetLimitBytes()
-	if required < 0 || limit < 0 || (limit > 0 && required > limit) {
-		return nil, invalid("capacity_range: required_bytes %d and limit_bytes %d are inconsistent", required, limit)
+	if required < 0 || limit < 0 {
+		return nil, invalid("capacity_range: required_bytes %d and limit_bytes %d must not be negative", required, limit)
+	}
+	if limit > 0 && required > limit {
+		// CSI spec v1.13.0, NodeExpandVolume Errors: "Unsupported
+		// capacity_range" is OUT_OF_RANGE, "Caller MUST fix the capacity
+		// range before retrying".
+		return nil, status.Errorf(codes.OutOfRange, "capacity_range: required_bytes %d is more than limit_bytes %d", required, limit)
 	}
 	var reqStaging string
 	if p := req.GetStagingTargetPath(); p != "" {

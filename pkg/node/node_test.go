@@ -283,6 +283,20 @@ func TestStatsExpandHealth(t *testing.T) {
 	wantCode(t, "expand beyond the disk", err, codes.Unavailable)
 	_, err = e.srv.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: "gone", VolumePath: target})
 	wantCode(t, "expand unknown", err, codes.NotFound)
+	for _, tt := range []struct {
+		name string
+		cr   *csi.CapacityRange
+		want codes.Code
+	}{
+		{"negative required_bytes", &csi.CapacityRange{RequiredBytes: -1}, codes.InvalidArgument},
+		{"negative limit_bytes", &csi.CapacityRange{LimitBytes: -1}, codes.InvalidArgument},
+		{"required_bytes above limit_bytes", &csi.CapacityRange{RequiredBytes: 2 << 30, LimitBytes: 1 << 30}, codes.OutOfRange},
+		{"limit_bytes below the volume's size", &csi.CapacityRange{LimitBytes: 1 << 30}, codes.OutOfRange},
+		{"limit_bytes at the disk's size", &csi.CapacityRange{LimitBytes: 4 << 30}, codes.OK},
+	} {
+		_, err = e.srv.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: "vol-s", VolumePath: target, CapacityRange: tt.cr})
+		wantCode(t, "expand, "+tt.name, err, tt.want)
+	}
 
 	h, err := e.srv.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: "vol-s"})
 	mustOK(t, "health", err)

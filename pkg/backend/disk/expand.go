@@ -47,6 +47,13 @@ func (b *Backend) Expand(ctx context.Context, r backend.ExpandRequest) (int64, e
 	if err != nil {
 		return 0, err
 	}
+	if r.LimitBytes > 0 && part.Size > uint64(r.LimitBytes) {
+		// A partition never shrinks here: the answer could only break
+		// the limit (CSI spec v1.13.0, NodeExpandVolume Errors:
+		// "Unsupported capacity_range" is OUT_OF_RANGE).
+		return 0, fmt.Errorf("volume %s is on a partition of %d bytes, more than limit_bytes %d: a volume is never shrunk: %w",
+			guid, part.Size, r.LimitBytes, host.ErrOutOfRange)
+	}
 	max, err := b.h.Disks.MaxPartitionSize(ctx, part)
 	if err != nil {
 		return 0, err
