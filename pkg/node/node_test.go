@@ -143,6 +143,7 @@ func TestValidationBeforeHostCalls(t *testing.T) {
 		req  *csi.NodeStageVolumeRequest
 	}{
 		{"no volume id", &csi.NodeStageVolumeRequest{StagingTargetPath: staging, VolumeCapability: snw}},
+		{"volume id of 4097 bytes", &csi.NodeStageVolumeRequest{VolumeId: strings.Repeat("v", 4097), StagingTargetPath: staging, VolumeCapability: snw}},
 		{"no staging path", &csi.NodeStageVolumeRequest{VolumeId: "v", VolumeCapability: snw}},
 		{"no capability", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging}},
 		{"block", &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: blockSNW}},
