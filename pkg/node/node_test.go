@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/node"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
 )
 
@@ -191,6 +192,12 @@ func TestPublishRequestCodes(t *testing.T) {
 		{"block", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, TargetPath: target, VolumeCapability: blockSNW}, codes.InvalidArgument},
 		{"no staging path", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", TargetPath: target, VolumeCapability: snw}, codes.FailedPrecondition},
 		{"no staging path, read-only", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", TargetPath: target, VolumeCapability: snw, Readonly: true}, codes.FailedPrecondition},
+		{"ephemeral inline volume", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, TargetPath: target, VolumeCapability: snw,
+			VolumeContext: map[string]string{"csi.storage.k8s.io/ephemeral": "true"}}, codes.InvalidArgument},
+		{"access mode UNKNOWN", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, TargetPath: target,
+			VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_UNKNOWN, "")}, codes.InvalidArgument},
+		{"access mode 99", &csi.NodePublishVolumeRequest{VolumeId: "vol-q", StagingTargetPath: staging, TargetPath: target,
+			VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_Mode(99), "")}, codes.InvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,6 +207,38 @@ func TestPublishRequestCodes(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestPublishPersistentVolumeContext: kubelet sets
+// csi.storage.k8s.io/ephemeral=false on a persistent volume's publish when
+// the CSIDriver asks for pod info; that is no refusal. The volume is not
+// staged, so the answer is FailedPrecondition, not InvalidArgument.
+func TestPublishPersistentVolumeContext(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.srv.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{VolumeId: "vol-p", StagingTargetPath: e.stagingDir("vol-p"),
+		TargetPath: e.targetPath("p1", "pv-p"), VolumeCapability: snw, VolumeContext: map[string]string{"csi.storage.k8s.io/ephemeral": "false"}})
+	wantCode(t, "publish with ephemeral=false", err, codes.FailedPrecondition)
+}
+
+// TestPublishConfinesAnotherStagingPath: the publish of a staged volume
+// skips the link check only for the staging path its journal entry
+// records; another path through a link out of the kubelet directory is
+// refused as such (InvalidArgument), never followed.
+func TestPublishConfinesAnotherStagingPath(t *testing.T) {
+	e := newEnvAs(t, true)
+	e.attach("vol-c")
+	staging := e.stagingDir("vol-c")
+	mustOK(t, "stage", e.stage("vol-c", staging, nil))
+	escape := e.path("plugins", "escape")
+	if err := os.MkdirAll(filepath.Dir(escape), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), escape); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "publish through a link out of the kubelet directory",
+		e.publish("vol-c", filepath.Join(escape, "globalmount"), e.targetPath("p1", "pv-c"), false), codes.InvalidArgument)
+	mustOK(t, "publish at the recorded staging path", e.publish("vol-c", staging, e.targetPath("p1", "pv-c"), false))
 }
 
 // TestStageExceedsCapabilities checks that an access mode the plugin
@@ -486,6 +525,16 @@ func TestDiskErrorsMapToCodes(t *testing.T) {
 				VolumeCapability: snw, VolumeContext: tt.vctx})
 			wantCode(t, tt.name, err, tt.want)
 		})
+	}
+}
+
+// TestInfoWithoutTopology: a node without topology reports none, not an
+// empty one.
+func TestInfoWithoutTopology(t *testing.T) {
+	info, err := node.New(node.Config{NodeID: "node-2"}).NodeGetInfo(context.Background(), &csi.NodeGetInfoRequest{})
+	mustOK(t, "info", err)
+	if info.GetNodeId() != "node-2" || info.AccessibleTopology != nil {
+		t.Fatalf("info = %v, want node-2 without accessible_topology", info)
 	}
 }
 
