@@ -19,8 +19,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/node"
+	"github.com/wincsi/csi-windows-node/pkg/plugin"
 	"github.com/wincsi/csi-windows-node/pkg/sim"
+	"github.com/wincsi/csi-windows-node/pkg/winpath"
 )
 
 func TestDiskLifecycleKeepsData(t *testing.T) {
@@ -531,7 +532,18 @@ func TestDiskErrorsMapToCodes(t *testing.T) {
 // TestInfoWithoutTopology: a node without topology reports none, not an
 // empty one.
 func TestInfoWithoutTopology(t *testing.T) {
-	info, err := node.New(node.Config{NodeID: "node-2"}).NodeGetInfo(context.Background(), &csi.NodeGetInfoRequest{})
+	base := t.TempDir()
+	s, err := sim.New(sim.Config{Dir: filepath.Join(base, "sim")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	p, err := plugin.New(plugin.Options{DriverName: "drv", NodeID: "node-2", KubeletDir: base, PathStyle: winpath.POSIX,
+		StateDir: filepath.Join(base, "journal")}, plugin.Host{Host: s.Host()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := p.Node().NodeGetInfo(context.Background(), &csi.NodeGetInfoRequest{})
 	mustOK(t, "info", err)
 	if info.GetNodeId() != "node-2" || info.AccessibleTopology != nil {
 		t.Fatalf("info = %v, want node-2 without accessible_topology", info)
