@@ -150,3 +150,25 @@ func TestMPIONotClaiming(t *testing.T) {
 		t.Fatalf("%d sessions left, want 0", n)
 	}
 }
+
+// TestUnplacedVolumeKeepsTheSession: the last unstage of a target counts
+// another volume whose staging path still holds a mount point as a user
+// when the host cannot place that volume on a disk (its disk offline or
+// gone, as after a reboot before the volume is staged again): the session
+// is never logged out under it.
+func TestUnplacedVolumeKeepsTheSession(t *testing.T) {
+	e := newEnv(t, false)
+	a, b := vol("a", "10.0.0.1", iqnOpen, 0), vol("b", "10.0.0.1", iqnOpen, 1)
+	must(t, "stage a", e.stage(a))
+	must(t, "stage b", e.stage(b))
+	must(t, "fault", e.sim.Faults().Add(sim.Rule{Op: sim.OpVolumesDiskNumber, Err: "notfound"}))
+	must(t, "unstage a", e.unstage(a))
+	if n := len(e.sessions(iqnOpen)); n != 1 {
+		t.Fatalf("%d sessions after a's unstage, want 1: b's mount point cannot be placed, so b counts as a user", n)
+	}
+	e.sim.Faults().Clear()
+	must(t, "unstage b", e.unstage(b))
+	if n := len(e.sessions(iqnOpen)); n != 0 {
+		t.Fatalf("%d sessions after the last unstage, want 0", n)
+	}
+}
