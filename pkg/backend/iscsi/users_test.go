@@ -5,26 +5,11 @@ import (
 	"testing"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/backendtest"
 	"github.com/wincsi/csi-windows-node/pkg/backend/shared"
 	"github.com/wincsi/csi-windows-node/pkg/host/hosttest"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
-
-// withRefused adds, to the entries of one target, one the journal refused
-// (a file the plugin did not write, as on Windows after the DaemonSet's
-// account changed).
-type withRefused struct {
-	backend.Store
-	key string
-}
-
-func (w withRefused) ByResource(ctx context.Context, key string) ([]journal.Entry, error) {
-	es, err := w.Store.ByResource(ctx, key)
-	if key == w.key {
-		es = append(es, journal.Entry{VolumeID: "vol-refused", ResourceKey: key, Refused: true})
-	}
-	return es, err
-}
 
 // TestRefusedEntryIsAUser: a journal file the plugin refused that names
 // the target counts as a user of its sessions (it may be a volume of the
@@ -41,7 +26,7 @@ func TestRefusedEntryIsAUser(t *testing.T) {
 		store backend.Store
 		want  string
 	}{
-		{name: "one refused entry names the target", store: withRefused{Store: jr, key: resourceKey(iqn)}, want: "vol-refused"},
+		{name: "one refused entry names the target", store: backendtest.WithRefused{Store: jr, Key: resourceKey(iqn), VolumeID: "vol-refused"}, want: "vol-refused"},
 		{name: "none does", store: jr, want: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/wincsi/csi-windows-node/pkg/backend/backendtest"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
@@ -428,19 +429,6 @@ func TestOthers(t *testing.T) {
 	}
 }
 
-// withRefused is the journal with, among the entries of key, one of a
-// file the journal refused (as it returns one on Windows for a file the
-// plugin did not write).
-type withRefused struct{ *journal.Journal }
-
-func (w withRefused) ByResource(ctx context.Context, k string) ([]journal.Entry, error) {
-	es, err := w.Journal.ByResource(ctx, k)
-	if k == key {
-		es = append(es, journal.Entry{VolumeID: "refused", StagingPath: "/k/refused", Backend: "smb", ResourceKey: key, Refused: true})
-	}
-	return es, err
-}
-
 // TestOthersRefusedEntry: the volume of a refused journal file counts as
 // a user of the resource, whatever the host says (it is never checked),
 // so the last unstage of the plugin's own volumes keeps the resource.
@@ -449,7 +437,7 @@ func TestOthersRefusedEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewSet[string]("share", withRefused{jr})
+	s := NewSet[string]("share", backendtest.WithRefused{Store: jr, Key: key, VolumeID: "refused"})
 	put(t, jr, "self")
 	var inUse []string
 	var check []journal.Entry

@@ -5,26 +5,11 @@ import (
 	"testing"
 
 	"github.com/wincsi/csi-windows-node/pkg/backend"
+	"github.com/wincsi/csi-windows-node/pkg/backend/backendtest"
 	"github.com/wincsi/csi-windows-node/pkg/host"
 	"github.com/wincsi/csi-windows-node/pkg/host/hosttest"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
-
-// withRefused adds, to the entries of one share, one the journal refused
-// (a file the plugin did not write, as on Windows after the DaemonSet's
-// account changed).
-type withRefused struct {
-	backend.Store
-	key string
-}
-
-func (w withRefused) ByResource(ctx context.Context, key string) ([]journal.Entry, error) {
-	es, err := w.Store.ByResource(ctx, key)
-	if key == w.key {
-		es = append(es, journal.Entry{VolumeID: "vol-refused", ResourceKey: key, Refused: true})
-	}
-	return es, err
-}
 
 // unmaps counts Unmap calls; the rest of the SMB host is unimplemented.
 type unmaps struct {
@@ -53,7 +38,7 @@ func TestRefusedEntryKeepsTheMapping(t *testing.T) {
 		store     backend.Store
 		wantUnmap int
 	}{
-		{name: "one refused entry names the share", store: withRefused{Store: jr, key: resourceKey(root)}, wantUnmap: 0},
+		{name: "one refused entry names the share", store: backendtest.WithRefused{Store: jr, Key: resourceKey(root), VolumeID: "vol-refused"}, wantUnmap: 0},
 		{name: "none does", store: jr, wantUnmap: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
