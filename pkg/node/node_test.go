@@ -756,7 +756,7 @@ func TestRepeatedPublishCodes(t *testing.T) {
 		{"same target, read-only", false, snw, true, codes.AlreadyExists},
 		{"same target, other access mode", false, mountCap(snmwMode, ""), false, codes.AlreadyExists},
 		{"same target, other fsType", false, mountCap(snwMode, "refs"), false, codes.AlreadyExists},
-		{"same target, mount flags", false, withFlags, false, codes.AlreadyExists},
+		{"same target, other mount flags only (ignored)", false, withFlags, false, codes.OK},
 		{"another target, same arguments", true, snw, false, codes.OK},
 		{"another target, read-only", true, snw, true, codes.OK},
 		{"another target, other access mode", true, mountCap(snmwMode, ""), false, codes.FailedPrecondition},

@@ -140,7 +140,7 @@ func (s *Server) checkPublication(volumeID, target string, pub publication) erro
 	// The publication at the target itself first: when it differs, the
 	// answer is ALREADY_EXISTS whatever the others are.
 	for t, p := range s.published[volumeID] {
-		if samePath(t, target) && (p.readOnly != pub.readOnly || !p.sameCapability(pub)) {
+		if samePath(t, target) && (p.readOnly != pub.readOnly || !p.sameUse(pub)) {
 			return status.Errorf(codes.AlreadyExists, "volume %q is already published at %s with readonly=%t and %s",
 				volumeID, target, p.readOnly, p.describe())
 		}
@@ -157,12 +157,8 @@ func (s *Server) checkPublication(volumeID, target string, pub publication) erro
 		}
 		// "COs SHOULD NOT call NodePublishVolume a second time with a
 		// different volume_capability. If this happens, the Plugin SHOULD
-		// return FAILED_PRECONDITION." Mount flags alone do not count:
-		// the plugin ignores them (a Windows mount point takes none), and
-		// a PV's mountOptions may be edited while pods use it
-		// (kubernetes v1.37.2 pkg/apis/core/validation
-		// ValidatePersistentVolumeUpdate), so a new pod would be refused
-		// for a difference that changes nothing.
+		// return FAILED_PRECONDITION." Mount flags alone do not count
+		// (sameUse).
 		if !p.sameUse(pub) {
 			return status.Errorf(codes.FailedPrecondition, "volume %q is already published at %s with %s, not %s",
 				volumeID, t, p.describe(), pub.describe())

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -76,19 +75,15 @@ func newPublication(c *csi.VolumeCapability, readOnly bool) publication {
 		fsType: m.GetFsType(), mountFlags: m.GetMountFlags(), mountGroup: m.GetVolumeMountGroup()}
 }
 
-// sameCapability reports whether two publications carry the same volume
-// capability; fsType compares as the contract reads it, in any case.
-func (p publication) sameCapability(q publication) bool {
-	return p.mode == q.mode && strings.EqualFold(p.fsType, q.fsType) &&
-		slices.Equal(p.mountFlags, q.mountFlags) && p.mountGroup == q.mountGroup
-}
-
 // sameUse reports whether two publications ask the same of the volume:
-// their capabilities differ at most in mount flags, which the plugin
-// ignores.
+// the same access mode, fsType (as the contract reads it, in any case) and
+// mount group. Mount flags do not count: the plugin ignores them (a
+// Windows mount point takes none), and a PV's mountOptions may be edited
+// while pods use it (kubernetes v1.37.2 pkg/apis/core/validation
+// ValidatePersistentVolumeUpdate), so that kubelet sends other flags for
+// a new pod, or for a pod whose volume it republishes after a restart.
 func (p publication) sameUse(q publication) bool {
-	p.mountFlags, q.mountFlags = nil, nil
-	return p.sameCapability(q)
+	return p.mode == q.mode && strings.EqualFold(p.fsType, q.fsType) && p.mountGroup == q.mountGroup
 }
 
 // describe names the capability in an error; mount flags may hold
