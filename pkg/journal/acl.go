@@ -295,6 +295,7 @@ var ErrUntrustedOwner = errors.New("owned by neither SYSTEM nor Administrators")
 func ProtectDir(dir string) error { return protectOwnDir(osFileSecurity{}, dir) }
 
 func protectOwnDir(sec fileSecurity, dir string) error {
+	dir = filepath.Clean(dir) // without a trailing separator, which Lstat would follow
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
 	}

@@ -566,13 +566,15 @@ func TestOpenRefusesALinkedStateDirectory(t *testing.T) {
 	if err := os.Symlink(target, dir); err != nil {
 		t.Skip(err)
 	}
-	sec := &fakeSecurity{dirSD: kubeletInherited(t, winacl.SIDAdministrators)}
-	_, err := open(dir, sec)
-	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "not a directory") {
-		t.Fatalf("open of a linked state directory = %v, want a refusal naming %s", err, dir)
-	}
-	if len(sec.protects) != 0 {
-		t.Errorf("the link's target was protected")
+	for _, given := range []string{dir, dir + string(filepath.Separator)} {
+		sec := &fakeSecurity{dirSD: kubeletInherited(t, winacl.SIDAdministrators)}
+		_, err := open(given, sec)
+		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "not a directory") {
+			t.Fatalf("open(%q) of a linked state directory = %v, want a refusal naming %s", given, err, dir)
+		}
+		if len(sec.protects) != 0 {
+			t.Errorf("open(%q): the link's target was protected", given)
+		}
 	}
 	if _, err := os.Stat(leftover); err != nil {
 		t.Errorf("a leftover in the link's target was touched: %v", err)

@@ -103,6 +103,8 @@ func Open(dir string) (*Journal, error) {
 }
 
 func open(dir string, sec fileSecurity) (*Journal, error) {
+	// Without a trailing separator: Lstat of "link\" follows the link.
+	dir = filepath.Clean(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create journal directory %s: %w", dir, err)
 	}
