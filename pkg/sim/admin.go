@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
+	"github.com/wincsi/csi-windows-node/pkg/winacl"
 )
 
 // The operator's calls (host.Admin) on the simulated host: the node's
@@ -166,7 +167,7 @@ func (h system) OS(ctx context.Context) (host.OSInfo, error) {
 
 func (h system) Token(ctx context.Context) (host.Token, error) {
 	return call(ctx, h.s, OpSystemToken, false, func(*State) (host.Token, error) {
-		return host.Token{User: "S-1-5-18", System: true, Administrators: true, Elevated: true}, nil
+		return host.Token{User: winacl.SIDLocalSystem, System: true, Administrators: true, Elevated: true}, nil
 	})
 }
 
@@ -196,12 +197,12 @@ func (h system) DirectoryDACL(ctx context.Context, path string) (host.DACL, erro
 		allow := func(sid string, mask uint32) host.ACE {
 			return host.ACE{Type: host.ACEAccessAllowed, Flags: host.ACEInheritedBelow, Mask: mask, SID: sid}
 		}
-		d := host.DACL{Protected: true, Entries: []host.ACE{allow("S-1-5-18", 0x1f01ff), allow("S-1-5-32-544", 0x1f01ff)}}
+		d := host.DACL{Protected: true, Entries: []host.ACE{allow(winacl.SIDLocalSystem, winacl.FullControl), allow(winacl.SIDAdministrators, winacl.FullControl)}}
 		if fi.Mode().Perm()&0o002 != 0 {
-			d.Entries = append(d.Entries, allow("S-1-1-0", 0x1f01ff))
+			d.Entries = append(d.Entries, allow(winacl.SIDEveryone, winacl.FullControl))
 		}
 		if fi.Mode().Perm()&0o004 != 0 {
-			d.Entries = append(d.Entries, allow("S-1-5-32-545", 0x1200a9))
+			d.Entries = append(d.Entries, allow(winacl.SIDUsers, winacl.ReadExecute))
 		}
 		return d, nil
 	})

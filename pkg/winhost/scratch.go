@@ -130,21 +130,15 @@ func (l *LocalSMB) Users(ctx context.Context) ([]string, error) {
 // each inherited below (OI|CI), the DACL protected from inheritance. A
 // share's own permissions do not admit a user the directory's DACL
 // refuses.
-const (
-	rightsFull   = 0x001F01FF // FILE_ALL_ACCESS
-	rightsModify = 0x001301BF
-	sidSystem    = "S-1-5-18"
-	sidAdmins    = "S-1-5-32-544"
-)
 
 // shareDACL is the DACL of a shared directory for the user's SID, set
 // protected.
 func shareDACL(userSID string) ([]byte, error) {
-	acl := winacl.ACL{Revision: 2}
+	acl := winacl.ACL{Revision: winacl.ACLRevision}
 	for _, e := range []struct {
 		sid  string
 		mask uint32
-	}{{sidSystem, rightsFull}, {sidAdmins, rightsFull}, {userSID, rightsModify}} {
+	}{{winacl.SIDLocalSystem, winacl.FullControl}, {winacl.SIDAdministrators, winacl.FullControl}, {userSID, winacl.Modify}} {
 		a, err := winacl.AllowACE(e.sid, e.mask, host.ACEInheritedBelow)
 		if err != nil {
 			return nil, err
@@ -162,13 +156,9 @@ func shareDACL(userSID string) ([]byte, error) {
 // smb/createshare-msft-smbshare), Temporary so that a share a killed run
 // left does not survive a restart of the server service.
 func (l *LocalSMB) CreateShare(ctx context.Context, name, dir, user string) error {
-	sidBytes, _, err := l.e.LookupAccountName(ctx, user)
+	sid, err := NewSecurity(l.e).LookupAccountName(ctx, user)
 	if err != nil {
-		return fmt.Errorf("share %s: look up user %s: %w", name, user, lookupErr(err))
-	}
-	sid, _, err := winacl.FormatSID(sidBytes)
-	if err != nil {
-		return fmt.Errorf("share %s: look up user %s: %w", name, user, err)
+		return fmt.Errorf("share %s: %w", name, err)
 	}
 	acl, err := shareDACL(sid)
 	if err != nil {
@@ -187,12 +177,8 @@ func (l *LocalSMB) CreateShare(ctx context.Context, name, dir, user string) erro
 		{Name: "Temporary", Value: true},
 		{Name: "FullAccess", Value: []string{user}},
 	}}
-	r, err := l.e.Call(ctx, NamespaceSMB, m)
-	if err == nil && r.ReturnValue != 0 {
-		err = methodError(classSmbShare, m.Name, r.ReturnValue)
-	}
-	if err != nil {
-		return fmt.Errorf("create share %s of %s: %w", name, dir, mapErr(classSmbShare, err))
+	if err := NewSMB(l.e).call(ctx, m, dir); err != nil {
+		return fmt.Errorf("create share %s of %s: %w", name, dir, err)
 	}
 	return nil
 }
