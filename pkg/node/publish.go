@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 
+	"github.com/wincsi/csi-windows-node/pkg/backend"
 	"github.com/wincsi/csi-windows-node/pkg/contract"
 	"github.com/wincsi/csi-windows-node/pkg/journal"
 )
@@ -124,8 +125,7 @@ func stageServes(e journal.Entry, pub publication) error {
 	if err := kindServes(contract.Kind(e.Backend), pub.mode); err != nil {
 		return err
 	}
-	staged, known := csi.VolumeCapability_AccessMode_Mode_value[e.AccessMode]
-	if known && readerOnly(csi.VolumeCapability_AccessMode_Mode(staged)) && !readerOnly(pub.mode) && !pub.readOnly {
+	if backend.StagedReadOnly(e) && !readerOnly(pub.mode) && !pub.readOnly {
 		return status.Errorf(codes.FailedPrecondition, "volume %q is staged read-only (access mode %s) and cannot be published writable with access mode %s",
 			e.VolumeID, e.AccessMode, modeName(pub.mode))
 	}
