@@ -60,8 +60,6 @@ type SelftestOptions struct {
 	ISCSIIQN    string
 	ISCSILUN    uint
 	ISCSICHAP   string
-
-	set map[string]bool
 }
 
 // RegisterSelftest adds selftest's own flags to fs; goos picks the work
@@ -89,8 +87,8 @@ func RegisterSelftest(fs *flag.FlagSet, goos, tempDir string) *SelftestOptions {
 
 // Finish validates the flags; set names the flags given (flag.FlagSet.Visit).
 func (o *SelftestOptions) Finish(fs *flag.FlagSet) error {
-	o.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var errs []error
 	errs = append(errs, checkOutput(o.Output), checkBackends(o.Backends))
 	if o.Timeout <= 0 {
@@ -120,7 +118,7 @@ func (o *SelftestOptions) Finish(fs *flag.FlagSet) error {
 		{"iscsi", []string{"iscsi-portal", "iscsi-iqn", "iscsi-lun", "iscsi-chap"}, iscsi},
 	} {
 		for _, f := range g.flags {
-			if o.set[f] && !g.on {
+			if set[f] && !g.on {
 				errs = append(errs, fmt.Errorf("--%s only applies with --backends including %s", f, g.backend))
 			}
 		}
@@ -130,9 +128,6 @@ func (o *SelftestOptions) Finish(fs *flag.FlagSet) error {
 	}
 	return errors.Join(errs...)
 }
-
-// IsSet reports whether a selftest flag was given on the command line.
-func (o *SelftestOptions) IsSet(name string) bool { return o.set[name] }
 
 func registerOutput(fs *flag.FlagSet, out *string) {
 	fs.StringVar(out, "o", "table", "output format: table, or json for scripts")
