@@ -76,7 +76,7 @@ func windowsHost(ctx context.Context, opts *config.Options, rec *record) (*node,
 		logger.Info("Recording every WMI and Win32 call and its answer", "path", rec.path)
 	}
 	logger.Info("Windows host ready: WMI and Win32 executor started")
-	n.plugin = plugin.Host{Host: winhost.New(e), System: winhost.NewAdmin(e).System, Healthy: exec.Healthy}
 	n.admin = winhost.NewAdmin(e)
+	n.plugin = plugin.Host{Host: winhost.New(e), System: n.admin.System, Healthy: exec.Healthy}
 	return n, nil
 }
