@@ -84,7 +84,6 @@ type Executor struct {
 	next    int
 	log     []Call
 	blocked chan struct{} // closed when a call with a Block reply waits
-	didWait bool          // blocked is closed
 	serve   func(Call) (Reply, bool)
 }
 
@@ -173,6 +172,15 @@ func (e *Executor) blockedLocked() chan struct{} {
 		e.blocked = make(chan struct{})
 	}
 	return e.blocked
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // blockedContext is the context BlockedContext returns: done is closed
@@ -265,9 +273,8 @@ func (e *Executor) take(ctx context.Context, got Call) Reply {
 	record(got, x.reply)
 	if x.reply.Block {
 		e.mu.Lock()
-		if !e.didWait {
-			e.didWait = true
-			close(e.blockedLocked())
+		if ch := e.blockedLocked(); !isClosed(ch) {
+			close(ch) // only ever under e.mu
 		}
 		e.mu.Unlock()
 		<-ctx.Done()
