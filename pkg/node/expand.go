@@ -36,11 +36,9 @@ func (s *Server) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 		// range before retrying".
 		return nil, status.Errorf(codes.OutOfRange, "capacity_range: required_bytes %d is more than limit_bytes %d", required, limit)
 	}
-	var reqStaging string
-	if p := req.GetStagingTargetPath(); p != "" {
-		if reqStaging, err = s.resolveLookupPath("staging_target_path", p); err != nil {
-			return nil, err
-		}
+	reqStaging, err := s.optionalStagingPath(req.GetStagingTargetPath())
+	if err != nil {
+		return nil, err
 	}
 	ctx, unlock, err := s.lockVolume(ctx, volumeID)
 	if err != nil {
@@ -54,8 +52,8 @@ func (s *Server) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 		return nil, err
 	}
 	staging := e.StagingPath
-	if reqStaging != "" && !samePath(reqStaging, staging) {
-		return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, staging, reqStaging)
+	if err := stagedAt(e, reqStaging); err != nil {
+		return nil, err
 	}
 	b, err := s.backendFor(contract.Kind(e.Backend))
 	if err != nil {

@@ -19,13 +19,11 @@ func (s *Server) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolume
 	}
 	// Every path is checked before the volume is looked up (InvalidArgument
 	// before NotFound).
-	var reqStaging, publishPath string
-	var err error
-	if p := req.GetStagingTargetPath(); p != "" {
-		if reqStaging, err = s.resolveLookupPath("staging_target_path", p); err != nil {
-			return nil, err
-		}
+	reqStaging, err := s.optionalStagingPath(req.GetStagingTargetPath())
+	if err != nil {
+		return nil, err
 	}
+	var publishPath string
 	if p := req.GetVolumePublishPath(); p != "" {
 		if publishPath, err = s.resolveLookupPath("volume_publish_path", p); err != nil {
 			return nil, err
@@ -35,8 +33,8 @@ func (s *Server) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolume
 	if err != nil {
 		return nil, err
 	}
-	if reqStaging != "" && !samePath(reqStaging, e.StagingPath) {
-		return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", volumeID, e.StagingPath, reqStaging)
+	if err := stagedAt(e, reqStaging); err != nil {
+		return nil, err
 	}
 	health := &csi.VolumeHealth{VolumeId: volumeID}
 	if publishPath != "" {

@@ -36,3 +36,24 @@ func (s *Server) checkVolumePath(ctx context.Context, e journal.Entry, path stri
 	}
 	return status.Errorf(codes.NotFound, "volume %q is not published at %s", e.VolumeID, path)
 }
+
+// optionalStagingPath resolves the staging_target_path a stats, expand or
+// health request may carry, as resolveLookupPath does; "" when it carries
+// none.
+func (s *Server) optionalStagingPath(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	return s.resolveLookupPath("staging_target_path", p)
+}
+
+// stagedAt fails with NotFound unless the volume staged as e is staged at
+// reqStaging, when the request named one: staging_target_path is "the path
+// where the volume is staged" (CSI spec v1.13.0, NodeGetVolumeStats,
+// NodeExpandVolume and NodeGetVolumeHealth requests).
+func stagedAt(e journal.Entry, reqStaging string) error {
+	if reqStaging != "" && !samePath(reqStaging, e.StagingPath) {
+		return status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", e.VolumeID, e.StagingPath, reqStaging)
+	}
+	return nil
+}

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // NodeGetVolumeStats reports the bytes used and available on the volume.
@@ -18,21 +16,16 @@ func (s *Server) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeS
 	if err != nil {
 		return nil, err
 	}
-	var reqStaging string
-	if p := req.GetStagingTargetPath(); p != "" {
-		if reqStaging, err = s.resolveLookupPath("staging_target_path", p); err != nil {
-			return nil, err
-		}
+	reqStaging, err := s.optionalStagingPath(req.GetStagingTargetPath())
+	if err != nil {
+		return nil, err
 	}
 	e, err := s.stagedEntry(ctx, req.GetVolumeId())
 	if err != nil {
 		return nil, err
 	}
-	// staging_target_path, when given, is "the path where the volume is
-	// staged" (CSI spec v1.13.0, NodeGetVolumeStatsRequest), as for
-	// expand and health.
-	if reqStaging != "" && !samePath(reqStaging, e.StagingPath) {
-		return nil, status.Errorf(codes.NotFound, "volume %q is staged at %s, not at %s", e.VolumeID, e.StagingPath, reqStaging)
+	if err := stagedAt(e, reqStaging); err != nil {
+		return nil, err
 	}
 	if err := s.checkVolumePath(ctx, e, path); err != nil {
 		return nil, err
