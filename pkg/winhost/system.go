@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/wincsi/csi-windows-node/pkg/host"
-	"github.com/wincsi/csi-windows-node/pkg/winacl"
 	"github.com/wincsi/csi-windows-node/pkg/winhost/wql"
 )
 
@@ -134,13 +133,9 @@ func (s *System) PathVolume(ctx context.Context, path string) (host.PathVolume, 
 // DirectoryDACL implements host.System: the descriptor read as for volume
 // roots (Executor.FileSecurity), parsed by pkg/winacl (security.go).
 func (s *System) DirectoryDACL(ctx context.Context, path string) (host.DACL, error) {
-	b, err := s.e.FileSecurity(ctx, path, winacl.DACLSecurityInformation)
+	d, err := NewSecurity(s.e).readRoot(ctx, path)
 	if err != nil {
-		return host.DACL{}, fmt.Errorf("read the security descriptor of %s: %w", path, mapHostErr(err))
-	}
-	d, err := winacl.ParseDescriptor(b)
-	if err != nil {
-		return host.DACL{}, fmt.Errorf("security descriptor of %s: %w", path, err)
+		return host.DACL{}, err
 	}
 	return hostDACL(d), nil
 }
