@@ -40,7 +40,7 @@ func CredentialCounts(ctx context.Context, store backend.Store) (drift, other in
 			// Another mapping of the server by the same user, with
 			// another password, is drift too (ServerDrift).
 			if users == nil {
-				if users, macs, used, err = mappingNotes(ctx, store); err != nil {
+				if users, macs, used, err = mappingNotes(ctx, store, ""); err != nil {
 					return backend.Credential{}, backend.Credential{}, false, err
 				}
 			}
@@ -53,13 +53,15 @@ func CredentialCounts(ctx context.Context, store backend.Store) (drift, other in
 }
 
 // mappingNotes returns the notes of the global mappings' users and
-// passwords, by share root, and the shares staged volumes use.
-func mappingNotes(ctx context.Context, store backend.Store) (users, macs map[string]string, used map[string]bool, err error) {
-	u, err := store.Notes(ctx, notePrefix)
+// passwords, by share root, of the shares whose roots start with prefix
+// ("" for all, serverPrefix for one server's), and the shares staged
+// volumes use.
+func mappingNotes(ctx context.Context, store backend.Store, prefix string) (users, macs map[string]string, used map[string]bool, err error) {
+	u, err := store.Notes(ctx, notePrefix+prefix)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m, err := store.Notes(ctx, secretNotePrefix)
+	m, err := store.Notes(ctx, secretNotePrefix+prefix)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -131,19 +133,12 @@ func serverPrefix(root string) string {
 // serverDrift is ServerDrift for a volume of spec with credential cred,
 // from the journal's notes: "" when the notes cannot be read (logged).
 func (b *Backend) serverDrift(ctx context.Context, spec *contract.SMBSpec, cred backend.Credential) string {
-	users, err := b.store.Notes(ctx, notePrefix+serverPrefix(spec.MappingPath()))
-	if err == nil {
-		var macs map[string]string
-		if macs, err = b.store.Notes(ctx, secretNotePrefix+serverPrefix(spec.MappingPath())); err == nil {
-			var entries []journal.Entry
-			if entries, err = b.store.ByBackend(ctx, string(contract.KindSMB)); err == nil {
-				return ServerDrift(spec.MappingPath(), cred.User, cred.SecretMAC, trimKeys(users, notePrefix), trimKeys(macs, secretNotePrefix),
-					UsedShares(entries))
-			}
-		}
+	users, macs, used, err := mappingNotes(ctx, b.store, serverPrefix(spec.MappingPath()))
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot read the notes of the server's global mappings", "remotePath", spec.MappingPath())
+		return ""
 	}
-	klog.FromContext(ctx).Error(err, "Cannot read the notes of the server's global mappings", "remotePath", spec.MappingPath())
-	return ""
+	return ServerDrift(spec.MappingPath(), cred.User, cred.SecretMAC, users, macs, used)
 }
 
 // trimKeys returns notes keyed by what follows prefix.
