@@ -197,8 +197,6 @@ func (t *taker) disksOfTarget(ctx context.Context, iqn string, sessions []host.I
 	return nums
 }
 
-// mappingNotes returns the SMB backend's mapping notes, by share root
-// (read once).
 // usedShares returns the share roots staged SMB volumes use (read once).
 func (t *taker) usedShares() map[string]bool {
 	if t.shares == nil {
@@ -207,6 +205,8 @@ func (t *taker) usedShares() map[string]bool {
 	return t.shares
 }
 
+// mappingNotes returns the SMB backend's mapping notes, by share root
+// (read once).
 func (t *taker) mappingNotes(ctx context.Context) map[string]string {
 	if t.notes != nil {
 		return t.notes
