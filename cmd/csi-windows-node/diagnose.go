@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/wincsi/csi-windows-node/pkg/config"
 	"github.com/wincsi/csi-windows-node/pkg/plugin"
 )
 
@@ -40,14 +41,13 @@ Flags:
 func diagnose(args []string, stdout, stderr io.Writer) int {
 	sc := newSubcommand(diagnoseCommand, diagnoseUsage, stdout, stderr)
 	var output string
-	sc.fs.StringVar(&output, "o", "table", "output format: table, or json for scripts")
-	sc.fs.StringVar(&output, "output", "table", "the same as -o")
+	config.RegisterOutput(sc.fs, &output)
 	timeout := sc.fs.Duration("timeout", 2*time.Minute, "how long reading the node may take before diagnose gives up")
 	code, ok := sc.parse(args, func() error {
-		switch {
-		case output != "table" && output != "json":
-			return fmt.Errorf("-o=%s: want table or json", output)
-		case *timeout <= 0:
+		if err := config.CheckOutput(output); err != nil {
+			return err
+		}
+		if *timeout <= 0 {
 			return fmt.Errorf("--timeout=%s: must be positive", *timeout)
 		}
 		return nil

@@ -25,7 +25,7 @@ type PreflightOptions struct {
 // RegisterPreflight adds preflight's own flags to fs.
 func RegisterPreflight(fs *flag.FlagSet) *PreflightOptions {
 	o := &PreflightOptions{Backends: slices.Clone(knownBackends)}
-	registerOutput(fs, &o.Output)
+	RegisterOutput(fs, &o.Output)
 	fs.BoolVar(&o.Fix, "fix", false, "make the one change preflight knows: set the iSCSI initiator service MSiSCSI to start automatically and start it; nothing else is ever changed")
 	fs.Var(&backendsFlag{l: &o.Backends}, "backends", "the backends this node must serve: a service only an absent backend needs warns instead of failing")
 	fs.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "how long the checks (and the fix) may take")
@@ -36,7 +36,7 @@ func RegisterPreflight(fs *flag.FlagSet) *PreflightOptions {
 // Finish validates the flags.
 func (o *PreflightOptions) Finish() error {
 	var errs []error
-	errs = append(errs, checkOutput(o.Output), checkBackends(o.Backends))
+	errs = append(errs, CheckOutput(o.Output), checkBackends(o.Backends))
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout=%s: must be positive", o.Timeout))
 	}
@@ -66,7 +66,7 @@ type SelftestOptions struct {
 // directory's default.
 func RegisterSelftest(fs *flag.FlagSet, goos, tempDir string) *SelftestOptions {
 	o := &SelftestOptions{Backends: []string{"disk"}}
-	registerOutput(fs, &o.Output)
+	RegisterOutput(fs, &o.Output)
 	fs.Var(&backendsFlag{l: &o.Backends}, "backends", "the backends to test: disk, smb (with --smb-local or --smb-source) and iscsi (with --iscsi-portal and --iscsi-iqn)")
 	fs.StringVar(&o.Record, "record", "", "write every WMI and Win32 call and its answer to this file (JSON lines; secrets are never written), to contribute as a test (docs/selftest.md)")
 	defWork := tempDir + "/csi-windows-node-selftest"
@@ -90,7 +90,7 @@ func (o *SelftestOptions) Finish(fs *flag.FlagSet) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var errs []error
-	errs = append(errs, checkOutput(o.Output), checkBackends(o.Backends))
+	errs = append(errs, CheckOutput(o.Output), checkBackends(o.Backends))
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout=%s: must be positive", o.Timeout))
 	}
@@ -129,12 +129,15 @@ func (o *SelftestOptions) Finish(fs *flag.FlagSet) error {
 	return errors.Join(errs...)
 }
 
-func registerOutput(fs *flag.FlagSet, out *string) {
+// RegisterOutput registers -o and --output, the output format of the
+// operator's commands (preflight, selftest, diagnose).
+func RegisterOutput(fs *flag.FlagSet, out *string) {
 	fs.StringVar(out, "o", "table", "output format: table, or json for scripts")
 	fs.StringVar(out, "output", "table", "the same as -o")
 }
 
-func checkOutput(o string) error {
+// CheckOutput fails unless o is an output format RegisterOutput offers.
+func CheckOutput(o string) error {
 	if o != "table" && o != "json" {
 		return fmt.Errorf("-o=%s: want table or json", o)
 	}
